@@ -1,0 +1,5 @@
+//! Code generation from tirc's lowered kernel IR.
+
+pub mod cuda;
+
+pub use cuda::{emit, CudaKernel};

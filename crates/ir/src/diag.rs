@@ -1,0 +1,142 @@
+//! Diagnostics: every error a user can cause, as a value with a span.
+//!
+//! A `Diagnostic` says what is wrong (`message`, lowercase, no trailing
+//! period), where (`span`, with a short `label`), and, when a fix is obvious,
+//! how (`help`). `render` draws it under the source line with miette.
+
+use tirc_parser::ast::Span;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub message: String,
+    pub span: Option<Span>,
+    pub label: Option<String>,
+    pub help: Option<String>,
+}
+
+pub type Result<T> = std::result::Result<T, Diagnostic>;
+
+impl Diagnostic {
+    pub fn new(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { message: message.into(), span: None, label: None, help: None }
+    }
+
+    pub fn at(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { span: Some(span), ..Diagnostic::new(message) }
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Diagnostic {
+        self.label = Some(label.into());
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Gives the diagnostic a span if it has none yet.
+    pub fn or_at(mut self, span: Span) -> Diagnostic {
+        if self.span.is_none() {
+            self.span = Some(span);
+        }
+        self
+    }
+
+    /// Renders the diagnostic against the source text, without colours.
+    pub fn render(&self, file_name: &str, src: &str) -> String {
+        let report = Report { d: self, src: miette::NamedSource::new(file_name, src.to_string()) };
+        let mut out = String::new();
+        let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .with_width(100);
+        if handler.render_report(&mut out, &report).is_err() {
+            out = format!("error: {}\n", self.message);
+        }
+        out
+    }
+
+    /// A one-line form, `file:line:col: message`, for logs and tests.
+    pub fn short(&self, file_name: &str, src: &str) -> String {
+        match self.span {
+            Some(s) => {
+                let (line, col) = line_col(src, s.start);
+                format!("{file_name}:{line}:{col}: {}", self.message)
+            }
+            None => format!("{file_name}: {}", self.message),
+        }
+    }
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = &src[..src.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[derive(Debug)]
+struct Report<'a> {
+    d: &'a Diagnostic,
+    src: miette::NamedSource<String>,
+}
+
+impl std::fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.d.message)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.d.span.map(|_| &self.src as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let span = self.d.span?;
+        let label = miette::LabeledSpan::new_with_span(self.d.label.clone(), span);
+        Some(Box::new(std::iter::once(label)))
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        self.d.help.as_ref().map(|h| Box::new(h.clone()) as Box<dyn std::fmt::Display>)
+    }
+}
+
+/// The candidate nearest to `name` by edit distance, if it is near enough to
+/// be a likely misspelling.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `help: did you mean `x`?` when a near name exists.
+pub fn did_you_mean<'a>(d: Diagnostic, name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Diagnostic {
+    match suggest(name, candidates) {
+        Some(s) => d.help(format!("did you mean `{s}`?")),
+        None => d,
+    }
+}

@@ -1,0 +1,353 @@
+//! Expressions: constants, variables, arithmetic, buffer loads and calls of
+//! intrinsics.
+//!
+//! Variables and buffers have identity: two `Var`s are the same variable only
+//! when they are the same allocation, whatever their names. Names are for
+//! printing; the printer makes them unique.
+
+use crate::buffer::Buffer;
+use crate::dtype::DType;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// A variable: a loop variable, a block iteration variable, a thread index or
+/// a let-bound name.
+#[derive(Clone)]
+pub struct Var(Arc<VarNode>);
+
+#[derive(Debug)]
+pub struct VarNode {
+    pub name: String,
+    pub dtype: DType,
+}
+
+impl Var {
+    pub fn new(name: impl Into<String>, dtype: DType) -> Var {
+        Var(Arc::new(VarNode { name: name.into(), dtype }))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// A fresh variable of the same type with another name.
+    pub fn renamed(&self, name: impl Into<String>) -> Var {
+        Var::new(name, self.dtype())
+    }
+
+    /// A stable key for maps keyed by identity.
+    pub fn key(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+}
+
+impl PartialEq for Var {
+    fn eq(&self, other: &Var) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Var {}
+
+impl Hash for Var {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.key().hash(h)
+    }
+}
+
+impl fmt::Debug for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}#{:x}", self.name(), self.key() & 0xffff)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// Division with the operand type's meaning: true division for floats,
+    /// truncating division for integers (C's `/`).
+    Div,
+    /// Division rounding towards negative infinity (`T.floordiv`, `//`).
+    FloorDiv,
+    /// The remainder that goes with `FloorDiv` (`T.floormod`, `%`).
+    FloorMod,
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn is_compare(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+}
+
+/// Built-in functions that can be called in an expression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Intrinsic {
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sigmoid,
+    Abs,
+    Fabs,
+    Floor,
+    Ceil,
+    Round,
+    Pow,
+    Sin,
+    Cos,
+    Erf,
+    /// `T.likely(cond)`: a hint that `cond` is usually true; its value is `cond`.
+    Likely,
+}
+
+impl Intrinsic {
+    pub const ALL: [Intrinsic; 16] = [
+        Intrinsic::Exp,
+        Intrinsic::Log,
+        Intrinsic::Sqrt,
+        Intrinsic::Rsqrt,
+        Intrinsic::Tanh,
+        Intrinsic::Sigmoid,
+        Intrinsic::Abs,
+        Intrinsic::Fabs,
+        Intrinsic::Floor,
+        Intrinsic::Ceil,
+        Intrinsic::Round,
+        Intrinsic::Pow,
+        Intrinsic::Sin,
+        Intrinsic::Cos,
+        Intrinsic::Erf,
+        Intrinsic::Likely,
+    ];
+
+    /// The name after `T.` in TVMScript.
+    pub fn name(self) -> &'static str {
+        match self {
+            Intrinsic::Exp => "exp",
+            Intrinsic::Log => "log",
+            Intrinsic::Sqrt => "sqrt",
+            Intrinsic::Rsqrt => "rsqrt",
+            Intrinsic::Tanh => "tanh",
+            Intrinsic::Sigmoid => "sigmoid",
+            Intrinsic::Abs => "abs",
+            Intrinsic::Fabs => "fabs",
+            Intrinsic::Floor => "floor",
+            Intrinsic::Ceil => "ceil",
+            Intrinsic::Round => "round",
+            Intrinsic::Pow => "pow",
+            Intrinsic::Sin => "sin",
+            Intrinsic::Cos => "cos",
+            Intrinsic::Erf => "erf",
+            Intrinsic::Likely => "likely",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Intrinsic> {
+        Intrinsic::ALL.into_iter().find(|i| i.name() == s)
+    }
+
+    pub fn arity(self) -> usize {
+        if self == Intrinsic::Pow {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Int(i64, DType),
+    Float(f64, DType),
+    Var(Var),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    /// `T.Select(cond, a, b)` / `T.if_then_else(cond, a, b)`.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    Cast(DType, Box<Expr>),
+    Load(Buffer, Vec<Expr>),
+    Call(Intrinsic, Vec<Expr>),
+}
+
+impl Expr {
+    pub fn int(v: i64) -> Expr {
+        Expr::Int(v, DType::I32)
+    }
+
+    pub fn bool(v: bool) -> Expr {
+        Expr::Int(v as i64, DType::Bool)
+    }
+
+    pub fn var(v: &Var) -> Expr {
+        Expr::Var(v.clone())
+    }
+
+    pub fn binary(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Binary(op, Box::new(a), Box::new(b))
+    }
+
+    pub fn and(a: Expr, b: Expr) -> Expr {
+        if a.as_bool() == Some(true) {
+            return b;
+        }
+        if b.as_bool() == Some(true) {
+            return a;
+        }
+        Expr::binary(BinOp::And, a, b)
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Expr::Int(_, t) | Expr::Float(_, t) | Expr::Cast(t, _) => *t,
+            Expr::Var(v) => v.dtype(),
+            Expr::Binary(op, a, _) => {
+                if op.is_compare() || op.is_logical() {
+                    DType::Bool
+                } else {
+                    a.dtype()
+                }
+            }
+            Expr::Not(_) => DType::Bool,
+            Expr::Select(_, a, _) => a.dtype(),
+            Expr::Load(b, _) => b.dtype(),
+            Expr::Call(Intrinsic::Likely, _) => DType::Bool,
+            Expr::Call(_, args) => args.first().map_or(DType::F32, |a| a.dtype()),
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Expr::Int(v, t) if *t != DType::Bool => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Expr::Int(v, DType::Bool) => Some(*v != 0),
+            _ => None,
+        }
+    }
+
+    pub fn as_var(&self) -> Option<&Var> {
+        match self {
+            Expr::Var(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Calls `f` on each direct child expression.
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
+        match self {
+            Expr::Int(..) | Expr::Float(..) | Expr::Var(_) => {}
+            Expr::Binary(_, a, b) => {
+                f(a);
+                f(b)
+            }
+            Expr::Not(a) | Expr::Cast(_, a) => f(a),
+            Expr::Select(c, a, b) => {
+                f(c);
+                f(a);
+                f(b)
+            }
+            Expr::Load(_, idx) | Expr::Call(_, idx) => idx.iter().for_each(f),
+        }
+    }
+
+    /// Rebuilds the expression with each direct child replaced by `f(child)`.
+    pub fn map_children(&self, mut f: impl FnMut(&Expr) -> Expr) -> Expr {
+        match self {
+            Expr::Int(..) | Expr::Float(..) | Expr::Var(_) => self.clone(),
+            Expr::Binary(op, a, b) => Expr::binary(*op, f(a), f(b)),
+            Expr::Not(a) => Expr::Not(Box::new(f(a))),
+            Expr::Cast(t, a) => Expr::Cast(*t, Box::new(f(a))),
+            Expr::Select(c, a, b) => Expr::Select(Box::new(f(c)), Box::new(f(a)), Box::new(f(b))),
+            Expr::Load(buf, idx) => Expr::Load(buf.clone(), idx.iter().map(f).collect()),
+            Expr::Call(i, args) => Expr::Call(*i, args.iter().map(f).collect()),
+        }
+    }
+
+    /// Visits this expression and every sub-expression, parents first.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        f(self);
+        self.for_each_child(|c| c.walk(f));
+    }
+
+    /// Whether `v` occurs in the expression.
+    pub fn uses(&self, v: &Var) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| {
+            if let Expr::Var(x) = e {
+                found |= x == v;
+            }
+        });
+        found
+    }
+
+    /// Whether any buffer is read.
+    pub fn has_load(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| found |= matches!(e, Expr::Load(..)));
+        found
+    }
+}
+
+impl std::ops::Add for Expr {
+    type Output = Expr;
+    fn add(self, rhs: Expr) -> Expr {
+        Expr::binary(BinOp::Add, self, rhs)
+    }
+}
+
+impl std::ops::Sub for Expr {
+    type Output = Expr;
+    fn sub(self, rhs: Expr) -> Expr {
+        Expr::binary(BinOp::Sub, self, rhs)
+    }
+}
+
+impl std::ops::Mul for Expr {
+    type Output = Expr;
+    fn mul(self, rhs: Expr) -> Expr {
+        Expr::binary(BinOp::Mul, self, rhs)
+    }
+}
+
+/// A half-open range `[min, min + extent)`.
+#[derive(Clone, Debug)]
+pub struct Range {
+    pub min: Expr,
+    pub extent: Expr,
+}
+
+impl Range {
+    pub fn new(min: Expr, extent: Expr) -> Range {
+        Range { min, extent }
+    }
+
+    pub fn from_extent(extent: Expr) -> Range {
+        Range { min: Expr::int(0), extent }
+    }
+}

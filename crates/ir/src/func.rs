@@ -1,0 +1,85 @@
+//! Functions and modules.
+
+use crate::buffer::Buffer;
+use crate::stmt::{Annotations, Stmt};
+use tirc_parser::ast;
+
+/// A `@T.prim_func`: buffers in, buffers out, a body of statements.
+#[derive(Clone, Debug)]
+pub struct PrimFunc {
+    pub name: String,
+    pub params: Vec<Buffer>,
+    pub attrs: Annotations,
+    pub body: Stmt,
+}
+
+impl PrimFunc {
+    /// The block named `name`, if there is one.
+    pub fn find_block(&self, name: &str) -> Option<&crate::stmt::BlockRealize> {
+        self.body.blocks().into_iter().find(|r| r.block.name == name)
+    }
+}
+
+/// A module constant such as `M = 1024`.
+#[derive(Clone, Debug)]
+pub struct Constant {
+    pub name: String,
+    pub value: i64,
+    pub span: ast::Span,
+}
+
+/// A schedule parameter with its default: `BM=32` or `order="k_innermost"`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    Int(i64),
+    Str(String),
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ScheduleParam {
+    pub name: String,
+    pub default: ParamValue,
+    pub span: ast::Span,
+}
+
+/// A `@tirc.schedule("func")` function: a script of schedule primitives, kept
+/// as syntax and run by the schedule interpreter.
+#[derive(Clone, Debug)]
+pub struct ScheduleDef {
+    pub name: String,
+    pub func: String,
+    /// The name the script gives the schedule handle (`sch`).
+    pub handle: String,
+    pub params: Vec<ScheduleParam>,
+    /// Candidate values per parameter, from `space={...}`.
+    pub space: Vec<(String, Vec<ParamValue>)>,
+    pub body: Vec<ast::Stmt>,
+    pub span: ast::Span,
+}
+
+/// Everything a `.tir` file defines.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    pub constants: Vec<Constant>,
+    pub funcs: Vec<PrimFunc>,
+    pub schedules: Vec<ScheduleDef>,
+}
+
+impl Module {
+    pub fn func(&self, name: &str) -> Option<&PrimFunc> {
+        self.funcs.iter().find(|f| f.name == name)
+    }
+
+    pub fn schedule(&self, name: &str) -> Option<&ScheduleDef> {
+        self.schedules.iter().find(|s| s.name == name)
+    }
+}

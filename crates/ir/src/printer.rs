@@ -1,0 +1,483 @@
+//! The printer: IR to TVMScript text, in the form TVM prints it.
+//!
+//! What it prints the parser reads back to a structurally equal IR
+//! (`tests/roundtrip.rs`). Scheduled functions print with blocks, `T.grid`,
+//! `T.axis.remap` and `T.thread_binding` as `mod.script()` does; lowered ones
+//! with `T.launch_thread` and flat buffers, as TVM's lowered listings do.
+//! Names are made unique: a second variable called `i` prints as `i_1`.
+
+use crate::buffer::{Buffer, Scope};
+use crate::dtype::DType;
+use crate::expr::{BinOp, Expr, Var};
+use crate::func::{Module, PrimFunc};
+use crate::stmt::{Attr, Block, BlockRealize, ForKind, IterKind, Stmt};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+/// Prints one function, without the import header.
+pub fn print_func(f: &PrimFunc) -> String {
+    let mut p = Printer::default();
+    p.func(f);
+    p.out
+}
+
+/// Prints every function of a module, after the import line TVM prints.
+pub fn print_module(m: &Module) -> String {
+    let mut out = String::from("# from tvm.script import tir as T\n");
+    for f in &m.funcs {
+        out.push('\n');
+        out.push_str(&print_func(f));
+    }
+    out
+}
+
+/// Prints one expression, naming variables as they are named.
+pub fn print_expr(e: &Expr) -> String {
+    let mut p = Printer::default();
+    p.expr(e, 0)
+}
+
+/// Prints one statement at indentation zero.
+pub fn print_stmt(s: &Stmt) -> String {
+    let mut p = Printer::default();
+    p.stmt(s, 0);
+    p.out
+}
+
+#[derive(Default)]
+struct Printer {
+    out: String,
+    var_names: HashMap<usize, String>,
+    buf_names: HashMap<usize, String>,
+    taken: HashSet<String>,
+}
+
+fn python_float(v: f64) -> String {
+    if v.is_nan() {
+        "\"nan\"".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "\"inf\"" } else { "\"-inf\"" }.into()
+    } else {
+        let s = format!("{v:?}");
+        if s.contains(['.', 'e', 'E']) {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    }
+}
+
+fn binop_syntax(op: BinOp, dtype: DType) -> Option<(&'static str, u8)> {
+    // Python precedence levels, higher binds tighter.
+    Some(match op {
+        BinOp::Or => (" or ", 1),
+        BinOp::And => (" and ", 2),
+        BinOp::Eq => (" == ", 4),
+        BinOp::Ne => (" != ", 4),
+        BinOp::Lt => (" < ", 4),
+        BinOp::Le => (" <= ", 4),
+        BinOp::Gt => (" > ", 4),
+        BinOp::Ge => (" >= ", 4),
+        BinOp::Add => (" + ", 6),
+        BinOp::Sub => (" - ", 6),
+        BinOp::Mul => (" * ", 7),
+        BinOp::Div if dtype.is_float() => (" / ", 7),
+        BinOp::FloorDiv => (" // ", 7),
+        BinOp::FloorMod => (" % ", 7),
+        BinOp::Div | BinOp::Min | BinOp::Max => return None,
+    })
+}
+
+impl Printer {
+    fn fresh(&mut self, base: &str) -> String {
+        let base = if base.is_empty() { "v" } else { base };
+        let mut name = base.to_string();
+        let mut n = 1;
+        while self.taken.contains(&name) || is_reserved(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+
+    fn def_var(&mut self, v: &Var) -> String {
+        if let Some(n) = self.var_names.get(&v.key()) {
+            return n.clone();
+        }
+        let n = self.fresh(v.name());
+        self.var_names.insert(v.key(), n.clone());
+        n
+    }
+
+    fn var(&mut self, v: &Var) -> String {
+        self.def_var(v)
+    }
+
+    fn buf(&mut self, b: &Buffer) -> String {
+        if let Some(n) = self.buf_names.get(&b.key()) {
+            return n.clone();
+        }
+        let n = self.fresh(b.name());
+        self.buf_names.insert(b.key(), n.clone());
+        n
+    }
+
+    fn line(&mut self, indent: usize, text: &str) {
+        for _ in 0..indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn shape(&mut self, b: &Buffer) -> String {
+        let dims: Vec<String> = b.shape().iter().map(|e| self.expr(e, 0)).collect();
+        if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        }
+    }
+
+    fn buffer_decl(&mut self, b: &Buffer) -> String {
+        let shape = self.shape(b);
+        let mut s = format!("{shape}, \"{}\"", b.dtype());
+        if b.scope() != Scope::Global {
+            let _ = write!(s, ", scope=\"{}\"", b.scope().name());
+        }
+        s
+    }
+
+    fn func(&mut self, f: &PrimFunc) {
+        let mut params = Vec::new();
+        for b in &f.params {
+            let name = self.buf(b);
+            let decl = self.buffer_decl(b);
+            params.push(format!("{name}: T.Buffer({decl})"));
+        }
+        self.line(0, "@T.prim_func");
+        self.line(0, &format!("def {}({}):", f.name, params.join(", ")));
+        if !f.attrs.is_empty() {
+            let a = self.attr_dict(&f.attrs);
+            self.line(1, &format!("T.func_attr({a})"));
+        }
+        match &f.body {
+            Stmt::Block(r) if r.block.name == "root" && is_plain_root(r) => {
+                for b in &r.block.alloc_buffers {
+                    let name = self.buf(b);
+                    let decl = self.buffer_decl(b);
+                    self.line(1, &format!("{name} = T.alloc_buffer({decl})"));
+                }
+                self.stmt(&r.block.body, 1);
+            }
+            body => self.stmt(body, 1),
+        }
+    }
+
+    fn attr(&mut self, a: &Attr) -> String {
+        match a {
+            Attr::Int(v) => v.to_string(),
+            Attr::Float(v) => python_float(*v),
+            Attr::Bool(b) => format!("T.bool({})", if *b { "True" } else { "False" }),
+            Attr::Str(s) => format!("{s:?}"),
+            Attr::List(v) => {
+                let items: Vec<String> = v.iter().map(|x| self.attr(x)).collect();
+                format!("[{}]", items.join(", "))
+            }
+        }
+    }
+
+    fn attr_dict(&mut self, attrs: &[(String, Attr)]) -> String {
+        let items: Vec<String> = attrs.iter().map(|(k, v)| format!("{k:?}: {}", self.attr(v))).collect();
+        format!("{{{}}}", items.join(", "))
+    }
+
+    /// Prints `s`; a sequence prints its items in order.
+    fn stmt(&mut self, s: &Stmt, ind: usize) {
+        match s {
+            Stmt::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let last = i + 1 == items.len();
+                    self.stmt_in_seq(item, ind, last);
+                }
+            }
+            _ => self.stmt_in_seq(s, ind, true),
+        }
+    }
+
+    /// Prints one statement; `last` says whether it ends its sequence, so
+    /// that scoped statements can print in TVM's concise form, their body
+    /// following at the same indentation.
+    fn stmt_in_seq(&mut self, s: &Stmt, ind: usize, last: bool) {
+        match s {
+            Stmt::Seq(_) => self.stmt(s, ind),
+            Stmt::NoOp => self.line(ind, "T.evaluate(0)"),
+            Stmt::Barrier => self.line(ind, "T.tvm_storage_sync(\"shared\")"),
+            Stmt::Store { buffer, indices, value } => {
+                let b = self.buf(buffer);
+                let idx = self.indices(indices);
+                let v = self.expr(value, 0);
+                self.line(ind, &format!("{b}[{idx}] = {v}"));
+            }
+            Stmt::If { cond, then, orelse } => {
+                let c = self.expr(cond, 0);
+                self.line(ind, &format!("if {c}:"));
+                self.stmt(then, ind + 1);
+                if let Some(e) = orelse {
+                    self.line(ind, "else:");
+                    self.stmt(e, ind + 1);
+                }
+            }
+            Stmt::Let { var, value, body } => {
+                let v = self.expr(value, 0);
+                let n = self.def_var(var);
+                let t = var.dtype();
+                if last {
+                    self.line(ind, &format!("{n}: T.{t} = {v}"));
+                    self.stmt(body, ind);
+                } else {
+                    self.line(ind, &format!("with T.LetStmt({v}) as {n}:"));
+                    self.stmt(body, ind + 1);
+                }
+            }
+            Stmt::Allocate { buffer, body } => {
+                let n = self.buf(buffer);
+                let decl = self.buffer_decl(buffer);
+                if last {
+                    self.line(ind, &format!("{n} = T.decl_buffer({decl})"));
+                    self.stmt(body, ind);
+                } else {
+                    self.line(ind, &format!("with T.decl_buffer({decl}) as {n}:"));
+                    self.stmt(body, ind + 1);
+                }
+            }
+            Stmt::Launch { var, tag, extent, body } => {
+                let e = self.expr(extent, 0);
+                let n = self.def_var(var);
+                let tag = tag.name();
+                if last {
+                    self.line(ind, &format!("{n} = T.launch_thread(\"{tag}\", {e})"));
+                    self.stmt(body, ind);
+                } else {
+                    self.line(ind, &format!("with T.launch_thread(\"{tag}\", {e}) as {n}:"));
+                    self.stmt(body, ind + 1);
+                }
+            }
+            Stmt::For(_) => self.loops(s, ind),
+            Stmt::Block(r) => self.block(r, ind),
+        }
+    }
+
+    fn loops(&mut self, s: &Stmt, ind: usize) {
+        let Stmt::For(l) = s else { return };
+        let plain = |l: &crate::stmt::For| {
+            l.kind == ForKind::Serial && l.annotations.is_empty() && l.min.as_int() == Some(0)
+        };
+        if plain(l) {
+            // Collapse a chain of plain serial loops into `T.grid`.
+            let mut chain = vec![&**l];
+            while let Stmt::For(inner) = &chain[chain.len() - 1].body {
+                if !plain(inner) || chain.iter().any(|o| inner.extent.uses(&o.var)) {
+                    break;
+                }
+                chain.push(inner);
+            }
+            let exts: Vec<String> = chain.iter().map(|l| self.expr(&l.extent, 0)).collect();
+            let names: Vec<String> = chain.iter().map(|l| self.def_var(&l.var)).collect();
+            if chain.len() == 1 {
+                self.line(ind, &format!("for {} in range({}):", names[0], exts[0]));
+            } else {
+                self.line(ind, &format!("for {} in T.grid({}):", names.join(", "), exts.join(", ")));
+            }
+            let body = &chain[chain.len() - 1].body;
+            self.stmt(body, ind + 1);
+            return;
+        }
+        let min = self.expr(&l.min, 0);
+        let ext = self.expr(&l.extent, 0);
+        let n = self.def_var(&l.var);
+        let mut args = if l.min.as_int() == Some(0) {
+            ext
+        } else {
+            let end = self.expr(&(l.min.clone() + l.extent.clone()), 0);
+            format!("{min}, {end}")
+        };
+        let func = match l.kind {
+            ForKind::Serial => "serial",
+            ForKind::Parallel => "parallel",
+            ForKind::Vectorized => "vectorized",
+            ForKind::Unrolled => "unroll",
+            ForKind::ThreadBinding(t) => {
+                let _ = write!(args, ", thread=\"{}\"", t.name());
+                "thread_binding"
+            }
+        };
+        if !l.annotations.is_empty() {
+            let a = self.attr_dict(&l.annotations);
+            let _ = write!(args, ", annotations={a}");
+        }
+        self.line(ind, &format!("for {n} in T.{func}({args}):"));
+        self.stmt(&l.body, ind + 1);
+    }
+
+    fn block(&mut self, r: &BlockRealize, ind: usize) {
+        let b = &r.block;
+        self.line(ind, &format!("with T.block({:?}):", b.name));
+        let ind = ind + 1;
+        self.axes(r, ind);
+        if r.predicate.as_bool() != Some(true) {
+            let p = self.expr(&r.predicate, 0);
+            self.line(ind, &format!("T.where({p})"));
+        }
+        self.block_signature(b, ind);
+        if let Some(init) = &b.init {
+            self.line(ind, "with T.init():");
+            self.stmt(init, ind + 1);
+        }
+        self.stmt(&b.body, ind);
+    }
+
+    fn block_signature(&mut self, b: &Block, ind: usize) {
+        let reads: Vec<String> = b.reads.iter().map(|r| self.region(r)).collect();
+        self.line(ind, &format!("T.reads({})", reads.join(", ")));
+        let writes: Vec<String> = b.writes.iter().map(|r| self.region(r)).collect();
+        self.line(ind, &format!("T.writes({})", writes.join(", ")));
+        if !b.annotations.is_empty() {
+            let a = self.attr_dict(&b.annotations);
+            self.line(ind, &format!("T.block_attr({a})"));
+        }
+        for buf in &b.alloc_buffers {
+            let n = self.buf(buf);
+            let decl = self.buffer_decl(buf);
+            self.line(ind, &format!("{n} = T.alloc_buffer({decl})"));
+        }
+    }
+
+    fn axes(&mut self, r: &BlockRealize, ind: usize) {
+        let b = &r.block;
+        // `T.axis.remap` when every value is a distinct loop variable and
+        // every domain starts at zero.
+        let remap = !b.iter_vars.is_empty()
+            && b.iter_vars.iter().zip(&r.iter_values).all(|(iv, v)| {
+                iv.dom.min.as_int() == Some(0) && v.as_var().is_some_and(|x| self.var_names.contains_key(&x.key()))
+            });
+        if remap {
+            let kinds: String =
+                b.iter_vars.iter().map(|iv| if iv.kind == IterKind::Spatial { 'S' } else { 'R' }).collect();
+            let vals: Vec<String> = r.iter_values.iter().map(|v| self.expr(v, 0)).collect();
+            let names: Vec<String> = b.iter_vars.iter().map(|iv| self.def_var(&iv.var)).collect();
+            self.line(ind, &format!("{} = T.axis.remap(\"{kinds}\", [{}])", names.join(", "), vals.join(", ")));
+            return;
+        }
+        for (iv, v) in b.iter_vars.iter().zip(&r.iter_values) {
+            let kind = if iv.kind == IterKind::Spatial { "spatial" } else { "reduce" };
+            let dom = if iv.dom.min.as_int() == Some(0) {
+                self.expr(&iv.dom.extent, 0)
+            } else {
+                let lo = self.expr(&iv.dom.min, 0);
+                let hi = self.expr(&(iv.dom.min.clone() + iv.dom.extent.clone()), 0);
+                format!("({lo}, {hi})")
+            };
+            let val = self.expr(v, 0);
+            let n = self.def_var(&iv.var);
+            self.line(ind, &format!("{n} = T.axis.{kind}({dom}, {val})"));
+        }
+    }
+
+    fn region(&mut self, r: &crate::stmt::BufferRegion) -> String {
+        let b = self.buf(&r.buffer);
+        let parts: Vec<String> = r
+            .region
+            .iter()
+            .map(|rg| {
+                if rg.extent.as_int() == Some(1) {
+                    self.expr(&rg.min, 0)
+                } else {
+                    let lo = self.expr(&rg.min, 0);
+                    let hi = self.expr(&(rg.min.clone() + rg.extent.clone()), 0);
+                    format!("{lo}:{hi}")
+                }
+            })
+            .collect();
+        format!("{b}[{}]", parts.join(", "))
+    }
+
+    fn indices(&mut self, idx: &[Expr]) -> String {
+        idx.iter().map(|e| self.expr(e, 0)).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Prints `e`; parenthesised when its precedence is below `prec`.
+    fn expr(&mut self, e: &Expr, prec: u8) -> String {
+        match e {
+            Expr::Int(v, t) => match t {
+                DType::Bool => format!("T.bool({})", if *v != 0 { "True" } else { "False" }),
+                DType::Int(32) if *v >= 0 || prec <= 6 => v.to_string(),
+                DType::Int(32) => format!("({v})"),
+                t => format!("T.{t}({v})"),
+            },
+            Expr::Float(v, t) => format!("T.{t}({})", python_float(*v)),
+            Expr::Var(v) => self.var(v),
+            Expr::Binary(op, a, b) => match binop_syntax(*op, a.dtype()) {
+                Some((sym, p)) => {
+                    // Left-associative: the right operand needs parentheses
+                    // at equal precedence. Comparisons never chain.
+                    let lp = if p == 4 { p + 1 } else { p };
+                    let l = self.expr(a, lp);
+                    let r = self.expr(b, p + 1);
+                    let s = format!("{l}{sym}{r}");
+                    if p < prec {
+                        format!("({s})")
+                    } else {
+                        s
+                    }
+                }
+                None => {
+                    let name = match op {
+                        BinOp::Min => "T.min",
+                        BinOp::Max => "T.max",
+                        _ => "T.truncdiv",
+                    };
+                    let l = self.expr(a, 0);
+                    let r = self.expr(b, 0);
+                    format!("{name}({l}, {r})")
+                }
+            },
+            Expr::Not(a) => {
+                let s = format!("not {}", self.expr(a, 3));
+                if prec > 3 {
+                    format!("({s})")
+                } else {
+                    s
+                }
+            }
+            Expr::Select(c, a, b) => {
+                let (c, a, b) = (self.expr(c, 0), self.expr(a, 0), self.expr(b, 0));
+                format!("T.Select({c}, {a}, {b})")
+            }
+            Expr::Cast(t, a) => format!("T.Cast(\"{t}\", {})", self.expr(a, 0)),
+            Expr::Load(b, idx) => {
+                let n = self.buf(b);
+                format!("{n}[{}]", self.indices(idx))
+            }
+            Expr::Call(i, args) => format!("T.{}({})", i.name(), self.indices(args)),
+        }
+    }
+}
+
+/// A root block that holds nothing but allocations prints as the
+/// allocations alone, as TVM prints it.
+fn is_plain_root(r: &BlockRealize) -> bool {
+    r.iter_values.is_empty()
+        && r.block.init.is_none()
+        && r.block.annotations.is_empty()
+        && r.predicate.as_bool() == Some(true)
+}
+
+fn is_reserved(name: &str) -> bool {
+    matches!(
+        name,
+        "T" | "I" | "for" | "in" | "if" | "else" | "with" | "as" | "def" | "and" | "or" | "not" | "range" | "None"
+            | "True" | "False" | "lambda" | "return" | "pass" | "class" | "is" | "while"
+    )
+}

@@ -1,0 +1,380 @@
+//! Resolve of expressions: names, literals, arithmetic with TVMScript's
+//! typing rules, buffer accesses and `T.` functions.
+//!
+//! Typing: an integer literal is `int32`, a float literal `float32`; a
+//! literal takes the type of the other operand when they differ; two typed
+//! operands of different types are an error that asks for `T.Cast`.
+
+use super::dotted;
+use super::func::{plural, Binding, FuncResolver, R};
+use crate::buffer::Buffer;
+use crate::diag::{did_you_mean, Diagnostic};
+use crate::dtype::DType;
+use crate::expr::{BinOp, Expr, Intrinsic};
+use tirc_parser::ast::{self, Arg, ExprKind, Span};
+
+/// The `T.` functions an expression may call, for suggestions.
+const T_FUNCS: [&str; 16] = [
+    "T.float32", "T.int32", "T.Cast", "T.cast", "T.max", "T.min", "T.floordiv", "T.floormod", "T.truncdiv",
+    "T.if_then_else", "T.Select", "T.likely", "T.exp", "T.sqrt", "T.tanh", "T.bool",
+];
+
+impl FuncResolver<'_> {
+    pub(crate) fn expr(&mut self, e: &ast::Expr) -> R<Expr> {
+        match &e.kind {
+            ExprKind::Int(v) => Ok(if i32::try_from(*v).is_ok() { Expr::int(*v) } else { Expr::Int(*v, DType::I64) }),
+            ExprKind::Float(v) => Ok(Expr::Float(*v, DType::F32)),
+            ExprKind::Bool(b) => Ok(Expr::bool(*b)),
+            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::Unary { op, operand } => {
+                let a = self.expr(operand)?;
+                match op {
+                    ast::UnaryOp::Neg => Ok(match a {
+                        Expr::Int(v, t) => Expr::Int(-v, t),
+                        Expr::Float(v, t) => Expr::Float(-v, t),
+                        a => {
+                            let zero = zero_of(a.dtype());
+                            Expr::binary(BinOp::Sub, zero, a)
+                        }
+                    }),
+                    ast::UnaryOp::Pos => Ok(a),
+                    ast::UnaryOp::Not => Ok(Expr::Not(Box::new(self.to_bool(a, operand.span)?))),
+                    ast::UnaryOp::Invert => Err(Diagnostic::at(e.span, "bitwise `~` is not supported")),
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.expr(lhs)?;
+                let b = self.expr(rhs)?;
+                self.binary(*op, a, b, e.span)
+            }
+            ExprKind::Compare { first, rest } => {
+                let mut lhs = self.expr(first)?;
+                let mut out: Option<Expr> = None;
+                for (op, r) in rest {
+                    let rhs = self.expr(r)?;
+                    let bop = match op {
+                        ast::CmpOp::Eq => BinOp::Eq,
+                        ast::CmpOp::Ne => BinOp::Ne,
+                        ast::CmpOp::Lt => BinOp::Lt,
+                        ast::CmpOp::Le => BinOp::Le,
+                        ast::CmpOp::Gt => BinOp::Gt,
+                        ast::CmpOp::Ge => BinOp::Ge,
+                        _ => return Err(Diagnostic::at(e.span, "`in` and `is` are not allowed in a prim_func")),
+                    };
+                    let (a, b) = self.unify(lhs, rhs.clone(), e.span)?;
+                    let c = Expr::binary(bop, a, b);
+                    out = Some(match out {
+                        Some(prev) => Expr::binary(BinOp::And, prev, c),
+                        None => c,
+                    });
+                    lhs = rhs;
+                }
+                out.ok_or_else(|| Diagnostic::at(e.span, "empty comparison"))
+            }
+            ExprKind::BoolOp { op, operands } => {
+                let bop = if *op == ast::BoolOp::And { BinOp::And } else { BinOp::Or };
+                let mut it = operands.iter();
+                let first = it.next().ok_or_else(|| Diagnostic::at(e.span, "empty boolean expression"))?;
+                let mut acc = self.expr(first)?;
+                acc = self.to_bool(acc, first.span)?;
+                for o in it {
+                    let x = self.expr(o)?;
+                    let x = self.to_bool(x, o.span)?;
+                    acc = Expr::binary(bop, acc, x);
+                }
+                Ok(acc)
+            }
+            ExprKind::IfExp { cond, then, orelse } => {
+                let c = self.expr(cond)?;
+                let c = self.to_bool(c, cond.span)?;
+                let a = self.expr(then)?;
+                let b = self.expr(orelse)?;
+                let (a, b) = self.unify(a, b, e.span)?;
+                Ok(Expr::Select(Box::new(c), Box::new(a), Box::new(b)))
+            }
+            ExprKind::Subscript { value, indices } => {
+                let (buffer, idx) = self.access(value, indices, e.span)?;
+                Ok(Expr::Load(buffer, idx))
+            }
+            ExprKind::Call { func, args } => self.call(func, args, e.span),
+            ExprKind::Attribute { .. } => Err(Diagnostic::at(e.span, format!(
+                "`{}` is not a value",
+                dotted(e).unwrap_or_else(|| "this".into())
+            ))),
+            _ => Err(Diagnostic::at(e.span, "this expression is not allowed in a prim_func")),
+        }
+    }
+
+    fn name(&mut self, n: &str, span: Span) -> R<Expr> {
+        match self.lookup(n) {
+            Some(Binding::Var(v)) => Ok(Expr::Var(v.clone())),
+            Some(Binding::Buffer(_) | Binding::View(..)) => Err(Diagnostic::at(span, format!("`{n}` is a buffer, not a value"))
+                .help(format!("index it, e.g. `{n}[i, j]`"))),
+            Some(Binding::Handle) => Err(Diagnostic::at(span, format!("`{n}` is a handle, not a value"))),
+            None => match self.consts.iter().rev().find(|(c, _)| c == n) {
+                Some((_, v)) => Ok(Expr::int(*v)),
+                None => {
+                    let names = self.visible_names();
+                    Err(did_you_mean(Diagnostic::at(span, format!("unknown name `{n}`")), n, names))
+                }
+            },
+        }
+    }
+
+    pub(crate) fn buffer_ref(&mut self, e: &ast::Expr) -> R<Buffer> {
+        let ExprKind::Name(n) = &e.kind else {
+            return Err(Diagnostic::at(e.span, "expected a buffer name"));
+        };
+        match self.lookup(n) {
+            Some(Binding::Buffer(b)) => Ok(b.clone()),
+            Some(Binding::View(b, _)) => Ok(b.clone()),
+            Some(_) => Err(Diagnostic::at(e.span, format!("`{n}` is not a buffer"))),
+            None => {
+                let names = self.visible_names();
+                Err(did_you_mean(Diagnostic::at(e.span, format!("unknown buffer `{n}`")), n, names))
+            }
+        }
+    }
+
+    /// `B[i, j]`: the buffer and its indices, checked against its rank; a
+    /// flat view's index is turned back into the indices of its buffer.
+    fn access(&mut self, value: &ast::Expr, indices: &[ast::Expr], span: Span) -> R<(Buffer, Vec<Expr>)> {
+        let view = match &value.kind {
+            ExprKind::Name(n) => match self.lookup(n) {
+                Some(Binding::View(b, shape)) => Some((b.clone(), shape.clone())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let buffer = self.buffer_ref(value)?;
+        let mut idx = Vec::new();
+        for i in indices {
+            if let ExprKind::Slice { .. } = i.kind {
+                return Err(Diagnostic::at(i.span, "a slice is not allowed here; name one element"));
+            }
+            let x = self.expr(i)?;
+            if !x.dtype().is_int() {
+                return Err(Diagnostic::at(i.span, format!("an index must be an integer, not {}", x.dtype())));
+            }
+            idx.push(x);
+        }
+        if let Some((base, shape)) = view {
+            if idx.len() != shape.len() {
+                return Err(Diagnostic::at(span, format!("this view has {} dimension{}, but {} indices are given", shape.len(), plural(shape.len()), idx.len())));
+            }
+            return Ok((base.clone(), reindex(&idx, &shape, base.shape())));
+        }
+        if idx.len() != buffer.ndim() {
+            return Err(self.rank_error(&buffer, idx.len(), span));
+        }
+        Ok((buffer, idx))
+    }
+
+    pub(crate) fn store_target(&mut self, target: &ast::Expr) -> R<(Buffer, Vec<Expr>)> {
+        let ExprKind::Subscript { value, indices } = &target.kind else {
+            return Err(Diagnostic::at(target.span, "only buffer elements can be assigned"));
+        };
+        self.access(value, indices, target.span)
+    }
+
+    /// Brings two operands to one type by typing literals after the other.
+    fn unify(&self, a: Expr, b: Expr, span: Span) -> R<(Expr, Expr)> {
+        let (ta, tb) = (a.dtype(), b.dtype());
+        if ta == tb {
+            return Ok((a, b));
+        }
+        if is_literal(&b) {
+            return Ok((a, retype(b, ta)));
+        }
+        if is_literal(&a) {
+            return Ok((retype(a, tb), b));
+        }
+        Err(Diagnostic::at(span, format!("operands have different types, {ta} and {tb}"))
+            .help(format!("convert one with `T.Cast(\"{ta}\", ...)`")))
+    }
+
+    pub(crate) fn binary(&self, op: ast::BinOp, a: Expr, b: Expr, span: Span) -> R<Expr> {
+        use ast::BinOp as A;
+        let (a, b) = self.unify(a, b, span)?;
+        let t = a.dtype();
+        let bop = match op {
+            A::Add => BinOp::Add,
+            A::Sub => BinOp::Sub,
+            A::Mul => BinOp::Mul,
+            A::Div => BinOp::Div,
+            A::FloorDiv => BinOp::FloorDiv,
+            A::Mod => BinOp::FloorMod,
+            _ => return Err(Diagnostic::at(span, "this operator is not supported in a prim_func")),
+        };
+        if t.is_bool() {
+            return Err(Diagnostic::at(span, "arithmetic on booleans is not allowed"));
+        }
+        if matches!(bop, BinOp::FloorDiv | BinOp::FloorMod) && t.is_float() {
+            return Err(Diagnostic::at(span, "`//` and `%` need integer operands"));
+        }
+        if let (Some(0), BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div) = (b.as_int(), bop) {
+            return Err(Diagnostic::at(span, "division by zero"));
+        }
+        Ok(Expr::binary(bop, a, b))
+    }
+
+    /// `e` as a value of type `t`: literals are retyped, other values must
+    /// already have it.
+    pub(crate) fn coerce(&self, e: Expr, t: DType, span: Span) -> R<Expr> {
+        if e.dtype() == t {
+            return Ok(e);
+        }
+        if is_literal(&e) {
+            return Ok(retype(e, t));
+        }
+        Err(Diagnostic::at(span, format!("expected a {t} value, found {}", e.dtype()))
+            .help(format!("convert it with `T.Cast(\"{t}\", ...)`")))
+    }
+
+    pub(crate) fn to_bool(&self, e: Expr, span: Span) -> R<Expr> {
+        match e.dtype() {
+            DType::Bool => Ok(e),
+            t if t.is_int() => Ok(Expr::binary(BinOp::Ne, e, Expr::Int(0, t))),
+            t => Err(Diagnostic::at(span, format!("expected a condition, found a {t} value"))),
+        }
+    }
+
+    fn call(&mut self, func: &ast::Expr, args: &[Arg], span: Span) -> R<Expr> {
+        let f = dotted(func).unwrap_or_default();
+        let mut pos = Vec::new();
+        for a in args {
+            match a {
+                Arg::Positional(e) => pos.push(e),
+                Arg::Keyword(k, _) if k.name == "dtype" => {}
+                Arg::Keyword(k, _) => return Err(Diagnostic::at(k.span, format!("`{f}` takes no argument `{}`", k.name))),
+                Arg::Star(e) | Arg::DoubleStar(e) => return Err(Diagnostic::at(e.span, "`*` arguments are not allowed here")),
+            }
+        }
+        let arity = |n: usize| -> R<()> {
+            if pos.len() == n {
+                Ok(())
+            } else {
+                Err(Diagnostic::at(span, format!("`{f}` takes {n} argument{}, {} given", plural(n), pos.len())))
+            }
+        };
+        let name = f.strip_prefix("T.").unwrap_or("");
+        if let Some(t) = DType::parse(name) {
+            arity(1)?;
+            return self.typed_const(t, pos[0]);
+        }
+        match name {
+            "Cast" | "cast" => {
+                arity(2)?;
+                let (t, v) = if name == "Cast" { (pos[0], pos[1]) } else { (pos[1], pos[0]) };
+                let t = self.dtype_arg(t)?;
+                let v = self.expr(v)?;
+                Ok(if v.dtype() == t { v } else { Expr::Cast(t, Box::new(v)) })
+            }
+            "max" | "min" | "floordiv" | "floormod" | "truncdiv" => {
+                arity(2)?;
+                let a = self.expr(pos[0])?;
+                let b = self.expr(pos[1])?;
+                let (a, b) = self.unify(a, b, span)?;
+                let op = match name {
+                    "max" => BinOp::Max,
+                    "min" => BinOp::Min,
+                    "floordiv" => BinOp::FloorDiv,
+                    "floormod" => BinOp::FloorMod,
+                    _ => BinOp::Div,
+                };
+                Ok(Expr::binary(op, a, b))
+            }
+            "if_then_else" | "Select" => {
+                arity(3)?;
+                let c = self.expr(pos[0])?;
+                let c = self.to_bool(c, pos[0].span)?;
+                let a = self.expr(pos[1])?;
+                let b = self.expr(pos[2])?;
+                let (a, b) = self.unify(a, b, span)?;
+                Ok(Expr::Select(Box::new(c), Box::new(a), Box::new(b)))
+            }
+            _ => match Intrinsic::from_name(name) {
+                Some(i) => {
+                    arity(i.arity())?;
+                    let mut xs = Vec::new();
+                    for p in &pos {
+                        xs.push(self.expr(p)?);
+                    }
+                    if i == Intrinsic::Likely {
+                        xs[0] = self.to_bool(xs[0].clone(), pos[0].span)?;
+                    } else if !xs[0].dtype().is_float() && !matches!(i, Intrinsic::Abs) {
+                        return Err(Diagnostic::at(span, format!("`{f}` needs a float argument")));
+                    }
+                    Ok(Expr::Call(i, xs))
+                }
+                None => Err(did_you_mean(
+                    Diagnostic::at(func.span, format!("unknown function `{f}`")),
+                    &f,
+                    T_FUNCS.into_iter().chain(Intrinsic::ALL.iter().map(|i| i.name())),
+                )),
+            },
+        }
+    }
+
+    /// `T.float32(0)`, `T.int64(5)`, `T.bool(True)`, `T.float32("inf")`, or a
+    /// cast of a non-constant.
+    fn typed_const(&mut self, t: DType, arg: &ast::Expr) -> R<Expr> {
+        if let ExprKind::Str(s) = &arg.kind {
+            let v = match s.as_str() {
+                "inf" => f64::INFINITY,
+                "-inf" => f64::NEG_INFINITY,
+                "nan" => f64::NAN,
+                _ => return Err(Diagnostic::at(arg.span, format!("cannot read `{s}` as a {t}"))),
+            };
+            return Ok(Expr::Float(v, t));
+        }
+        let v = self.expr(arg)?;
+        Ok(if is_literal(&v) || v.dtype() == t { retype(v, t) } else { Expr::Cast(t, Box::new(v)) })
+    }
+}
+
+fn is_literal(e: &Expr) -> bool {
+    matches!(e, Expr::Int(..) | Expr::Float(..))
+}
+
+/// A literal of another type with the same value.
+fn retype(e: Expr, t: DType) -> Expr {
+    match e {
+        Expr::Int(v, _) if t.is_float() => Expr::Float(v as f64, t),
+        Expr::Int(v, _) if t.is_bool() => Expr::bool(v != 0),
+        Expr::Int(v, _) => Expr::Int(v, t),
+        Expr::Float(v, _) if t.is_float() => Expr::Float(v, t),
+        Expr::Float(v, _) if t.is_bool() => Expr::bool(v != 0.0),
+        Expr::Float(v, _) => Expr::Int(v as i64, t),
+        e => e,
+    }
+}
+
+fn zero_of(t: DType) -> Expr {
+    if t.is_float() {
+        Expr::Float(0.0, t)
+    } else {
+        Expr::Int(0, t)
+    }
+}
+
+/// Indices of a view of shape `view` turned into indices of a buffer of shape
+/// `base` over the same row-major memory.
+fn reindex(idx: &[Expr], view: &[Expr], base: &[Expr]) -> Vec<Expr> {
+    let mut flat = Expr::int(0);
+    for (i, (x, _)) in idx.iter().zip(view).enumerate() {
+        let stride: i64 = view[i + 1..].iter().filter_map(|e| e.as_int()).product();
+        let term = if stride == 1 { x.clone() } else { x.clone() * Expr::int(stride) };
+        flat = if i == 0 { term } else { flat + term };
+    }
+    let mut out = Vec::new();
+    for (d, ext) in base.iter().enumerate() {
+        let stride: i64 = base[d + 1..].iter().filter_map(|e| e.as_int()).product();
+        let mut e = if stride == 1 { flat.clone() } else { Expr::binary(BinOp::FloorDiv, flat.clone(), Expr::int(stride)) };
+        if d > 0 {
+            e = Expr::binary(BinOp::FloorMod, e, ext.clone());
+        }
+        out.push(e);
+    }
+    out
+}

@@ -1,0 +1,321 @@
+//! Statements: loops, blocks, stores, sequences, conditionals, allocations,
+//! and the lowered forms (thread launches, barriers).
+//!
+//! Before lowering, computation lives in blocks (`BlockRealize`): a block has
+//! its own iteration variables, bound to expressions of the surrounding loop
+//! variables, and its body speaks only of its own variables. Schedule
+//! primitives rewrite the loops around blocks; lowering then replaces blocks by
+//! plain code.
+
+use crate::buffer::Buffer;
+use crate::expr::{Expr, Range, Var};
+
+/// `blockIdx.x` .. `threadIdx.z`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadTag {
+    pub is_block: bool,
+    /// 0, 1, 2 for x, y, z.
+    pub dim: u8,
+}
+
+impl ThreadTag {
+    pub const ALL: [ThreadTag; 6] = [
+        ThreadTag { is_block: true, dim: 0 },
+        ThreadTag { is_block: true, dim: 1 },
+        ThreadTag { is_block: true, dim: 2 },
+        ThreadTag { is_block: false, dim: 0 },
+        ThreadTag { is_block: false, dim: 1 },
+        ThreadTag { is_block: false, dim: 2 },
+    ];
+
+    pub fn parse(s: &str) -> Option<ThreadTag> {
+        ThreadTag::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    pub fn name(self) -> String {
+        let d = ["x", "y", "z"][self.dim as usize];
+        if self.is_block {
+            format!("blockIdx.{d}")
+        } else {
+            format!("threadIdx.{d}")
+        }
+    }
+
+    /// The variable name the lowered code uses: `blockIdx_x`.
+    pub fn var_name(self) -> String {
+        self.name().replace('.', "_")
+    }
+
+    /// The largest extent CUDA allows in this dimension.
+    pub fn max_extent(self) -> i64 {
+        match (self.is_block, self.dim) {
+            (true, 0) => (1 << 31) - 1,
+            (true, _) => 65535,
+            (false, 2) => 64,
+            (false, _) => 1024,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ForKind {
+    Serial,
+    Parallel,
+    Vectorized,
+    Unrolled,
+    ThreadBinding(ThreadTag),
+}
+
+/// A value in an annotation: `annotations={"software_pipeline_stage": [0, 0, 1]}`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+    List(Vec<Attr>),
+}
+
+impl Attr {
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Attr::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+pub type Annotations = Vec<(String, Attr)>;
+
+#[derive(Clone, Debug)]
+pub struct For {
+    pub var: Var,
+    pub min: Expr,
+    pub extent: Expr,
+    pub kind: ForKind,
+    pub annotations: Annotations,
+    pub body: Stmt,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IterKind {
+    /// `S`: each value of the variable is computed independently.
+    Spatial,
+    /// `R`: the block accumulates over the variable.
+    Reduce,
+}
+
+#[derive(Clone, Debug)]
+pub struct IterVar {
+    pub var: Var,
+    pub dom: Range,
+    pub kind: IterKind,
+}
+
+/// A rectangular part of a buffer: one range per dimension.
+#[derive(Clone, Debug)]
+pub struct BufferRegion {
+    pub buffer: Buffer,
+    pub region: Vec<Range>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Block {
+    pub name: String,
+    pub iter_vars: Vec<IterVar>,
+    pub reads: Vec<BufferRegion>,
+    pub writes: Vec<BufferRegion>,
+    /// Run once for each value of the spatial variables, before the first
+    /// reduction step.
+    pub init: Option<Stmt>,
+    pub alloc_buffers: Vec<Buffer>,
+    pub annotations: Annotations,
+    pub body: Stmt,
+}
+
+/// A block together with the values of its iteration variables at this
+/// point of the loop nest, and the predicate under which it runs (`T.where`).
+#[derive(Clone, Debug)]
+pub struct BlockRealize {
+    pub iter_values: Vec<Expr>,
+    pub predicate: Expr,
+    pub block: Block,
+}
+
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    For(Box<For>),
+    Block(Box<BlockRealize>),
+    Store { buffer: Buffer, indices: Vec<Expr>, value: Expr },
+    Seq(Vec<Stmt>),
+    If { cond: Expr, then: Box<Stmt>, orelse: Option<Box<Stmt>> },
+    Let { var: Var, value: Expr, body: Box<Stmt> },
+    /// A buffer allocated for the extent of `body` (lowered code).
+    Allocate { buffer: Buffer, body: Box<Stmt> },
+    /// `var = T.launch_thread("threadIdx.x", extent)`, covering `body`.
+    Launch { var: Var, tag: ThreadTag, extent: Expr, body: Box<Stmt> },
+    /// `__syncthreads()`: every thread of the block waits here.
+    Barrier,
+    /// Does nothing.
+    NoOp,
+}
+
+impl Stmt {
+    pub fn seq(mut stmts: Vec<Stmt>) -> Stmt {
+        stmts.retain(|s| !matches!(s, Stmt::NoOp));
+        let mut flat = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            match s {
+                Stmt::Seq(inner) => flat.extend(inner),
+                s => flat.push(s),
+            }
+        }
+        match flat.len() {
+            0 => Stmt::NoOp,
+            1 => flat.pop().unwrap_or(Stmt::NoOp),
+            _ => Stmt::Seq(flat),
+        }
+    }
+
+    pub fn if_then(cond: Expr, then: Stmt) -> Stmt {
+        match cond.as_bool() {
+            Some(true) => then,
+            Some(false) => Stmt::NoOp,
+            None => Stmt::If { cond, then: Box::new(then), orelse: None },
+        }
+    }
+
+    /// Calls `f` on each direct child statement.
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Stmt)) {
+        match self {
+            Stmt::For(l) => f(&l.body),
+            Stmt::Block(r) => {
+                if let Some(init) = &r.block.init {
+                    f(init)
+                }
+                f(&r.block.body)
+            }
+            Stmt::Seq(v) => v.iter().for_each(f),
+            Stmt::If { then, orelse, .. } => {
+                f(then);
+                if let Some(e) = orelse {
+                    f(e)
+                }
+            }
+            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => f(body),
+            Stmt::Store { .. } | Stmt::Barrier | Stmt::NoOp => {}
+        }
+    }
+
+    /// Rebuilds the statement with each direct child statement replaced by
+    /// `f(child)`; expressions are kept.
+    pub fn map_children(&self, mut f: impl FnMut(&Stmt) -> Stmt) -> Stmt {
+        match self {
+            Stmt::For(l) => {
+                let mut l2 = (**l).clone();
+                l2.body = f(&l.body);
+                Stmt::For(Box::new(l2))
+            }
+            Stmt::Block(r) => {
+                let mut r2 = (**r).clone();
+                r2.block.init = r.block.init.as_ref().map(&mut f);
+                r2.block.body = f(&r.block.body);
+                Stmt::Block(Box::new(r2))
+            }
+            Stmt::Seq(v) => Stmt::seq(v.iter().map(f).collect()),
+            Stmt::If { cond, then, orelse } => Stmt::If {
+                cond: cond.clone(),
+                then: Box::new(f(then)),
+                orelse: orelse.as_ref().map(|e| Box::new(f(e))),
+            },
+            Stmt::Let { var, value, body } => {
+                Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(f(body)) }
+            }
+            Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: buffer.clone(), body: Box::new(f(body)) },
+            Stmt::Launch { var, tag, extent, body } => {
+                Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(f(body)) }
+            }
+            Stmt::Store { .. } | Stmt::Barrier | Stmt::NoOp => self.clone(),
+        }
+    }
+
+    /// Visits this statement and every statement below it, parents first.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
+        f(self);
+        self.for_each_child(|c| c.walk(f));
+    }
+
+    /// Calls `f` on every expression directly held by this statement (not by
+    /// its children).
+    pub fn for_each_expr<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
+        match self {
+            Stmt::For(l) => {
+                f(&l.min);
+                f(&l.extent)
+            }
+            Stmt::Block(r) => {
+                r.iter_values.iter().for_each(&mut f);
+                f(&r.predicate);
+                for iv in &r.block.iter_vars {
+                    f(&iv.dom.min);
+                    f(&iv.dom.extent);
+                }
+            }
+            Stmt::Store { indices, value, .. } => {
+                indices.iter().for_each(&mut f);
+                f(value)
+            }
+            Stmt::If { cond, .. } => f(cond),
+            Stmt::Let { value, .. } => f(value),
+            Stmt::Launch { extent, .. } => f(extent),
+            Stmt::Seq(_) | Stmt::Allocate { .. } | Stmt::Barrier | Stmt::NoOp => {}
+        }
+    }
+
+    /// Rebuilds this statement and everything below it with every expression
+    /// replaced by `f(expr)`, bottom-up over statements.
+    pub fn map_exprs(&self, f: &mut impl FnMut(&Expr) -> Expr) -> Stmt {
+        let s = self.map_children(|c| c.map_exprs(f));
+        match s {
+            Stmt::For(mut l) => {
+                l.min = f(&l.min);
+                l.extent = f(&l.extent);
+                Stmt::For(l)
+            }
+            Stmt::Block(mut r) => {
+                r.iter_values = r.iter_values.iter().map(&mut *f).collect();
+                r.predicate = f(&r.predicate);
+                for iv in &mut r.block.iter_vars {
+                    iv.dom = Range::new(f(&iv.dom.min), f(&iv.dom.extent));
+                }
+                for reg in r.block.reads.iter_mut().chain(r.block.writes.iter_mut()) {
+                    for rg in &mut reg.region {
+                        *rg = Range::new(f(&rg.min), f(&rg.extent));
+                    }
+                }
+                Stmt::Block(r)
+            }
+            Stmt::Store { buffer, indices, value } => {
+                Stmt::Store { buffer, indices: indices.iter().map(&mut *f).collect(), value: f(&value) }
+            }
+            Stmt::If { cond, then, orelse } => Stmt::If { cond: f(&cond), then, orelse },
+            Stmt::Let { var, value, body } => Stmt::Let { var, value: f(&value), body },
+            Stmt::Launch { var, tag, extent, body } => Stmt::Launch { var, tag, extent: f(&extent), body },
+            s => s,
+        }
+    }
+
+    /// Every block realize in this statement, outermost first.
+    pub fn blocks(&self) -> Vec<&BlockRealize> {
+        let mut out = Vec::new();
+        collect_blocks(self, &mut out);
+        out
+    }
+}
+
+fn collect_blocks<'a>(s: &'a Stmt, out: &mut Vec<&'a BlockRealize>) {
+    if let Stmt::Block(r) = s {
+        out.push(r);
+    }
+    s.for_each_child(|c| collect_blocks(c, out));
+}

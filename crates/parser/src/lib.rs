@@ -1,0 +1,123 @@
+//! Parsing `.tir` text into a syntax tree with spans.
+//!
+//! `parse(src)` runs the indentation-aware lexer (`lexer.rs`) and the lalrpop
+//! grammar (`grammar.lalrpop`) and returns the `ast::Module`, or every syntax
+//! error it could find, each with the span it concerns, in source order and
+//! without two errors at the same place. It never panics, whatever the input.
+//!
+//! The tree it returns is at most [`MAX_EXPR_DEPTH`] expressions deep (and
+//! blocks nest at most `lexer::MAX_INDENT_LEVELS` deep), so that code which
+//! walks it recursively cannot run out of stack. Parsing itself runs on a
+//! thread of its own with a large stack, so that dropping a deep half-built
+//! tree after an error cannot overflow the caller's stack either.
+
+pub mod ast;
+pub mod error;
+pub mod lexer;
+mod report;
+pub mod sexpr;
+mod support;
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, clippy::pedantic, unused, dead_code)]
+    grammar
+);
+
+pub use error::{line_col, render_errors, ParseError};
+
+use ast::{Expr, Module, Span, Stmt};
+use support::RawError;
+
+/// Expressions nest at most this deep in a tree that [`parse`] returns.
+pub const MAX_EXPR_DEPTH: usize = 500;
+
+/// The stack of the thread that parses.
+const PARSER_STACK_BYTES: usize = 256 << 20;
+
+/// Parses a whole `.tir` file.
+pub fn parse(src: &str) -> Result<Module, Vec<ParseError>> {
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("tirc-parser".into())
+            .stack_size(PARSER_STACK_BYTES)
+            .spawn_scoped(scope, || parse_here(src));
+        match spawned {
+            Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => parse_here(src),
+        }
+    })
+}
+
+/// [`parse`], on the calling thread.
+fn parse_here(src: &str) -> Result<Module, Vec<ParseError>> {
+    let lexed = lexer::tokenize(src);
+    let mut raw: Vec<RawError> = Vec::new();
+    let tokens = lexed.tokens.iter().map(|t| Ok::<_, ()>((t.span.start, t.tok.clone(), t.span.end)));
+    let result = grammar::ModuleParser::new().parse(src, &mut raw, tokens);
+
+    let mut errors = lexed.errors;
+    let mut syntax = Vec::new();
+    for e in raw {
+        match e {
+            RawError::Syntax(e) => syntax.extend(report::syntax_error(src, &lexed.tokens, e)),
+            RawError::Check(e) => errors.push(e),
+        }
+    }
+    let module = match result {
+        Ok(module) => Some(module),
+        Err(e) => {
+            syntax.extend(report::syntax_error(src, &lexed.tokens, e));
+            None
+        }
+    };
+    if let Some(open) = &lexed.unclosed {
+        if !syntax.iter().chain(&errors).any(|e| e.span.start >= open.span.start) {
+            errors.push(report::unclosed(src, open));
+        }
+    }
+    errors.extend(syntax);
+    if let Some(module) = module {
+        if errors.is_empty() {
+            return match too_deep(&module.body) {
+                None => Ok(module),
+                Some(span) => Err(vec![ParseError::new("expression nested too deeply", span)
+                    .with_help(format!("expressions may nest at most {MAX_EXPR_DEPTH} deep"))]),
+            };
+        }
+    }
+    errors.sort_by_key(|e| e.span.start);
+    errors.dedup_by_key(|e| e.span.start);
+    Err(errors)
+}
+
+/// The span of an expression nested deeper than [`MAX_EXPR_DEPTH`], if any.
+fn too_deep(body: &[Stmt]) -> Option<Span> {
+    fn expr(e: &Expr, depth: usize) -> Option<Span> {
+        if depth > MAX_EXPR_DEPTH {
+            return Some(e.span);
+        }
+        e.children().into_iter().find_map(|c| expr(c, depth + 1))
+    }
+    body.iter().find_map(|s| {
+        s.exprs().into_iter().find_map(|e| expr(e, 1)).or_else(|| s.blocks().into_iter().find_map(too_deep))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_unary_chain_is_an_error_not_a_crash() {
+        let src = format!("x = {}1\n", "-".repeat(20_000));
+        let errors = parse(&src).unwrap_err();
+        assert_eq!(errors[0].message, "expression nested too deeply");
+    }
+
+    #[test]
+    fn deep_brackets_are_an_error() {
+        let src = format!("x = {}1{}\n", "(".repeat(1000), ")".repeat(1000));
+        let errors = parse(&src).unwrap_err();
+        assert_eq!(errors[0].message, "expression nested too deeply");
+    }
+}

@@ -1,0 +1,342 @@
+//! Integer arithmetic: bounds of index expressions and their simplification.
+//!
+//! `Analyzer` knows the range of each loop and thread variable in scope.
+//! `simplify` rewrites an integer expression to a canonical sum
+//! `c1 * t1 + c2 * t2 + .. + c0`, terms in order of first appearance, like
+//! the indices of TVM's lowered listings (`blockIdx_x * 16384 + threadIdx_x *
+//! 512 + k`). Floor division and remainder by a positive constant are
+//! resolved with the bounds: `(8 * a + b) // 8` is `a` when `0 <= b < 8`.
+//! Conditions that the bounds decide become constants. Floating-point
+//! arithmetic is never reassociated: only integer and boolean expressions
+//! are rewritten.
+
+use std::collections::HashMap;
+use tirc_ir::structural_eq::same_expr;
+use tirc_ir::{BinOp, DType, Expr, Var};
+
+/// Inclusive integer bounds.
+pub type Bound = (i64, i64);
+
+#[derive(Clone, Default)]
+pub struct Analyzer {
+    bounds: HashMap<usize, Bound>,
+}
+
+/// A canonical sum: `sum(coef * term) + constant`. A term is an expression
+/// that is not itself a sum: a variable, a division, a product of variables.
+#[derive(Clone, Debug)]
+struct Sum {
+    terms: Vec<(i64, Expr)>,
+    constant: i64,
+}
+
+impl Analyzer {
+    pub fn new() -> Analyzer {
+        Analyzer::default()
+    }
+
+    /// Declares `v` to range over `[lo, hi]`.
+    pub fn bind(&mut self, v: &Var, lo: i64, hi: i64) {
+        self.bounds.insert(v.key(), (lo, hi));
+    }
+
+    /// Declares `v` to range over `min .. min + extent`, when both are known.
+    pub fn bind_range(&mut self, v: &Var, min: &Expr, extent: &Expr) {
+        if let (Some((mlo, mhi)), Some((_, ehi))) = (self.bound(min), self.bound(extent)) {
+            self.bind(v, mlo, mhi + ehi - 1);
+        }
+    }
+
+    pub fn unbind(&mut self, v: &Var) {
+        self.bounds.remove(&v.key());
+    }
+
+    /// The bounds of an integer expression, if they can be found.
+    pub fn bound(&self, e: &Expr) -> Option<Bound> {
+        match e {
+            Expr::Int(v, _) => Some((*v, *v)),
+            Expr::Var(v) => self.bounds.get(&v.key()).copied(),
+            Expr::Binary(op, a, b) => {
+                let (al, ah) = self.bound(a)?;
+                let (bl, bh) = self.bound(b)?;
+                match op {
+                    BinOp::Add => Some((al.checked_add(bl)?, ah.checked_add(bh)?)),
+                    BinOp::Sub => Some((al.checked_sub(bh)?, ah.checked_sub(bl)?)),
+                    BinOp::Mul => {
+                        let c = [al.checked_mul(bl)?, al.checked_mul(bh)?, ah.checked_mul(bl)?, ah.checked_mul(bh)?];
+                        Some((*c.iter().min()?, *c.iter().max()?))
+                    }
+                    BinOp::FloorDiv if bl == bh && bl > 0 => Some((al.div_euclid(bl), ah.div_euclid(bl))),
+                    BinOp::FloorMod if bl == bh && bl > 0 => {
+                        if al >= 0 && ah < bl {
+                            Some((al, ah))
+                        } else {
+                            Some((0, bl - 1))
+                        }
+                    }
+                    BinOp::Min => Some((al.min(bl), ah.min(bh))),
+                    BinOp::Max => Some((al.max(bl), ah.max(bh))),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `cond` is known to be always true (`Some(true)`), always
+    /// false, or neither.
+    pub fn prove(&self, cond: &Expr) -> Option<bool> {
+        match self.simplify(cond) {
+            Expr::Int(v, DType::Bool) => Some(v != 0),
+            _ => None,
+        }
+    }
+
+    /// The simplified expression.
+    pub fn simplify(&self, e: &Expr) -> Expr {
+        let e = e.map_children(|c| self.simplify(c));
+        match &e {
+            Expr::Binary(op, a, b) if e.dtype().is_int() && a.dtype().is_int() => match op {
+                BinOp::Add | BinOp::Sub | BinOp::Mul => self.sum_to_expr(&self.to_sum(&e)),
+                BinOp::FloorDiv | BinOp::FloorMod => self.div_mod(*op, a, b).unwrap_or(e),
+                BinOp::Min | BinOp::Max => self.min_max(*op, a, b).unwrap_or(e),
+                _ => e,
+            },
+            Expr::Binary(op, a, b) if op.is_compare() && a.dtype().is_int() => self.compare(*op, a, b).unwrap_or(e),
+            Expr::Binary(BinOp::And, a, b) => match (a.as_bool(), b.as_bool()) {
+                (Some(false), _) | (_, Some(false)) => Expr::bool(false),
+                (Some(true), _) => (**b).clone(),
+                (_, Some(true)) => (**a).clone(),
+                _ => e,
+            },
+            Expr::Binary(BinOp::Or, a, b) => match (a.as_bool(), b.as_bool()) {
+                (Some(true), _) | (_, Some(true)) => Expr::bool(true),
+                (Some(false), _) => (**b).clone(),
+                (_, Some(false)) => (**a).clone(),
+                _ => e,
+            },
+            Expr::Not(a) => match a.as_bool() {
+                Some(v) => Expr::bool(!v),
+                None => e,
+            },
+            Expr::Select(c, a, b) => match c.as_bool() {
+                Some(true) => (**a).clone(),
+                Some(false) => (**b).clone(),
+                None => e,
+            },
+            Expr::Call(tirc_ir::Intrinsic::Likely, args) if args[0].as_bool().is_some() => args[0].clone(),
+            _ => e,
+        }
+    }
+
+    fn to_sum(&self, e: &Expr) -> Sum {
+        let mut s = Sum { terms: vec![], constant: 0 };
+        self.add_to_sum(&mut s, e, 1);
+        self.merge_div_mod(&mut s);
+        s.terms.retain(|(c, _)| *c != 0);
+        s
+    }
+
+    fn add_to_sum(&self, s: &mut Sum, e: &Expr, coef: i64) {
+        match e {
+            Expr::Int(v, _) => s.constant = s.constant.wrapping_add(coef.wrapping_mul(*v)),
+            Expr::Binary(BinOp::Add, a, b) => {
+                self.add_to_sum(s, a, coef);
+                self.add_to_sum(s, b, coef)
+            }
+            Expr::Binary(BinOp::Sub, a, b) => {
+                self.add_to_sum(s, a, coef);
+                self.add_to_sum(s, b, -coef)
+            }
+            Expr::Binary(BinOp::Mul, a, b) => match (a.as_int(), b.as_int()) {
+                (Some(c), _) => self.add_to_sum(s, b, coef.wrapping_mul(c)),
+                (_, Some(c)) => self.add_to_sum(s, a, coef.wrapping_mul(c)),
+                _ => {
+                    // A product of two sums with one constant side folded:
+                    // distribute when one side is a single term.
+                    add_term(s, e.clone(), coef)
+                }
+            },
+            _ => add_term(s, e.clone(), coef),
+        }
+    }
+
+    /// `(x // c) * c + x % c` is `x`.
+    fn merge_div_mod(&self, s: &mut Sum) {
+        let mut i = 0;
+        while i < s.terms.len() {
+            let (k, t) = s.terms[i].clone();
+            if let Expr::Binary(BinOp::FloorMod, x, c) = &t {
+                if let Some(c) = c.as_int() {
+                    let j = s.terms.iter().position(|(k2, t2)| {
+                        *k2 == k * c
+                            && matches!(t2, Expr::Binary(BinOp::FloorDiv, x2, c2)
+                                if c2.as_int() == Some(c) && same_expr(x2, x))
+                    });
+                    if let Some(j) = j {
+                        let (hi, lo) = (i.max(j), i.min(j));
+                        s.terms.remove(hi);
+                        s.terms.remove(lo);
+                        let inner = self.to_sum(x);
+                        for (k2, t2) in inner.terms {
+                            add_term(s, t2, k * k2);
+                        }
+                        s.constant += k * inner.constant;
+                        i = 0;
+                        continue;
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    fn sum_bound(&self, s: &Sum) -> Option<Bound> {
+        let mut lo = s.constant;
+        let mut hi = s.constant;
+        for (c, t) in &s.terms {
+            let (tl, th) = self.bound(t)?;
+            let (a, b) = (c.checked_mul(tl)?, c.checked_mul(th)?);
+            lo = lo.checked_add(a.min(b))?;
+            hi = hi.checked_add(a.max(b))?;
+        }
+        Some((lo, hi))
+    }
+
+    fn sum_to_expr(&self, s: &Sum) -> Expr {
+        let mut out: Option<Expr> = None;
+        for (c, t) in &s.terms {
+            let mag = c.abs();
+            let term = if mag == 1 { t.clone() } else { Expr::binary(BinOp::Mul, t.clone(), Expr::int(mag)) };
+            out = Some(match out {
+                None if *c < 0 => Expr::binary(BinOp::Mul, t.clone(), Expr::int(*c)),
+                None => term,
+                Some(acc) if *c < 0 => Expr::binary(BinOp::Sub, acc, term),
+                Some(acc) => Expr::binary(BinOp::Add, acc, term),
+            });
+        }
+        match out {
+            None => Expr::int(s.constant),
+            Some(acc) if s.constant > 0 => Expr::binary(BinOp::Add, acc, Expr::int(s.constant)),
+            Some(acc) if s.constant < 0 => Expr::binary(BinOp::Sub, acc, Expr::int(-s.constant)),
+            Some(acc) => acc,
+        }
+    }
+
+    /// `x // c` and `x % c` for a positive constant `c`: the multiples of
+    /// `c` leave the division, and a remainder whose bounds fit in one
+    /// multiple of `c` is resolved.
+    fn div_mod(&self, op: BinOp, a: &Expr, b: &Expr) -> Option<Expr> {
+        let c = b.as_int()?;
+        if c <= 0 {
+            return None;
+        }
+        if c == 1 {
+            return Some(if op == BinOp::FloorDiv { a.clone() } else { Expr::int(0) });
+        }
+        let s = self.to_sum(a);
+        let mut q = Sum { terms: vec![], constant: s.constant.div_euclid(c) };
+        let mut r = Sum { terms: vec![], constant: s.constant.rem_euclid(c) };
+        for (k, t) in &s.terms {
+            if k % c == 0 {
+                q.terms.push((k / c, t.clone()));
+            } else {
+                r.terms.push((*k, t.clone()));
+            }
+        }
+        // (x // a) // b is x // (a * b).
+        if op == BinOp::FloorDiv && s.terms.len() == 1 && s.constant == 0 && s.terms[0].0 == 1 {
+            if let Expr::Binary(BinOp::FloorDiv, x, a2) = &s.terms[0].1 {
+                if let Some(a2) = a2.as_int().filter(|v| *v > 0) {
+                    return Some(self.simplify(&Expr::binary(BinOp::FloorDiv, (**x).clone(), Expr::int(a2 * c))));
+                }
+            }
+        }
+        let rb = self.sum_bound(&r);
+        let rest = match rb {
+            Some((lo, hi)) if lo.div_euclid(c) == hi.div_euclid(c) => {
+                let k = lo.div_euclid(c);
+                if op == BinOp::FloorDiv {
+                    q.constant += k;
+                    None
+                } else {
+                    r.constant -= k * c;
+                    Some(self.sum_to_expr(&r))
+                }
+            }
+            _ => {
+                let re = self.sum_to_expr(&r);
+                Some(Expr::binary(op, re, Expr::int(c)))
+            }
+        };
+        Some(match (op, rest) {
+            (BinOp::FloorDiv, None) => self.sum_to_expr(&q),
+            (BinOp::FloorDiv, Some(div)) => {
+                add_term(&mut q, div, 1);
+                self.sum_to_expr(&q)
+            }
+            (_, Some(m)) => m,
+            (_, None) => Expr::int(0),
+        })
+    }
+
+    fn min_max(&self, op: BinOp, a: &Expr, b: &Expr) -> Option<Expr> {
+        let (al, ah) = self.bound(a)?;
+        let (bl, bh) = self.bound(b)?;
+        let a_le_b = ah <= bl;
+        let b_le_a = bh <= al;
+        match op {
+            BinOp::Min if a_le_b => Some(a.clone()),
+            BinOp::Min if b_le_a => Some(b.clone()),
+            BinOp::Max if a_le_b => Some(b.clone()),
+            BinOp::Max if b_le_a => Some(a.clone()),
+            _ => None,
+        }
+    }
+
+    fn compare(&self, op: BinOp, a: &Expr, b: &Expr) -> Option<Expr> {
+        let diff = self.to_sum(&Expr::binary(BinOp::Sub, a.clone(), b.clone()));
+        let (lo, hi) = self.sum_bound(&diff)?;
+        let v = match op {
+            BinOp::Lt if hi < 0 => true,
+            BinOp::Lt if lo >= 0 => false,
+            BinOp::Le if hi <= 0 => true,
+            BinOp::Le if lo > 0 => false,
+            BinOp::Gt if lo > 0 => true,
+            BinOp::Gt if hi <= 0 => false,
+            BinOp::Ge if lo >= 0 => true,
+            BinOp::Ge if hi < 0 => false,
+            BinOp::Eq if lo == 0 && hi == 0 => true,
+            BinOp::Eq if lo > 0 || hi < 0 => false,
+            BinOp::Ne if lo > 0 || hi < 0 => true,
+            BinOp::Ne if lo == 0 && hi == 0 => false,
+            _ => return None,
+        };
+        Some(Expr::bool(v))
+    }
+}
+
+fn add_term(s: &mut Sum, t: Expr, coef: i64) {
+    match s.terms.iter_mut().find(|(_, x)| same_expr(x, &t)) {
+        Some((c, _)) => *c = c.wrapping_add(coef),
+        None => s.terms.push((coef, t)),
+    }
+}
+
+/// Splits a condition into its `and`-ed parts.
+pub fn conjuncts(e: &Expr) -> Vec<Expr> {
+    match e {
+        Expr::Binary(BinOp::And, a, b) => {
+            let mut v = conjuncts(a);
+            v.extend(conjuncts(b));
+            v
+        }
+        _ if e.as_bool() == Some(true) => vec![],
+        _ => vec![e.clone()],
+    }
+}
+
+/// The `and` of conditions (true when empty).
+pub fn all_of(parts: impl IntoIterator<Item = Expr>) -> Expr {
+    parts.into_iter().fold(Expr::bool(true), Expr::and)
+}

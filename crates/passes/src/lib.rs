@@ -1,0 +1,6 @@
+//! Schedule primitives (`schedule/`) and lowering passes (`transform/`)
+//! over tirc's IR, with the integer arithmetic they share (`arith`).
+
+pub mod arith;
+pub mod schedule;
+pub mod transform;

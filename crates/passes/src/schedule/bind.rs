@@ -1,0 +1,136 @@
+//! `bind(loop, thread_axis)`: the loop's iterations run on GPU blocks or
+//! threads instead of one after another.
+//!
+//! Preconditions, checked in this order:
+//! 1. The thread axis is one of blockIdx.x/y/z, threadIdx.x/y/z.
+//! 2. The loop is in the function, is serial, and has a constant extent
+//!    within the axis' limit.
+//! 3. No block under the loop reduces over it: blocks and threads cannot
+//!    combine their partial sums, so a reduction loop stays serial.
+//! 4. No loop around it is bound to the same axis.
+//! 5. Every loop bound to one axis has the same extent, and the threads of a
+//!    block number at most 1024.
+
+use super::tree::{get_loop, replace_loop};
+use super::{LoopRV, Result, Schedule, ScheduleError};
+use tirc_ir::{ForKind, IterKind, Stmt, ThreadTag};
+
+pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
+    // 1.
+    let Some(tag) = ThreadTag::parse(thread) else {
+        let names: Vec<String> = ThreadTag::ALL.iter().map(|t| t.name()).collect();
+        let mut e = ScheduleError::new(format!("unknown thread axis `{thread}`"));
+        if let Some(s) = tirc_ir::diag::suggest(thread, names.iter().map(|s| s.as_str())) {
+            e = e.help(format!("did you mean `{s}`?"));
+        }
+        return Err(e);
+    };
+    // 2.
+    let l = get_loop(&sch.func.body, lp)?.clone();
+    if let ForKind::ThreadBinding(t) = l.kind {
+        return Err(ScheduleError::new(format!("loop `{}` is already bound to {}", lp.name(), t.name())));
+    }
+    let Some(extent) = l.extent.as_int() else {
+        return Err(ScheduleError::new(format!("loop `{}` has no constant extent to launch", lp.name())));
+    };
+    if extent > tag.max_extent() {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` has {extent} iterations but {} allows at most {}",
+            lp.name(),
+            tag.name(),
+            tag.max_extent()
+        ))
+        .help("split the loop first"));
+    }
+    // 3.
+    for r in Stmt::For(Box::new(l.clone())).blocks() {
+        for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
+            if iv.kind == IterKind::Reduce && v.uses(lp) {
+                let why = if tag.is_block {
+                    "blocks cannot combine their partial sums"
+                } else {
+                    "threads would race on the same output and cannot combine their partial sums"
+                };
+                return Err(ScheduleError::new(format!(
+                    "loop {} cannot be bound to {}: block {} reduces over it, and {why}",
+                    lp.name(),
+                    tag.name(),
+                    r.block.name
+                ))
+                .help("bind only loops over spatial axes; keep the reduction loop serial"));
+            }
+        }
+    }
+    // 4.
+    if let Some(outer) = enclosing_bound(&sch.func.body, lp, tag) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` is inside loop `{outer}`, which is already bound to {}",
+            lp.name(),
+            tag.name()
+        )));
+    }
+    // 5.
+    let mut extents: Vec<(ThreadTag, i64)> = Vec::new();
+    sch.func.body.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if let (ForKind::ThreadBinding(t), Some(e)) = (f.kind, f.extent.as_int()) {
+                extents.push((t, e));
+            }
+        }
+    });
+    if let Some((_, e)) = extents.iter().find(|(t, e)| *t == tag && *e != extent) {
+        return Err(ScheduleError::new(format!(
+            "{} is already bound to a loop of extent {e}; loop `{}` has extent {extent}",
+            tag.name(),
+            lp.name()
+        ))
+        .help("every loop bound to one thread axis must have the same extent"));
+    }
+    extents.push((tag, extent));
+    let per_dim = |d: u8| extents.iter().find(|(t, _)| !t.is_block && t.dim == d).map_or(1, |(_, e)| *e);
+    let threads = per_dim(0) * per_dim(1) * per_dim(2);
+    if threads > 1024 {
+        return Err(ScheduleError::new(format!(
+            "more than 1024 threads in a block: threadIdx.x ({}) × threadIdx.y ({}) × threadIdx.z ({}) = {threads}",
+            per_dim(0),
+            per_dim(1),
+            per_dim(2)
+        ))
+        .help("bind smaller loops to threads, or split them"));
+    }
+    sch.func.body = replace_loop(&sch.func.body, lp, |f| {
+        let mut f = f.clone();
+        f.kind = ForKind::ThreadBinding(tag);
+        Ok(Stmt::For(Box::new(f)))
+    })?;
+    sch.record(format!("sch.bind({}, \"{}\")", lp.name(), tag.name()));
+    Ok(())
+}
+
+/// The name of a loop around `lp` bound to `tag`, if any.
+fn enclosing_bound(s: &Stmt, lp: &LoopRV, tag: ThreadTag) -> Option<String> {
+    fn go(s: &Stmt, lp: &LoopRV, tag: ThreadTag, outer: &mut Vec<String>) -> Option<Option<String>> {
+        if let Stmt::For(f) = s {
+            if &f.var == lp {
+                return Some(outer.last().cloned());
+            }
+            let bound = f.kind == ForKind::ThreadBinding(tag);
+            if bound {
+                outer.push(f.var.name().to_string());
+            }
+            let r = go(&f.body, lp, tag, outer);
+            if bound {
+                outer.pop();
+            }
+            return r;
+        }
+        let mut out = None;
+        s.for_each_child(|c| {
+            if out.is_none() {
+                out = go(c, lp, tag, outer);
+            }
+        });
+        out
+    }
+    go(s, lp, tag, &mut Vec::new()).flatten()
+}

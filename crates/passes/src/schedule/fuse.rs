@@ -1,0 +1,77 @@
+//! `fuse(*loops)`: a perfect nest of loops becomes one loop over the product
+//! of their extents.
+//!
+//! Preconditions, checked in this order:
+//! 1. At least one loop is given, and every loop is in the function.
+//! 2. Each loop after the first is the whole body of the loop before it.
+//! 3. No loop is bound to a thread, and every extent is a constant.
+
+use super::tree::{fresh_loop_name, get_loop, replace_loop};
+use super::{LoopRV, Result, Schedule, ScheduleError};
+use tirc_ir::subst::substitute_stmt;
+use tirc_ir::{BinOp, DType, Expr, For, ForKind, Stmt, Var};
+
+pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
+    // 1.
+    let Some(first) = loops.first() else {
+        return Err(ScheduleError::new("fuse needs at least one loop"));
+    };
+    let mut fors: Vec<For> = vec![get_loop(&sch.func.body, first)?.clone()];
+    // 2.
+    for w in loops.windows(2) {
+        get_loop(&sch.func.body, &w[1])?;
+        let outer = fors.last().cloned().unwrap_or_else(|| unreachable!());
+        match &outer.body {
+            Stmt::For(inner) if inner.var == w[1] => fors.push((**inner).clone()),
+            _ => {
+                return Err(ScheduleError::new(format!(
+                    "loop `{}` is not the only statement in the body of loop `{}`, so they cannot be fused",
+                    w[1].name(),
+                    w[0].name()
+                ))
+                .help("fuse takes loops of one perfect nest, outermost first"))
+            }
+        }
+    }
+    // 3.
+    let mut extents = Vec::new();
+    for f in &fors {
+        if let ForKind::ThreadBinding(t) = f.kind {
+            return Err(ScheduleError::new(format!("loop `{}` is bound to {}; fuse before binding", f.var.name(), t.name())));
+        }
+        extents.push(f.extent.as_int().ok_or_else(|| {
+            ScheduleError::new(format!("loop `{}` has no constant extent", f.var.name()))
+        })?);
+    }
+    let name: Vec<&str> = fors.iter().map(|f| f.var.name()).collect();
+    let name = fresh_loop_name(&sch.func.body, &format!("{}_fused", name.join("_")));
+    let fused = Var::new(name, DType::I32);
+    let total: i64 = extents.iter().product();
+    let mut map = Vec::new();
+    for (i, f) in fors.iter().enumerate() {
+        let inner: i64 = extents[i + 1..].iter().product();
+        let mut e = Expr::var(&fused);
+        if inner > 1 {
+            e = Expr::binary(BinOp::FloorDiv, e, Expr::int(inner));
+        }
+        if i > 0 {
+            e = Expr::binary(BinOp::FloorMod, e, Expr::int(extents[i]));
+        }
+        let e = if f.min.as_int() == Some(0) { e } else { f.min.clone() + e };
+        map.push((f.var.clone(), e));
+    }
+    let innermost = &fors[fors.len() - 1];
+    let body = substitute_stmt(&innermost.body, &map);
+    let new = Stmt::For(Box::new(For {
+        var: fused.clone(),
+        min: Expr::int(0),
+        extent: Expr::int(total),
+        kind: ForKind::Serial,
+        annotations: vec![],
+        body,
+    }));
+    sch.func.body = replace_loop(&sch.func.body, first, |_| Ok(new))?;
+    let names: Vec<&str> = loops.iter().map(|l| l.name()).collect();
+    sch.record(format!("{} = sch.fuse({})", fused.name(), names.join(", ")));
+    Ok(fused)
+}

@@ -1,0 +1,686 @@
+//! The schedule interpreter: runs a `@tirc.schedule` script, the subset of
+//! Python that TVM schedule scripts use, against a `Schedule`.
+//!
+//! Values are integers, strings, booleans, `None`, lists and tuples, loop
+//! and block handles, and the schedule itself. `sch.<primitive>(...)` calls
+//! take TVM's argument names and order. Every error, whether the script's
+//! own (an unknown name) or a primitive's refusal, is a diagnostic at the
+//! span of the expression at fault.
+
+use super::loop_kind::Target;
+use super::{bind, decompose_reduction, fuse, get, loop_kind, reorder, split, Schedule, ScheduleError};
+use tirc_ir::diag::{did_you_mean, Diagnostic};
+use tirc_ir::func::{Module, ParamValue, ScheduleDef};
+use tirc_ir::{Attr, Var};
+use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
+
+#[derive(Clone, Debug)]
+enum Value {
+    None,
+    Int(i64),
+    Str(String),
+    Bool(bool),
+    List(Vec<Value>),
+    Tuple(Vec<Value>),
+    Loop(Var),
+    Block(String),
+    Sch,
+}
+
+impl Value {
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::None => "None",
+            Value::Int(_) => "an integer",
+            Value::Str(_) => "a string",
+            Value::Bool(_) => "a boolean",
+            Value::List(_) => "a list",
+            Value::Tuple(_) => "a tuple",
+            Value::Loop(_) => "a loop",
+            Value::Block(_) => "a block",
+            Value::Sch => "the schedule",
+        }
+    }
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+/// The primitives tirc implements, for suggestions.
+const PRIMITIVES: [&str; 16] = [
+    "get_block", "get_sblock", "get_loops", "get_child_blocks", "split", "fuse", "reorder", "bind", "parallel",
+    "vectorize", "unroll", "annotate", "unannotate", "decompose_reduction", "work_on", "get_producers",
+];
+
+/// Primitives of TVM's schedule that tirc does not implement yet.
+const NOT_YET: [&str; 14] = [
+    "cache_read", "cache_write", "compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
+    "storage_align", "set_scope", "tensorize", "blockize", "transform_layout", "rfactor", "reindex", "pad_einsum",
+];
+
+/// Runs the schedule `def` on a fresh schedule of its function. `params`
+/// override the script's parameter defaults.
+pub fn run_schedule(module: &Module, def: &ScheduleDef, params: &[(String, String)]) -> R<Schedule> {
+    let func = module.func(&def.func).ok_or_else(|| {
+        did_you_mean(
+            Diagnostic::at(def.span, format!("schedule `{}` is for `{}`, but the file has no prim_func of that name", def.name, def.func)),
+            &def.func,
+            module.funcs.iter().map(|f| f.name.as_str()),
+        )
+    })?;
+    let mut env: Vec<(String, Value)> = vec![(def.handle.clone(), Value::Sch)];
+    for c in &module.constants {
+        env.push((c.name.clone(), Value::Int(c.value)));
+    }
+    for (name, _) in params {
+        if !def.params.iter().any(|p| &p.name == name) {
+            let d = Diagnostic::new(format!("-p {name}: schedule `{}` has no parameter `{name}`", def.name));
+            return Err(did_you_mean(d, name, def.params.iter().map(|p| p.name.as_str())));
+        }
+    }
+    for p in &def.params {
+        let v = match params.iter().rev().find(|(n, _)| n == &p.name) {
+            Some((_, raw)) => match (&p.default, raw.parse::<i64>()) {
+                (ParamValue::Int(_), Ok(v)) => Value::Int(v),
+                (ParamValue::Int(_), Err(_)) => {
+                    return Err(Diagnostic::new(format!("-p {}={raw}: `{}` is an integer parameter", p.name, p.name)))
+                }
+                (ParamValue::Str(_), _) => Value::Str(raw.trim_matches('"').to_string()),
+            },
+            None => match &p.default {
+                ParamValue::Int(v) => Value::Int(*v),
+                ParamValue::Str(s) => Value::Str(s.clone()),
+            },
+        };
+        env.push((p.name.clone(), v));
+    }
+    let mut it = Interp { sch: Schedule::new(func.clone()), env };
+    it.block(&def.body)?;
+    Ok(it.sch)
+}
+
+struct Interp {
+    sch: Schedule,
+    env: Vec<(String, Value)>,
+}
+
+enum Flow {
+    Next,
+    Break,
+    Continue,
+    Return,
+}
+
+impl Interp {
+    fn block(&mut self, body: &[ast::Stmt]) -> R<Flow> {
+        for s in body {
+            match self.stmt(s)? {
+                Flow::Next => {}
+                f => return Ok(f),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt) -> R<Flow> {
+        match &s.kind {
+            StmtKind::Expr(e) => {
+                self.expr(e)?;
+            }
+            StmtKind::Assign { targets, value } => {
+                let v = self.expr(value)?;
+                for t in targets {
+                    self.assign(t, v.clone())?;
+                }
+            }
+            StmtKind::AugAssign { target, op, value } => {
+                let cur = self.expr(target)?;
+                let rhs = self.expr(value)?;
+                let v = self.arith(*op, cur, rhs, s.span)?;
+                self.assign(target, v)?;
+            }
+            StmtKind::For { target, iter, body } => {
+                let items = match self.expr(iter)? {
+                    Value::List(v) | Value::Tuple(v) => v,
+                    other => return Err(Diagnostic::at(iter.span, format!("cannot loop over {}", other.kind()))),
+                };
+                for item in items {
+                    self.assign(target, item)?;
+                    match self.block(body)? {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        _ => {}
+                    }
+                }
+            }
+            StmtKind::If { cond, body, orelse } => {
+                let c = self.expr(cond)?;
+                return if truthy(&c) { self.block(body) } else { self.block(orelse) };
+            }
+            StmtKind::Assert { cond, msg } => {
+                if !truthy(&self.expr(cond)?) {
+                    let m = match msg {
+                        Some(m) => match self.expr(m)? {
+                            Value::Str(s) => s,
+                            v => format!("{v:?}"),
+                        },
+                        None => "assertion failed".into(),
+                    };
+                    return Err(Diagnostic::at(s.span, m));
+                }
+            }
+            StmtKind::Pass | StmtKind::Import { .. } => {}
+            StmtKind::Break => return Ok(Flow::Break),
+            StmtKind::Continue => return Ok(Flow::Continue),
+            StmtKind::Return(_) => return Ok(Flow::Return),
+            _ => return Err(Diagnostic::at(s.span, "this statement is not allowed in a schedule")),
+        }
+        Ok(Flow::Next)
+    }
+
+    fn assign(&mut self, t: &ast::Expr, v: Value) -> R<()> {
+        match &t.kind {
+            ExprKind::Name(n) => {
+                self.env.push((n.clone(), v));
+                Ok(())
+            }
+            ExprKind::Tuple(ts) | ExprKind::List(ts) => {
+                let items = match v {
+                    Value::List(x) | Value::Tuple(x) => x,
+                    other => return Err(Diagnostic::at(t.span, format!("cannot unpack {} into {} names", other.kind(), ts.len()))),
+                };
+                if items.len() != ts.len() {
+                    return Err(Diagnostic::at(
+                        t.span,
+                        format!("{} values to unpack into {} names", items.len(), ts.len()),
+                    ));
+                }
+                for (t, v) in ts.iter().zip(items) {
+                    self.assign(t, v)?;
+                }
+                Ok(())
+            }
+            _ => Err(Diagnostic::at(t.span, "cannot assign to this")),
+        }
+    }
+
+    fn lookup(&self, n: &str, span: Span) -> R<Value> {
+        match self.env.iter().rev().find(|(k, _)| k == n) {
+            Some((_, v)) => Ok(v.clone()),
+            None => {
+                let names = self.env.iter().map(|(k, _)| k.as_str());
+                Err(did_you_mean(Diagnostic::at(span, format!("unknown name `{n}`")), n, names))
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &ast::Expr) -> R<Value> {
+        match &e.kind {
+            ExprKind::Int(v) => Ok(Value::Int(*v)),
+            ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::None => Ok(Value::None),
+            ExprKind::Float(_) => Err(Diagnostic::at(e.span, "a schedule works with integers, not floats")),
+            ExprKind::Name(n) => self.lookup(n, e.span),
+            ExprKind::List(v) => Ok(Value::List(self.exprs(v)?)),
+            ExprKind::Tuple(v) => Ok(Value::Tuple(self.exprs(v)?)),
+            ExprKind::Unary { op, operand } => {
+                let v = self.expr(operand)?;
+                match (op, v) {
+                    (ast::UnaryOp::Neg, Value::Int(i)) => Ok(Value::Int(-i)),
+                    (ast::UnaryOp::Pos, Value::Int(i)) => Ok(Value::Int(i)),
+                    (ast::UnaryOp::Not, v) => Ok(Value::Bool(!truthy(&v))),
+                    (_, v) => Err(Diagnostic::at(e.span, format!("cannot negate {}", v.kind()))),
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.expr(lhs)?;
+                let b = self.expr(rhs)?;
+                self.arith(*op, a, b, e.span)
+            }
+            ExprKind::Compare { first, rest } => {
+                let mut lhs = self.expr(first)?;
+                for (op, r) in rest {
+                    let rhs = self.expr(r)?;
+                    if !compare(*op, &lhs, &rhs).ok_or_else(|| Diagnostic::at(e.span, "cannot compare these values"))? {
+                        return Ok(Value::Bool(false));
+                    }
+                    lhs = rhs;
+                }
+                Ok(Value::Bool(true))
+            }
+            ExprKind::BoolOp { op, operands } => {
+                let mut last = Value::Bool(*op == ast::BoolOp::And);
+                for o in operands {
+                    last = self.expr(o)?;
+                    if truthy(&last) != (*op == ast::BoolOp::And) {
+                        return Ok(last);
+                    }
+                }
+                Ok(last)
+            }
+            ExprKind::IfExp { cond, then, orelse } => {
+                if truthy(&self.expr(cond)?) {
+                    self.expr(then)
+                } else {
+                    self.expr(orelse)
+                }
+            }
+            ExprKind::Subscript { value, indices } => {
+                let v = self.expr(value)?;
+                let [idx] = &indices[..] else {
+                    return Err(Diagnostic::at(e.span, "index with one value or slice"));
+                };
+                self.subscript(v, idx)
+            }
+            ExprKind::Call { func, args } => self.call(func, args, e.span),
+            _ => Err(Diagnostic::at(e.span, "this expression is not allowed in a schedule")),
+        }
+    }
+
+    fn exprs(&mut self, v: &[ast::Expr]) -> R<Vec<Value>> {
+        v.iter().map(|x| self.expr(x)).collect()
+    }
+
+    fn subscript(&mut self, v: Value, idx: &ast::Expr) -> R<Value> {
+        let (Value::List(items) | Value::Tuple(items)) = &v else {
+            return Err(Diagnostic::at(idx.span, format!("cannot index {}", v.kind())));
+        };
+        let n = items.len() as i64;
+        let norm = |i: i64| if i < 0 { i + n } else { i };
+        if let ExprKind::Slice { lo, hi, step } = &idx.kind {
+            let step = match step {
+                Some(s) => match self.expr(s)? {
+                    Value::Int(0) => return Err(Diagnostic::at(s.span, "a slice step cannot be zero")),
+                    Value::Int(i) => i,
+                    _ => 1,
+                },
+                None => 1,
+            };
+            let mut get = |x: &Option<Box<ast::Expr>>, d: i64| -> R<i64> {
+                match x {
+                    Some(x) => match self.expr(x)? {
+                        Value::Int(i) => Ok(norm(i).clamp(0, n)),
+                        Value::None => Ok(d),
+                        o => Err(Diagnostic::at(x.span, format!("a slice bound must be an integer, not {}", o.kind()))),
+                    },
+                    None => Ok(d),
+                }
+            };
+            let out: Vec<Value> = if step > 0 {
+                let (a, b) = (get(lo, 0)?, get(hi, n)?);
+                (a..b.max(a)).step_by(step as usize).map(|i| items[i as usize].clone()).collect()
+            } else {
+                let a = get(lo, n - 1)?.min(n - 1);
+                let b = get(hi, -1)?;
+                let mut v = Vec::new();
+                let mut i = a;
+                while i > b && i >= 0 {
+                    v.push(items[i as usize].clone());
+                    i += step;
+                }
+                v
+            };
+            return Ok(Value::List(out));
+        }
+        match self.expr(idx)? {
+            Value::Int(i) if (0..n).contains(&norm(i)) => Ok(items[norm(i) as usize].clone()),
+            Value::Int(i) => Err(Diagnostic::at(idx.span, format!("index {i} is out of range for {n} items"))),
+            o => Err(Diagnostic::at(idx.span, format!("an index must be an integer, not {}", o.kind()))),
+        }
+    }
+
+    fn arith(&self, op: ast::BinOp, a: Value, b: Value, span: Span) -> R<Value> {
+        use ast::BinOp as B;
+        match (op, a, b) {
+            (_, Value::Int(x), Value::Int(y)) => {
+                let r = match op {
+                    B::Add => x.checked_add(y),
+                    B::Sub => x.checked_sub(y),
+                    B::Mul => x.checked_mul(y),
+                    B::FloorDiv | B::Mod if y == 0 => return Err(Diagnostic::at(span, "division by zero")),
+                    B::FloorDiv => Some(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
+                    B::Mod => Some(x - y * (x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0))),
+                    B::Pow if (0..63).contains(&y) => x.checked_pow(y as u32),
+                    _ => return Err(Diagnostic::at(span, "this operator is not supported in a schedule")),
+                };
+                r.map(Value::Int).ok_or_else(|| Diagnostic::at(span, "integer overflow"))
+            }
+            (B::Add, Value::List(x), Value::List(y)) => Ok(Value::List([x, y].concat())),
+            (B::Add, Value::Tuple(x), Value::Tuple(y)) => Ok(Value::Tuple([x, y].concat())),
+            (B::Add, Value::Str(x), Value::Str(y)) => Ok(Value::Str(x + &y)),
+            (_, a, b) => Err(Diagnostic::at(span, format!("cannot combine {} and {}", a.kind(), b.kind()))),
+        }
+    }
+
+    /// Evaluates call arguments, expanding `*list`.
+    fn args(&mut self, args: &[Arg]) -> R<(Vec<(Value, Span)>, Vec<(String, Value, Span)>)> {
+        let mut pos = Vec::new();
+        let mut kw = Vec::new();
+        for a in args {
+            match a {
+                Arg::Positional(e) => pos.push((self.expr(e)?, e.span)),
+                Arg::Star(e) => match self.expr(e)? {
+                    Value::List(v) | Value::Tuple(v) => pos.extend(v.into_iter().map(|x| (x, e.span))),
+                    o => return Err(Diagnostic::at(e.span, format!("cannot expand {} with `*`", o.kind()))),
+                },
+                Arg::Keyword(k, e) => kw.push((k.name.clone(), self.expr(e)?, k.span.to(e.span))),
+                Arg::DoubleStar(e) => return Err(Diagnostic::at(e.span, "`**` arguments are not supported")),
+            }
+        }
+        Ok((pos, kw))
+    }
+
+    fn call(&mut self, func: &ast::Expr, args: &[Arg], span: Span) -> R<Value> {
+        if let ExprKind::Attribute { value, attr } = &func.kind {
+            if let Value::Sch = self.expr(value)? {
+                let (pos, kw) = self.args(args)?;
+                return self.primitive(&attr.name, attr.span, pos, kw, span);
+            }
+        }
+        let ExprKind::Name(name) = &func.kind else {
+            return Err(Diagnostic::at(func.span, "only schedule primitives and a few built-ins can be called here"));
+        };
+        let (pos, _) = self.args(args)?;
+        let ints = |pos: &[(Value, Span)]| -> R<Vec<i64>> {
+            pos.iter()
+                .map(|(v, s)| match v {
+                    Value::Int(i) => Ok(*i),
+                    o => Err(Diagnostic::at(*s, format!("expected an integer, not {}", o.kind()))),
+                })
+                .collect()
+        };
+        match name.as_str() {
+            "range" => {
+                let v = ints(&pos)?;
+                let (a, b, st) = match v[..] {
+                    [b] => (0, b, 1),
+                    [a, b] => (a, b, 1),
+                    [a, b, s] if s != 0 => (a, b, s),
+                    _ => return Err(Diagnostic::at(span, "range takes 1 to 3 integers, and a non-zero step")),
+                };
+                let mut out = Vec::new();
+                let mut i = a;
+                while (st > 0 && i < b) || (st < 0 && i > b) {
+                    out.push(Value::Int(i));
+                    i += st;
+                    if out.len() > 1_000_000 {
+                        return Err(Diagnostic::at(span, "range is too long"));
+                    }
+                }
+                Ok(Value::List(out))
+            }
+            "len" => match &pos[..] {
+                [(Value::List(v) | Value::Tuple(v), _)] => Ok(Value::Int(v.len() as i64)),
+                [(Value::Str(s), _)] => Ok(Value::Int(s.chars().count() as i64)),
+                _ => Err(Diagnostic::at(span, "len takes one list")),
+            },
+            "min" | "max" => {
+                let v = ints(&pos)?;
+                let r = if name == "min" { v.iter().min() } else { v.iter().max() };
+                r.map(|x| Value::Int(*x)).ok_or_else(|| Diagnostic::at(span, format!("{name} needs arguments")))
+            }
+            "list" | "tuple" => match pos.into_iter().next() {
+                Some((Value::List(v) | Value::Tuple(v), _)) => {
+                    Ok(if name == "list" { Value::List(v) } else { Value::Tuple(v) })
+                }
+                None => Ok(Value::List(vec![])),
+                Some((o, s)) => Err(Diagnostic::at(s, format!("cannot make a list of {}", o.kind()))),
+            },
+            "print" => Ok(Value::None),
+            _ => Err(did_you_mean(
+                Diagnostic::at(func.span, format!("unknown function `{name}`")),
+                name,
+                ["range", "len", "min", "max", "list", "tuple", "print"],
+            )),
+        }
+    }
+
+    fn primitive(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        pos: Vec<(Value, Span)>,
+        kw: Vec<(String, Value, Span)>,
+        span: Span,
+    ) -> R<Value> {
+        let sig: &[&str] = match name {
+            "get_block" | "get_sblock" => &["name", "func_name"],
+            "get_loops" => &["block"],
+            "get_child_blocks" => &["block_or_loop"],
+            "split" => &["loop", "factors", "preserve_unit_iters", "disable_predication"],
+            "fuse" | "reorder" => &[],
+            "bind" => &["loop", "thread_axis"],
+            "parallel" | "vectorize" | "unroll" => &["loop"],
+            "annotate" => &["block_or_loop", "ann_key", "ann_val"],
+            "unannotate" => &["block_or_loop", "ann_key"],
+            "decompose_reduction" => &["block", "loop"],
+            "work_on" => &["func_name"],
+            _ if NOT_YET.contains(&name) => {
+                return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet")))
+            }
+            _ => {
+                return Err(did_you_mean(
+                    Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`")),
+                    name,
+                    PRIMITIVES.iter().copied(),
+                ))
+            }
+        };
+        let fail = |e: ScheduleError| {
+            let d = Diagnostic::at(span, e.message);
+            match e.help {
+                Some(h) => d.help(h),
+                None => d,
+            }
+        };
+        // Variadic primitives: every positional argument is a loop.
+        if sig.is_empty() {
+            let mut loops = Vec::new();
+            for (v, s) in &pos {
+                match v {
+                    Value::Loop(l) => loops.push(l.clone()),
+                    Value::List(items) | Value::Tuple(items) => {
+                        for it in items {
+                            loops.push(self.as_loop(it, *s)?);
+                        }
+                    }
+                    o => return Err(Diagnostic::at(*s, format!("expected a loop, not {}", o.kind()))),
+                }
+            }
+            for (k, _, s) in &kw {
+                if k != "preserve_unit_iters" {
+                    return Err(Diagnostic::at(*s, format!("`{name}` takes no argument `{k}`")));
+                }
+            }
+            return if name == "fuse" {
+                fuse::fuse(&mut self.sch, &loops).map(Value::Loop).map_err(fail)
+            } else {
+                reorder::reorder(&mut self.sch, &loops).map(|_| Value::None).map_err(fail)
+            };
+        }
+        let a = bind_args(name, sig, pos, kw, span)?;
+        let need = |i: usize| -> R<(Value, Span)> {
+            a[i].clone().ok_or_else(|| Diagnostic::at(span, format!("`{name}` needs the argument `{}`", sig[i])))
+        };
+        match name {
+            "get_block" | "get_sblock" => {
+                let (v, s) = need(0)?;
+                let Value::Str(n) = v else {
+                    return Err(Diagnostic::at(s, "a block name must be a string"));
+                };
+                get::get_block(&self.sch, &n).map(Value::Block).map_err(fail)
+            }
+            "work_on" => Ok(Value::None),
+            "get_loops" => {
+                let b = self.as_block(&need(0)?)?;
+                let loops = get::get_loops(&self.sch, &b).map_err(fail)?;
+                Ok(Value::List(loops.into_iter().map(Value::Loop).collect()))
+            }
+            "get_child_blocks" => {
+                let (v, s) = need(0)?;
+                let parent = match v {
+                    Value::Block(b) => get::Parent::Block(b),
+                    Value::Loop(l) => get::Parent::Loop(l),
+                    o => return Err(Diagnostic::at(s, format!("expected a block or a loop, not {}", o.kind()))),
+                };
+                let bs = get::get_child_blocks(&self.sch, parent).map_err(fail)?;
+                Ok(Value::List(bs.into_iter().map(Value::Block).collect()))
+            }
+            "split" => {
+                let l = self.as_loop(&need(0)?.0, need(0)?.1)?;
+                let (fv, fs) = need(1)?;
+                let (Value::List(fl) | Value::Tuple(fl)) = fv else {
+                    return Err(Diagnostic::at(fs, "factors must be a list such as [None, 32]"));
+                };
+                let mut factors = Vec::new();
+                for f in fl {
+                    factors.push(match f {
+                        Value::None | Value::Int(-1) => None,
+                        Value::Int(i) => Some(i),
+                        o => return Err(Diagnostic::at(fs, format!("a factor must be an integer or None, not {}", o.kind()))),
+                    });
+                }
+                let loops = split::split(&mut self.sch, &l, &factors).map_err(fail)?;
+                Ok(Value::List(loops.into_iter().map(Value::Loop).collect()))
+            }
+            "bind" => {
+                let (lv, ls) = need(0)?;
+                let l = self.as_loop(&lv, ls)?;
+                let (tv, ts) = need(1)?;
+                let Value::Str(t) = tv else {
+                    return Err(Diagnostic::at(ts, "a thread axis must be a string such as \"threadIdx.x\""));
+                };
+                bind::bind(&mut self.sch, &l, &t).map(|_| Value::None).map_err(fail)
+            }
+            "parallel" | "vectorize" | "unroll" => {
+                let (lv, ls) = need(0)?;
+                let l = self.as_loop(&lv, ls)?;
+                let r = match name {
+                    "parallel" => loop_kind::parallel(&mut self.sch, &l),
+                    "vectorize" => loop_kind::vectorize(&mut self.sch, &l),
+                    _ => loop_kind::unroll(&mut self.sch, &l),
+                };
+                r.map(|_| Value::None).map_err(fail)
+            }
+            "annotate" | "unannotate" => {
+                let (tv, ts) = need(0)?;
+                let target = match tv {
+                    Value::Loop(l) => Target::Loop(l),
+                    Value::Block(b) => Target::Block(b),
+                    o => return Err(Diagnostic::at(ts, format!("expected a block or a loop, not {}", o.kind()))),
+                };
+                let (kv, ks) = need(1)?;
+                let Value::Str(key) = kv else {
+                    return Err(Diagnostic::at(ks, "an annotation key must be a string"));
+                };
+                if name == "unannotate" {
+                    return loop_kind::unannotate(&mut self.sch, &target, &key).map(|_| Value::None).map_err(fail);
+                }
+                let (vv, vs) = need(2)?;
+                let val = to_attr(&vv).ok_or_else(|| Diagnostic::at(vs, format!("{} cannot be an annotation value", vv.kind())))?;
+                loop_kind::annotate(&mut self.sch, &target, &key, val).map(|_| Value::None).map_err(fail)
+            }
+            "decompose_reduction" => {
+                let b = self.as_block(&need(0)?)?;
+                let (lv, ls) = need(1)?;
+                let l = self.as_loop(&lv, ls)?;
+                decompose_reduction::decompose_reduction(&mut self.sch, &b, &l).map(Value::Block).map_err(fail)
+            }
+            _ => Err(Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`"))),
+        }
+    }
+
+    fn as_loop(&self, v: &Value, s: Span) -> R<Var> {
+        match v {
+            Value::Loop(l) => Ok(l.clone()),
+            o => Err(Diagnostic::at(s, format!("expected a loop, not {}", o.kind()))),
+        }
+    }
+
+    fn as_block(&self, v: &(Value, Span)) -> R<String> {
+        match &v.0 {
+            Value::Block(b) => Ok(b.clone()),
+            Value::Str(b) => Ok(b.clone()),
+            o => Err(Diagnostic::at(v.1, format!("expected a block, not {}", o.kind()))),
+        }
+    }
+
+}
+
+/// Matches positional and keyword arguments to a signature.
+fn bind_args(
+    name: &str,
+    sig: &[&str],
+    pos: Vec<(Value, Span)>,
+    kw: Vec<(String, Value, Span)>,
+    span: Span,
+) -> R<Vec<Option<(Value, Span)>>> {
+    let mut out: Vec<Option<(Value, Span)>> = vec![None; sig.len()];
+    if pos.len() > sig.len() {
+        return Err(Diagnostic::at(pos[sig.len()].1, format!("`{name}` takes at most {} arguments", sig.len())));
+    }
+    for (i, p) in pos.into_iter().enumerate() {
+        out[i] = Some(p);
+    }
+    for (k, v, s) in kw {
+        let Some(i) = sig.iter().position(|x| *x == k) else {
+            return Err(did_you_mean(Diagnostic::at(s, format!("`{name}` takes no argument `{k}`")), &k, sig.iter().copied()));
+        };
+        if out[i].is_some() {
+            return Err(Diagnostic::at(s, format!("argument `{k}` is given twice")));
+        }
+        out[i] = Some((v, s));
+    }
+    let _ = span;
+    Ok(out)
+}
+
+fn to_attr(v: &Value) -> Option<Attr> {
+    Some(match v {
+        Value::Int(i) => Attr::Int(*i),
+        Value::Bool(b) => Attr::Bool(*b),
+        Value::Str(s) => Attr::Str(s.clone()),
+        Value::List(x) | Value::Tuple(x) => Attr::List(x.iter().map(to_attr).collect::<Option<_>>()?),
+        _ => return None,
+    })
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::None => false,
+        Value::Int(i) => *i != 0,
+        Value::Bool(b) => *b,
+        Value::Str(s) => !s.is_empty(),
+        Value::List(x) | Value::Tuple(x) => !x.is_empty(),
+        _ => true,
+    }
+}
+
+fn compare(op: ast::CmpOp, a: &Value, b: &Value) -> Option<bool> {
+    use ast::CmpOp as C;
+    Some(match (a, b) {
+        (Value::Int(x), Value::Int(y)) => match op {
+            C::Eq | C::Is => x == y,
+            C::Ne | C::IsNot => x != y,
+            C::Lt => x < y,
+            C::Le => x <= y,
+            C::Gt => x > y,
+            C::Ge => x >= y,
+            _ => return None,
+        },
+        (Value::Str(x), Value::Str(y)) => match op {
+            C::Eq => x == y,
+            C::Ne => x != y,
+            C::In => y.contains(x.as_str()),
+            C::NotIn => !y.contains(x.as_str()),
+            _ => return None,
+        },
+        (Value::None, Value::None) => matches!(op, C::Eq | C::Is),
+        (_, Value::None) | (Value::None, _) => matches!(op, C::Ne | C::IsNot),
+        (x, Value::List(items) | Value::Tuple(items)) if matches!(op, C::In | C::NotIn) => {
+            let found = items.iter().any(|it| compare(C::Eq, x, it) == Some(true));
+            found == (op == C::In)
+        }
+        _ => return None,
+    })
+}

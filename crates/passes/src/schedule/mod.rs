@@ -1,0 +1,64 @@
+//! The schedule: a function being transformed by primitives, one file per
+//! family, with TVM's names and arguments.
+//!
+//! A loop is named by its variable (`LoopRV`), a block by its name
+//! (`BlockRV`). Every primitive checks its preconditions, in the order its
+//! file lists them, and refuses a step that would change the function's
+//! result with a `ScheduleError` that says why. Every applied step is
+//! recorded in `trace`, so a schedule prints as a replayable script.
+
+pub mod bind;
+pub mod decompose_reduction;
+pub mod fuse;
+pub mod get;
+pub mod interp;
+pub mod loop_kind;
+pub mod reorder;
+pub mod split;
+pub mod tree;
+
+use tirc_ir::{PrimFunc, Var};
+
+/// A loop of the function being scheduled.
+pub type LoopRV = Var;
+
+/// A block of the function being scheduled, by its unique name.
+pub type BlockRV = String;
+
+/// Why a primitive refused to apply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleError {
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl ScheduleError {
+    pub fn new(message: impl Into<String>) -> ScheduleError {
+        ScheduleError { message: message.into(), help: None }
+    }
+
+    pub fn help(mut self, h: impl Into<String>) -> ScheduleError {
+        self.help = Some(h.into());
+        self
+    }
+}
+
+pub type Result<T> = std::result::Result<T, ScheduleError>;
+
+/// A function under scheduling and the steps applied to it.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    pub func: PrimFunc,
+    pub trace: Vec<String>,
+}
+
+impl Schedule {
+    pub fn new(func: PrimFunc) -> Schedule {
+        Schedule { func, trace: Vec::new() }
+    }
+
+    /// Records an applied step in the trace.
+    pub(crate) fn record(&mut self, step: String) {
+        self.trace.push(step);
+    }
+}

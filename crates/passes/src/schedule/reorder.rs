@@ -1,0 +1,96 @@
+//! `reorder(*loops)`: the given loops take the positions they hold in the
+//! nest, in the order given; other loops of the nest stay where they are.
+//!
+//! Preconditions, checked in this order:
+//! 1. Every loop is in the function, and none is given twice.
+//! 2. The loops lie on one path of a nest, and every loop from the outermost
+//!    to the innermost of them has a single child loop (no block or
+//!    statement sits between them, which would run a different number of
+//!    times after the reorder).
+//! 3. No loop's extent depends on another loop of the nest.
+
+use super::tree::{get_loop, replace_loop};
+use super::{LoopRV, Result, Schedule, ScheduleError};
+use tirc_ir::{For, Stmt};
+
+pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
+    // 1.
+    for (i, l) in order.iter().enumerate() {
+        get_loop(&sch.func.body, l)?;
+        if order[..i].contains(l) {
+            return Err(ScheduleError::new(format!("loop `{}` is given twice", l.name())));
+        }
+    }
+    if order.len() < 2 {
+        sch.record(format!("sch.reorder({})", names(order)));
+        return Ok(());
+    }
+    // 2. The outermost given loop is the one that contains all the others.
+    let outer = order
+        .iter()
+        .find(|o| {
+            let l = get_loop(&sch.func.body, o).ok();
+            l.is_some_and(|l| {
+                let s = Stmt::For(Box::new(l.clone()));
+                order.iter().all(|x| super::tree::find_loop(&s, x).is_some())
+            })
+        })
+        .ok_or_else(|| {
+            ScheduleError::new(format!("loops {} are not in one nest", names(order)))
+                .help("reorder takes loops that are nested in one another")
+        })?
+        .clone();
+    let mut chain: Vec<For> = vec![get_loop(&sch.func.body, &outer)?.clone()];
+    let mut found = 1;
+    while found < order.len() {
+        let last = chain.last().cloned().unwrap_or_else(|| unreachable!());
+        match &last.body {
+            Stmt::For(inner) => {
+                if order.contains(&inner.var) {
+                    found += 1;
+                }
+                chain.push((**inner).clone());
+            }
+            _ => {
+                let missing: Vec<&str> = order
+                    .iter()
+                    .filter(|o| !chain.iter().any(|c| &c.var == *o))
+                    .map(|o| o.name())
+                    .collect();
+                return Err(ScheduleError::new(format!(
+                    "reorder needs loops of one nest: loop `{}` holds more than one statement, so {} cannot move above it",
+                    last.var.name(),
+                    missing.join(", ")
+                )));
+            }
+        }
+    }
+    // 3.
+    for c in &chain {
+        if chain.iter().any(|o| c.extent.uses(&o.var) || c.min.uses(&o.var)) {
+            return Err(ScheduleError::new(format!("the range of loop `{}` depends on another loop of the nest", c.var.name())));
+        }
+    }
+    let mut it = order.iter();
+    let mut new_chain = Vec::new();
+    for c in &chain {
+        if order.contains(&c.var) {
+            let want = it.next().unwrap_or_else(|| unreachable!());
+            new_chain.push(chain.iter().find(|x| &x.var == want).cloned().unwrap_or_else(|| unreachable!()));
+        } else {
+            new_chain.push(c.clone());
+        }
+    }
+    let mut body = chain[chain.len() - 1].body.clone();
+    for mut l in new_chain.into_iter().rev() {
+        l.body = body;
+        body = Stmt::For(Box::new(l));
+    }
+    sch.func.body = replace_loop(&sch.func.body, &outer, |_| Ok(body))?;
+    sch.record(format!("sch.reorder({})", names(order)));
+    Ok(())
+}
+
+fn names(v: &[LoopRV]) -> String {
+    v.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,109 @@
+//! `split(loop, factors=[...])`: one loop becomes a nest of loops whose
+//! extents are the factors, outermost first.
+//!
+//! Preconditions, checked in this order:
+//! 1. The loop is in the function and is not bound to a thread (bind the
+//!    loops that the split returns instead).
+//! 2. Its extent is a constant.
+//! 3. There are at least two factors, at most one is `None` (or -1), and the
+//!    others are positive.
+//! 4. The factors multiply to at least the extent; when they multiply to
+//!    more (a factor that does not divide it), every block under the loop
+//!    gets the predicate `T.where(<old index> < extent)`, so the extra
+//!    iterations do nothing.
+
+use super::tree::{get_loop, replace_loop, fresh_loop_name};
+use super::{LoopRV, Result, Schedule, ScheduleError};
+use tirc_ir::subst::substitute_stmt;
+use tirc_ir::{BinOp, DType, Expr, For, ForKind, Stmt, Var};
+
+pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result<Vec<LoopRV>> {
+    let l = get_loop(&sch.func.body, lp)?.clone();
+    // 1.
+    if let ForKind::ThreadBinding(t) = l.kind {
+        return Err(ScheduleError::new(format!("loop `{}` is bound to {} and cannot be split", lp.name(), t.name()))
+            .help("split first, then bind the loops the split returns"));
+    }
+    // 2.
+    let Some(extent) = l.extent.as_int() else {
+        return Err(ScheduleError::new(format!("loop `{}` has no constant extent to split", lp.name())));
+    };
+    // 3.
+    if factors.len() < 2 {
+        return Err(ScheduleError::new("split needs at least two factors"));
+    }
+    if factors.iter().filter(|f| f.is_none()).count() > 1 {
+        return Err(ScheduleError::new("at most one factor can be None: the others decide it"));
+    }
+    if let Some(bad) = factors.iter().flatten().find(|f| **f <= 0) {
+        return Err(ScheduleError::new(format!("a split factor must be positive, not {bad}")));
+    }
+    let known: i64 = factors.iter().flatten().product();
+    let sizes: Vec<i64> = factors.iter().map(|f| f.unwrap_or((extent + known - 1) / known)).collect();
+    let product: i64 = sizes.iter().product();
+    // 4.
+    if product < extent {
+        return Err(ScheduleError::new(format!(
+            "the factors {sizes:?} multiply to {product}, less than the extent {extent} of loop `{}`: iterations would be lost",
+            lp.name()
+        ))
+        .help("use None for one factor to let it be inferred"));
+    }
+    let base = lp.name().to_string();
+    let mut vars = Vec::new();
+    for i in 0..sizes.len() {
+        let name = fresh_loop_name(&sch.func.body, &format!("{base}_{i}"));
+        vars.push(Var::new(name, DType::I32));
+    }
+    // old = min + ((v0 * s1 + v1) * s2 + v2) ...
+    let mut fused = Expr::var(&vars[0]);
+    for (v, s) in vars.iter().zip(&sizes).skip(1) {
+        fused = if *s == 1 { fused } else { fused * Expr::int(*s) };
+        fused = fused + Expr::var(v);
+    }
+    let fused = crate::arith::Analyzer::new().simplify(&fused);
+    let old = if l.min.as_int() == Some(0) { fused.clone() } else { l.min.clone() + fused.clone() };
+    let new_body = substitute_stmt(&l.body, &[(l.var.clone(), old)]);
+    let new_body = if product > extent {
+        let pred = Expr::binary(BinOp::Lt, fused, Expr::int(extent));
+        add_predicate(&new_body, &pred)
+    } else {
+        new_body
+    };
+    let mut s = new_body;
+    for (v, sz) in vars.iter().zip(&sizes).rev() {
+        s = Stmt::For(Box::new(For {
+            var: v.clone(),
+            min: Expr::int(0),
+            extent: Expr::int(*sz),
+            kind: if l.kind == ForKind::Serial { ForKind::Serial } else { l.kind },
+            annotations: vec![],
+            body: s,
+        }));
+    }
+    sch.func.body = replace_loop(&sch.func.body, lp, |_| Ok(s))?;
+    let fs: Vec<String> = factors.iter().map(|f| f.map_or("None".into(), |v| v.to_string())).collect();
+    let outs: Vec<&str> = vars.iter().map(|v| v.name()).collect();
+    sch.record(format!("{} = sch.split({}, factors=[{}])", outs.join(", "), lp.name(), fs.join(", ")));
+    Ok(vars)
+}
+
+/// Adds `pred` to the predicate of every block directly under `s`; code
+/// outside blocks is guarded by an `if`.
+pub fn add_predicate(s: &Stmt, pred: &Expr) -> Stmt {
+    let mut found = false;
+    let out = super::tree::rewrite(s, &mut |x| match x {
+        Stmt::Block(r) => {
+            found = true;
+            let mut r2 = (**r).clone();
+            r2.predicate = Expr::and(r.predicate.clone(), pred.clone());
+            Some(Stmt::Block(Box::new(r2)))
+        }
+        _ => None,
+    });
+    if found {
+        out
+    } else {
+        Stmt::if_then(pred.clone(), out)
+    }
+}

@@ -1,0 +1,114 @@
+//! `extract_launch`: loops bound to GPU axes become the kernel's launch
+//! configuration.
+//!
+//! Every loop bound to `blockIdx.x` (and so on) is replaced by its body, its
+//! variable by the one launch variable of that axis; the launches wrap the
+//! whole body, in order of first appearance, as
+//! `blockIdx_x = T.launch_thread("blockIdx.x", 32)`. A bound loop shorter
+//! than its axis' extent runs under `if v < extent`. Axes not bound launch
+//! with extent 1. Refused: different extents for one axis where a loop is
+//! longer than the launch, and more than 1024 threads in a block.
+
+use tirc_ir::subst::substitute_stmt;
+use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag, Var};
+
+/// A kernel's launch: grid and block extents, x, y, z.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [i64; 3],
+    pub block: [i64; 3],
+}
+
+impl LaunchConfig {
+    pub fn threads_per_block(&self) -> i64 {
+        self.block.iter().product()
+    }
+
+    pub fn blocks(&self) -> i64 {
+        self.grid.iter().product()
+    }
+}
+
+/// The launch configuration of a lowered function: the `Launch` statements
+/// at the head of its body.
+pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
+    let mut cfg = LaunchConfig { grid: [1; 3], block: [1; 3] };
+    let mut s = &f.body;
+    while let Stmt::Launch { tag, extent, body, .. } = s {
+        let e = extent.as_int().unwrap_or(1);
+        if tag.is_block {
+            cfg.grid[tag.dim as usize] = e;
+        } else {
+            cfg.block[tag.dim as usize] = e;
+        }
+        s = body;
+    }
+    cfg
+}
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    // The extent of each axis: the largest loop bound to it.
+    let mut axes: Vec<(ThreadTag, i64)> = Vec::new();
+    let mut err = None;
+    f.body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            if let ForKind::ThreadBinding(t) = l.kind {
+                match l.extent.as_int() {
+                    Some(e) => match axes.iter_mut().find(|(x, _)| *x == t) {
+                        Some((_, old)) => *old = (*old).max(e),
+                        None => axes.push((t, e)),
+                    },
+                    None => err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name()))),
+                }
+            }
+        }
+        if let Stmt::Launch { tag, extent, .. } = s {
+            if let Some(e) = extent.as_int() {
+                if !axes.iter().any(|(x, _)| x == tag) {
+                    axes.push((*tag, e));
+                }
+            }
+        }
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let threads: i64 = axes.iter().filter(|(t, _)| !t.is_block).map(|(_, e)| e).product();
+    if threads > 1024 {
+        return Err(Diagnostic::new(format!("the kernel launches {threads} threads per block; CUDA allows 1024")));
+    }
+    let vars: Vec<(ThreadTag, Var, i64)> =
+        axes.iter().map(|(t, e)| (*t, Var::new(t.var_name(), DType::I32), *e)).collect();
+    // Existing launches (pasted lowered code) are unwrapped and merged too.
+    let body = extract(&f.body, &vars);
+    let mut out = body;
+    for (tag, v, e) in vars.iter().rev() {
+        out = Stmt::Launch { var: v.clone(), tag: *tag, extent: Expr::int(*e), body: Box::new(out) };
+    }
+    f.body = out;
+    Ok(f)
+}
+
+/// `s` with every bound loop and launch replaced by its body, speaking of
+/// the launch variables.
+fn extract(s: &Stmt, vars: &[(ThreadTag, Var, i64)]) -> Stmt {
+    let axis = |t: &ThreadTag| vars.iter().find(|(x, _, _)| x == t);
+    match s {
+        Stmt::For(l) => {
+            let ForKind::ThreadBinding(t) = l.kind else {
+                return s.map_children(|c| extract(c, vars));
+            };
+            let Some((_, v, ext)) = axis(&t) else { return s.clone() };
+            let body = substitute_stmt(&extract(&l.body, vars), &[(l.var.clone(), Expr::var(v))]);
+            match l.extent.as_int() {
+                Some(e) if e < *ext => Stmt::if_then(Expr::binary(BinOp::Lt, Expr::var(v), Expr::int(e)), body),
+                _ => body,
+            }
+        }
+        Stmt::Launch { var, tag, body, .. } => {
+            let Some((_, v, _)) = axis(tag) else { return s.clone() };
+            substitute_stmt(&extract(body, vars), &[(var.clone(), Expr::var(v))])
+        }
+        _ => s.map_children(|c| extract(c, vars)),
+    }
+}

@@ -1,0 +1,43 @@
+//! The lowering pipeline: from a scheduled function with blocks to a kernel
+//! of plain loops over flat buffers under thread launches.
+//!
+//! `PIPELINE` lists the passes in the order they run, by the names that
+//! `--print-after` takes. Each pass is one file named after it, its contract
+//! at the top.
+
+pub mod extract_launch;
+pub mod flatten_buffers;
+pub mod lower_blocks;
+pub mod lower_init;
+pub mod simplify;
+
+use tirc_ir::{Diagnostic, PrimFunc};
+
+/// A lowering pass: a name and a function from IR to IR.
+pub struct Pass {
+    pub name: &'static str,
+    pub run: fn(PrimFunc) -> Result<PrimFunc, Diagnostic>,
+}
+
+/// The lowering passes, in order.
+pub const PIPELINE: &[Pass] = &[
+    Pass { name: "lower_init", run: lower_init::run },
+    Pass { name: "lower_blocks", run: lower_blocks::run },
+    Pass { name: "flatten_buffers", run: flatten_buffers::run },
+    Pass { name: "extract_launch", run: extract_launch::run },
+    Pass { name: "simplify", run: simplify::run },
+];
+
+/// Runs every pass in order; `observe(name, ir)` sees the IR after each.
+pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc)) -> Result<PrimFunc, Diagnostic> {
+    for p in PIPELINE {
+        func = (p.run)(func)?;
+        observe(p.name, &func);
+    }
+    Ok(func)
+}
+
+/// The names of the passes, for `--print-after` and its error message.
+pub fn pass_names() -> Vec<&'static str> {
+    PIPELINE.iter().map(|p| p.name).collect()
+}

@@ -1,0 +1,100 @@
+//! `simplify`: index arithmetic in canonical form, decided conditions
+//! removed, unit loops dropped.
+//!
+//! Walks the function with the range of every loop, launch and let variable
+//! in scope (`arith::Analyzer`): integer expressions become canonical sums
+//! (`blockIdx_x * 32768 + threadIdx_x * 8192 + i_2 * 1024 + ..`), a condition
+//! the ranges decide becomes its branch, a loop of one iteration becomes its
+//! body with the variable at its start, and statements that do nothing
+//! disappear. Float arithmetic is not reassociated.
+
+use crate::arith::Analyzer;
+use tirc_ir::subst::substitute_stmt;
+use tirc_ir::{Diagnostic, Expr, PrimFunc, Stmt};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut an = Analyzer::new();
+    f.body = stmt(&f.body, &mut an);
+    Ok(f)
+}
+
+/// Simplifies a statement under the ranges known to `an`.
+pub fn stmt(s: &Stmt, an: &mut Analyzer) -> Stmt {
+    match s {
+        Stmt::For(l) => {
+            let min = an.simplify(&l.min);
+            let extent = an.simplify(&l.extent);
+            if extent.as_int() == Some(1) {
+                let body = substitute_stmt(&l.body, &[(l.var.clone(), min)]);
+                return stmt(&body, an);
+            }
+            if matches!(extent.as_int(), Some(e) if e <= 0) {
+                return Stmt::NoOp;
+            }
+            an.bind_range(&l.var, &min, &extent);
+            let body = stmt(&l.body, an);
+            an.unbind(&l.var);
+            if matches!(body, Stmt::NoOp) {
+                return Stmt::NoOp;
+            }
+            let mut l2 = (**l).clone();
+            l2.min = min;
+            l2.extent = extent;
+            l2.body = body;
+            Stmt::For(Box::new(l2))
+        }
+        Stmt::Launch { var, tag, extent, body } => {
+            let extent = an.simplify(extent);
+            if let Some(e) = extent.as_int() {
+                an.bind(var, 0, e - 1);
+            }
+            let body = stmt(body, an);
+            an.unbind(var);
+            Stmt::Launch { var: var.clone(), tag: *tag, extent, body: Box::new(body) }
+        }
+        Stmt::Let { var, value, body } => {
+            let value = an.simplify(value);
+            if let Some(b) = an.bound(&value) {
+                an.bind(var, b.0, b.1);
+            }
+            let body = stmt(body, an);
+            an.unbind(var);
+            Stmt::Let { var: var.clone(), value, body: Box::new(body) }
+        }
+        Stmt::If { cond, then, orelse } => {
+            let cond = an.simplify(cond);
+            match cond.as_bool() {
+                Some(true) => stmt(then, an),
+                Some(false) => orelse.as_ref().map_or(Stmt::NoOp, |e| stmt(e, an)),
+                None => {
+                    let then = stmt(then, an);
+                    let orelse = orelse.as_ref().map(|e| stmt(e, an)).filter(|e| !matches!(e, Stmt::NoOp));
+                    if matches!(then, Stmt::NoOp) && orelse.is_none() {
+                        return Stmt::NoOp;
+                    }
+                    Stmt::If { cond, then: Box::new(then), orelse: orelse.map(Box::new) }
+                }
+            }
+        }
+        Stmt::Store { buffer, indices, value } => Stmt::Store {
+            buffer: buffer.clone(),
+            indices: indices.iter().map(|i| an.simplify(i)).collect(),
+            value: an.simplify(value),
+        },
+        Stmt::Seq(v) => Stmt::seq(v.iter().map(|x| stmt(x, an)).collect()),
+        Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: buffer.clone(), body: Box::new(stmt(body, an)) },
+        Stmt::Block(r) => {
+            let mut r2 = (**r).clone();
+            r2.iter_values = r.iter_values.iter().map(|v| an.simplify(v)).collect();
+            r2.predicate = an.simplify(&r.predicate);
+            r2.block.body = stmt(&r.block.body, an);
+            Stmt::Block(Box::new(r2))
+        }
+        Stmt::Barrier | Stmt::NoOp => s.clone(),
+    }
+}
+
+/// Simplifies one expression with no ranges known.
+pub fn expr(e: &Expr) -> Expr {
+    Analyzer::new().simplify(e)
+}

@@ -1,0 +1,79 @@
+//! `tirc lower FILE`: print the lowered IR, the CUDA source, or the IR
+//! after each pass.
+
+use super::{read, report, Common, FAIL, USAGE};
+use crate::compile::compile;
+use tirc_ir::printer::print_func;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum Emit {
+    /// The lowered TensorIR.
+    Tir,
+    /// The scheduled TensorIR, before lowering.
+    Scheduled,
+    /// The CUDA C source.
+    Cuda,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: Common,
+    /// What to print.
+    #[arg(long, value_enum, default_value = "tir")]
+    pub emit: Emit,
+    /// Print the IR after every pass, each headed by the pass name.
+    #[arg(long)]
+    pub print_after_all: bool,
+    /// Print the IR after the named pass.
+    #[arg(long, value_name = "PASS")]
+    pub print_after: Vec<String>,
+}
+
+pub fn main(a: Args) -> u8 {
+    let names = tirc_passes::transform::pass_names();
+    for p in &a.print_after {
+        if !names.contains(&p.as_str()) && p != "schedule" {
+            eprintln!("error: unknown pass `{p}`; the passes are: schedule, {}", names.join(", "));
+            return USAGE;
+        }
+    }
+    let src = match read(&a.common.file) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let c = match compile(&src, &a.common.request()) {
+        Ok(c) => c,
+        Err(ds) => {
+            report(&a.common.file, &src, &ds);
+            return FAIL;
+        }
+    };
+    let want = |n: &str| a.print_after_all || a.print_after.iter().any(|p| p == n);
+    if a.print_after_all || !a.print_after.is_empty() {
+        if want("schedule") {
+            println!("# after schedule");
+            print!("{}", print_func(&c.scheduled));
+        }
+        for (name, f) in &c.after {
+            if want(name) {
+                println!("# after {name}");
+                print!("{}", print_func(f));
+            }
+        }
+        return 0;
+    }
+    match a.emit {
+        Emit::Tir => print!("{}", print_func(&c.lowered)),
+        Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
+        Emit::Cuda => {
+            let k = &c.kernel;
+            println!(
+                "// grid ({}, {}, {}), block ({}, {}, {})",
+                k.launch.grid[0], k.launch.grid[1], k.launch.grid[2], k.launch.block[0], k.launch.block[1], k.launch.block[2]
+            );
+            print!("{}", k.source);
+        }
+    }
+    0
+}

@@ -1,0 +1,70 @@
+//! The subcommands, and what they share: reading the file, parsing `-D` and
+//! `-p`, printing diagnostics.
+
+pub mod check;
+pub mod lower;
+pub mod run;
+
+use tirc_ir::Diagnostic;
+
+/// Exit status for bad input or a mismatch.
+pub const FAIL: u8 = 1;
+/// Exit status for a usage error.
+pub const USAGE: u8 = 2;
+
+/// Arguments every compiling subcommand takes.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Common {
+    /// The .tir file.
+    pub file: std::path::PathBuf,
+    /// The schedule to apply (a `@tirc.schedule` function of the file).
+    #[arg(long, short = 's')]
+    pub schedule: Option<String>,
+    /// The prim_func to use when no schedule is named.
+    #[arg(long)]
+    pub func: Option<String>,
+    /// Override a module constant: -D M=64.
+    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
+    pub define: Vec<(String, i64)>,
+    /// Override a schedule parameter: -p BM=64.
+    #[arg(short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub param: Vec<(String, String)>,
+}
+
+fn parse_define(s: &str) -> Result<(String, i64), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    let v: i64 = v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?;
+    Ok((n.trim().to_string(), v))
+}
+
+fn parse_param(s: &str) -> Result<(String, String), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    Ok((n.trim().to_string(), v.trim().to_string()))
+}
+
+/// Reads the file, or says why it cannot.
+pub fn read(path: &std::path::Path) -> Result<String, u8> {
+    std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read {}: {e}", path.display());
+        FAIL
+    })
+}
+
+/// Prints diagnostics against the source on stderr.
+pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
+    let name = path.display().to_string();
+    for d in diags {
+        eprint!("{}", d.render(&name, src));
+    }
+}
+
+impl Common {
+    pub fn request(&self) -> crate::compile::Request {
+        crate::compile::Request {
+            schedule: self.schedule.clone(),
+            func: self.func.clone(),
+            defines: self.define.clone(),
+            params: self.param.clone(),
+        }
+    }
+}

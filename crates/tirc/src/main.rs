@@ -1,0 +1,38 @@
+//! `tirc`: the command line. Each subcommand is a file of `commands/`; the
+//! pipeline they share is `compile.rs`.
+//!
+//! Exit status: 0 on success, 1 when the input is bad or a result does not
+//! match its reference, 2 for usage errors.
+
+mod commands;
+mod compile;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "tirc", version, about = "A TensorIR compiler: schedule, lower, emit CUDA, run and check")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print the lowered IR (or CUDA) of a function under a schedule.
+    Lower(commands::lower::Args),
+    /// Run a function under a schedule on the GPU or the simulator, check it, time it.
+    Run(commands::run::Args),
+    /// Parse and validate a file; print nothing when it is good.
+    Check(commands::check::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Lower(a) => commands::lower::main(a),
+        Cmd::Run(a) => commands::run::main(a),
+        Cmd::Check(a) => commands::check::main(a),
+    };
+    ExitCode::from(code)
+}
