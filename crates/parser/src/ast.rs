@@ -55,20 +55,45 @@ pub enum StmtKind {
     Expr(Expr),
     /// `target = value`; `a, b = f()` has a `Tuple` target. `a = b = c` has
     /// two targets, outermost first.
-    Assign { targets: Vec<Expr>, value: Expr },
+    Assign {
+        targets: Vec<Expr>,
+        value: Expr,
+    },
     /// `target op= value`.
-    AugAssign { target: Expr, op: BinOp, value: Expr },
+    AugAssign {
+        target: Expr,
+        op: BinOp,
+        value: Expr,
+    },
     /// `target: annotation` or `target: annotation = value`.
-    AnnAssign { target: Expr, annotation: Expr, value: Option<Expr> },
+    AnnAssign {
+        target: Expr,
+        annotation: Expr,
+        value: Option<Expr>,
+    },
     /// `for target in iter:`.
-    For { target: Expr, iter: Expr, body: Vec<Stmt> },
+    For {
+        target: Expr,
+        iter: Expr,
+        body: Vec<Stmt>,
+    },
     /// `while cond:`.
-    While { cond: Expr, body: Vec<Stmt> },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
     /// `if cond: ... elif ...: ... else: ...`; an `elif` is an `If` alone in
     /// `orelse`.
-    If { cond: Expr, body: Vec<Stmt>, orelse: Vec<Stmt> },
+    If {
+        cond: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
     /// `with a as x, b:`.
-    With { items: Vec<WithItem>, body: Vec<Stmt> },
+    With {
+        items: Vec<WithItem>,
+        body: Vec<Stmt>,
+    },
     /// `@decorators def name(params) -> returns: body`.
     FunctionDef {
         name: Ident,
@@ -78,15 +103,25 @@ pub enum StmtKind {
         body: Vec<Stmt>,
     },
     /// `@decorators class name(bases): body`.
-    ClassDef { name: Ident, bases: Vec<Expr>, decorators: Vec<Expr>, body: Vec<Stmt> },
+    ClassDef {
+        name: Ident,
+        bases: Vec<Expr>,
+        decorators: Vec<Expr>,
+        body: Vec<Stmt>,
+    },
     Return(Option<Expr>),
-    Assert { cond: Expr, msg: Option<Expr> },
+    Assert {
+        cond: Expr,
+        msg: Option<Expr>,
+    },
     Pass,
     Break,
     Continue,
     /// `import a.b as c` or `from a.b import c as d, e`; kept so that tools
     /// can see them, ignored by resolve.
-    Import { text: String },
+    Import {
+        text: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -120,28 +155,61 @@ pub enum ExprKind {
     Bool(bool),
     None,
     /// `value.attr`.
-    Attribute { value: Box<Expr>, attr: Ident },
+    Attribute {
+        value: Box<Expr>,
+        attr: Ident,
+    },
     /// `func(args)`.
-    Call { func: Box<Expr>, args: Vec<Arg> },
+    Call {
+        func: Box<Expr>,
+        args: Vec<Arg>,
+    },
     /// `value[i, j:k]`: one entry per comma-separated index; a slice is an
     /// `ExprKind::Slice`. `a[x]` has one index, `a[x, y]` two, `a[(x, y)]`
     /// one `Tuple` index.
-    Subscript { value: Box<Expr>, indices: Vec<Expr> },
+    Subscript {
+        value: Box<Expr>,
+        indices: Vec<Expr>,
+    },
     /// `lo:hi:step`, only as an index.
-    Slice { lo: Option<Box<Expr>>, hi: Option<Box<Expr>>, step: Option<Box<Expr>> },
+    Slice {
+        lo: Option<Box<Expr>>,
+        hi: Option<Box<Expr>>,
+        step: Option<Box<Expr>>,
+    },
     Tuple(Vec<Expr>),
     List(Vec<Expr>),
     Dict(Vec<(Expr, Expr)>),
-    Unary { op: UnaryOp, operand: Box<Expr> },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// `a < b <= c` is `Compare { first: a, rest: [(Lt, b), (Le, c)] }`.
-    Compare { first: Box<Expr>, rest: Vec<(CmpOp, Expr)> },
+    Compare {
+        first: Box<Expr>,
+        rest: Vec<(CmpOp, Expr)>,
+    },
     /// `a and b and c` is one `BoolOp` with three operands.
-    BoolOp { op: BoolOp, operands: Vec<Expr> },
+    BoolOp {
+        op: BoolOp,
+        operands: Vec<Expr>,
+    },
     /// `then if cond else orelse`.
-    IfExp { cond: Box<Expr>, then: Box<Expr>, orelse: Box<Expr> },
+    IfExp {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        orelse: Box<Expr>,
+    },
     /// `lambda a, b: body`.
-    Lambda { params: Vec<Ident>, body: Box<Expr> },
+    Lambda {
+        params: Vec<Ident>,
+        body: Box<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -256,15 +324,27 @@ impl Stmt {
             StmtKind::Expr(e) => vec![e],
             StmtKind::Assign { targets, value } => targets.iter().chain([value]).collect(),
             StmtKind::AugAssign { target, value, .. } => vec![target, value],
-            StmtKind::AnnAssign { target, annotation, value } => {
-                [Some(target), Some(annotation), value.as_ref()].into_iter().flatten().collect()
-            }
+            StmtKind::AnnAssign {
+                target,
+                annotation,
+                value,
+            } => [Some(target), Some(annotation), value.as_ref()]
+                .into_iter()
+                .flatten()
+                .collect(),
             StmtKind::For { target, iter, .. } => vec![target, iter],
             StmtKind::While { cond, .. } | StmtKind::If { cond, .. } => vec![cond],
-            StmtKind::With { items, .. } => {
-                items.iter().flat_map(|i| [Some(&i.context), i.target.as_ref()]).flatten().collect()
-            }
-            StmtKind::FunctionDef { params, decorators, returns, .. } => {
+            StmtKind::With { items, .. } => items
+                .iter()
+                .flat_map(|i| [Some(&i.context), i.target.as_ref()])
+                .flatten()
+                .collect(),
+            StmtKind::FunctionDef {
+                params,
+                decorators,
+                returns,
+                ..
+            } => {
                 let mut v: Vec<&Expr> = decorators.iter().collect();
                 for p in params {
                     v.extend(p.annotation.iter().chain(p.default.iter()));
@@ -272,10 +352,16 @@ impl Stmt {
                 v.extend(returns);
                 v
             }
-            StmtKind::ClassDef { bases, decorators, .. } => decorators.iter().chain(bases).collect(),
+            StmtKind::ClassDef {
+                bases, decorators, ..
+            } => decorators.iter().chain(bases).collect(),
             StmtKind::Return(e) => e.iter().collect(),
-            StmtKind::Assert { cond, msg } => [Some(cond), msg.as_ref()].into_iter().flatten().collect(),
-            StmtKind::Pass | StmtKind::Break | StmtKind::Continue | StmtKind::Import { .. } => vec![],
+            StmtKind::Assert { cond, msg } => {
+                [Some(cond), msg.as_ref()].into_iter().flatten().collect()
+            }
+            StmtKind::Pass | StmtKind::Break | StmtKind::Continue | StmtKind::Import { .. } => {
+                vec![]
+            }
         }
     }
 

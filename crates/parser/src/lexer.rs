@@ -36,7 +36,7 @@ pub const MAX_BRACKET_DEPTH: usize = 200;
 /// Blocks may nest this deep.
 pub const MAX_INDENT_LEVELS: usize = 100;
 /// One logical line may hold this many operator tokens.
-pub const MAX_OPERATORS_PER_LINE: usize = 50_000;
+pub const MAX_OPERATORS_PER_LINE: usize = 1_000_000;
 
 /// What went wrong inside logos; turned into a [`ParseError`] by the layer.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -65,6 +65,7 @@ pub enum Tok {
     #[regex(r"0[xX][0-9a-fA-F_]+", |lex| int(&lex.slice()[2..], 16))]
     #[regex(r"0[bB][01_]+", |lex| int(&lex.slice()[2..], 2))]
     #[regex(r"0[oO][0-7_]+", |lex| int(&lex.slice()[2..], 8))]
+    #[regex(r"0[xXbBoO]", prefix_without_digits)]
     Int(i64),
     #[regex(r"[0-9][0-9_]*\.[0-9_]*(?:[eE][+-]?[0-9_]+)?", |lex| float(lex.slice()))]
     #[regex(r"\.[0-9][0-9_]*(?:[eE][+-]?[0-9_]+)?", |lex| float(lex.slice()))]
@@ -227,6 +228,10 @@ pub struct Lexed {
     /// The outermost bracket still open at the end of the text. It is an
     /// error of its own only when the parser found nothing wrong after it.
     pub unclosed: Option<Token>,
+    /// Stretches of text already blamed on a lexical error (from a bracket
+    /// never closed to where lexing resynchronised); syntax errors inside
+    /// them are consequences, not worth reporting.
+    pub covered: Vec<Span>,
 }
 
 /// Parses an integer literal's digits (prefix already removed).
@@ -242,6 +247,10 @@ fn int(digits: &str, radix: u32) -> Result<i64, LexError> {
         std::num::IntErrorKind::PosOverflow => LexError::IntOverflow,
         _ => LexError::BadNumber,
     })
+}
+
+fn prefix_without_digits(_: &mut logos::Lexer<'_, Tok>) -> Result<i64, LexError> {
+    Err(LexError::BadNumber)
 }
 
 fn float(text: &str) -> Result<f64, LexError> {
@@ -367,7 +376,7 @@ fn column(src: &str, pos: usize) -> usize {
         match c {
             '\t' => col = (col / 8 + 1) * 8,
             '\x0c' => col = 0,
-            '\r' => {}
+            '\r' | '\u{feff}' => {}
             _ => col += 1,
         }
     }
@@ -375,7 +384,10 @@ fn column(src: &str, pos: usize) -> usize {
 }
 
 fn char_span(src: &str, start: usize) -> Span {
-    let len = src.get(start..).and_then(|s| s.chars().next()).map_or(0, char::len_utf8);
+    let len = src
+        .get(start..)
+        .and_then(|s| s.chars().next())
+        .map_or(0, char::len_utf8);
     Span::new(start, start + len)
 }
 
@@ -390,22 +402,34 @@ fn char_name(c: char) -> String {
 fn lex_error(src: &str, err: LexError, span: Span) -> ParseError {
     match err {
         LexError::Invalid => {
-            let c = src.get(span.start..).and_then(|s| s.chars().next()).unwrap_or(' ');
-            let e = ParseError::new(format!("invalid character {}", char_name(c)), char_span(src, span.start));
+            let c = src
+                .get(span.start..)
+                .and_then(|s| s.chars().next())
+                .unwrap_or(' ');
+            let e = ParseError::new(
+                format!("invalid character {}", char_name(c)),
+                char_span(src, span.start),
+            );
             match c {
-                '\\' => e.with_help("a `\\` outside a string must be the last character of its line"),
+                '\\' => {
+                    e.with_help("a `\\` outside a string must be the last character of its line")
+                }
                 '!' => e.with_help("use `not` for logical negation"),
+                '“' | '”' | '‘' | '’' => e.with_help("quote strings with `\"` or `'`"),
                 '$' | '?' | '`' => e,
                 _ if !c.is_ascii() => e.with_help("names may hold letters, digits and `_`"),
                 _ => e,
             }
         }
-        LexError::Unterminated { triple: false } => ParseError::new("unterminated string literal", span),
+        LexError::Unterminated { triple: false } => {
+            ParseError::new("unterminated string literal", span)
+        }
         LexError::Unterminated { triple: true } => {
             ParseError::new("unterminated triple-quoted string literal", span)
         }
-        LexError::IntOverflow => ParseError::new("integer literal is too large", span)
-            .with_help(format!("integers must fit in 64 bits (at most {})", i64::MAX)),
+        LexError::IntOverflow => ParseError::new("integer literal is too large", span).with_help(
+            format!("integers must fit in 64 bits (at most {})", i64::MAX),
+        ),
         LexError::BadNumber => ParseError::new("invalid number literal", span),
         LexError::BadEscape(m) => ParseError::new(m, span),
     }
@@ -429,6 +453,27 @@ fn is_operator(tok: &Tok) -> bool {
     )
 }
 
+/// Keywords that start a statement and cannot appear inside brackets.
+/// (`for` could, in a comprehension, but the grammar has none.)
+fn starts_statement(tok: &Tok) -> bool {
+    matches!(
+        tok,
+        Tok::Def
+            | Tok::Class
+            | Tok::Return
+            | Tok::Pass
+            | Tok::Break
+            | Tok::Continue
+            | Tok::Import
+            | Tok::From
+            | Tok::Assert
+            | Tok::While
+            | Tok::With
+            | Tok::Elif
+            | Tok::For
+    )
+}
+
 struct Layer<'s> {
     src: &'s str,
     out: Lexed,
@@ -436,6 +481,8 @@ struct Layer<'s> {
     levels: Vec<(usize, bool)>,
     brackets: Vec<Token>,
     at_line_start: bool,
+    /// A newline was seen inside brackets since the last token.
+    new_line_in_brackets: bool,
     operators: usize,
 }
 
@@ -476,6 +523,51 @@ impl Layer<'_> {
         }
     }
 
+    /// A keyword that starts a statement, first on a line inside brackets:
+    /// the brackets were surely left open by mistake. Reports the innermost
+    /// and ends the logical line before this token.
+    fn close_forgotten_brackets(&mut self, span: Span) {
+        let Some(open) = self.brackets.last().cloned() else {
+            return;
+        };
+        let text = self.src.get(open.span.start..open.span.end).unwrap_or("(");
+        let e = ParseError::new(format!("`{text}` was never closed"), open.span);
+        self.error(e, Span::new(span.start, span.start));
+        self.out
+            .covered
+            .push(Span::new(open.span.start, span.start));
+        self.brackets.clear();
+        self.push(Tok::Newline, Span::new(span.start, span.start));
+        self.at_line_start = true;
+        self.operators = 0;
+    }
+
+    /// Handles a closing bracket; false when it is an error.
+    fn close_bracket(&mut self, tok: &Tok, span: Span) -> bool {
+        let text = self.src.get(span.start..span.end).unwrap_or(")");
+        let Some(open) = self.brackets.pop() else {
+            self.error(ParseError::new(format!("unmatched `{text}`"), span), span);
+            return false;
+        };
+        let matching = matches!(
+            (&open.tok, tok),
+            (Tok::LParen, Tok::RParen)
+                | (Tok::LBracket, Tok::RBracket)
+                | (Tok::LBrace, Tok::RBrace)
+        );
+        if !matching {
+            let open_text = self.src.get(open.span.start..open.span.end).unwrap_or("(");
+            let (line, col) = crate::error::line_col(self.src, open.span.start);
+            let e = ParseError::new(
+                format!("closing `{text}` does not match `{open_text}`"),
+                span,
+            )
+            .with_help(format!("the `{open_text}` is at {line}:{col}"));
+            self.error(e, span);
+        }
+        matching
+    }
+
     /// Handles one raw token; false when lexing must stop.
     fn token(&mut self, tok: Tok, span: Span) -> bool {
         if tok == Tok::Newline {
@@ -484,7 +576,11 @@ impl Layer<'_> {
                 self.at_line_start = true;
                 self.operators = 0;
             }
+            self.new_line_in_brackets = !self.brackets.is_empty();
             return true;
+        }
+        if std::mem::take(&mut self.new_line_in_brackets) && starts_statement(&tok) {
+            self.close_forgotten_brackets(span);
         }
         if self.at_line_start {
             self.at_line_start = false;
@@ -493,8 +589,9 @@ impl Layer<'_> {
         if is_operator(&tok) {
             self.operators += 1;
             if self.operators > MAX_OPERATORS_PER_LINE {
-                let e = ParseError::new("statement is too long", span)
-                    .with_help(format!("a line may hold at most {MAX_OPERATORS_PER_LINE} operators"));
+                let e = ParseError::new("statement is too long", span).with_help(format!(
+                    "a line may hold at most {MAX_OPERATORS_PER_LINE} operators"
+                ));
                 self.error(e, span);
                 return false;
             }
@@ -502,15 +599,19 @@ impl Layer<'_> {
         match tok {
             Tok::LParen | Tok::LBracket | Tok::LBrace => {
                 if self.brackets.len() >= MAX_BRACKET_DEPTH {
-                    let e = ParseError::new("expression nested too deeply", span)
-                        .with_help(format!("brackets may nest at most {MAX_BRACKET_DEPTH} deep"));
+                    let e = ParseError::new("expression nested too deeply", span).with_help(
+                        format!("brackets may nest at most {MAX_BRACKET_DEPTH} deep"),
+                    );
                     self.error(e, span);
                     return false;
                 }
-                self.brackets.push(Token { tok: tok.clone(), span });
+                self.brackets.push(Token {
+                    tok: tok.clone(),
+                    span,
+                });
             }
-            Tok::RParen | Tok::RBracket | Tok::RBrace => {
-                self.brackets.pop();
+            Tok::RParen | Tok::RBracket | Tok::RBrace if !self.close_bracket(&tok, span) => {
+                return true;
             }
             _ => {}
         }
@@ -541,13 +642,21 @@ pub fn tokenize(src: &str) -> Lexed {
         levels: vec![(0, true)],
         brackets: Vec::new(),
         at_line_start: true,
+        new_line_in_brackets: false,
         operators: 0,
     };
     let mut lex = Tok::lexer(src);
+    if src.starts_with('\u{feff}') {
+        // A byte order mark is not part of the text.
+        lex.bump('\u{feff}'.len_utf8());
+    }
     while let Some(result) = lex.next() {
         let span = Span::new(lex.span().start, lex.span().end);
         let keep_going = match result {
-            Ok(Tok::Name(name)) => match name.char_indices().find(|&(_, c)| !c.is_ascii() && !c.is_alphanumeric()) {
+            Ok(Tok::Name(name)) => match name
+                .char_indices()
+                .find(|&(_, c)| !c.is_ascii() && !c.is_alphanumeric())
+            {
                 None => layer.token(Tok::Name(name), span),
                 Some((i, _)) => {
                     let ok = layer.token(Tok::Error, span);
@@ -627,6 +736,9 @@ mod tests {
         assert_eq!(lexed.errors.len(), 2);
         assert_eq!(lexed.errors[0].message, "invalid character `$`");
         assert_eq!(lexed.errors[1].message, "integer literal is too large");
-        assert_eq!(lexed.tokens.iter().filter(|t| t.tok == Tok::Error).count(), 2);
+        assert_eq!(
+            lexed.tokens.iter().filter(|t| t.tok == Tok::Error).count(),
+            2
+        );
     }
 }

@@ -16,8 +16,41 @@ type LalrpopError = lalrpop_util::ParseError<usize, Tok, ()>;
 
 /// Tokens that can start an expression (or an argument).
 const STARTERS: &[&str] = &[
-    "Name", "Int", "Float", "Str", "\"(\"", "\"[\"", "\"{\"", "\"-\"", "\"+\"", "\"~\"", "\"not\"",
-    "\"lambda\"", "\"None\"", "\"True\"", "\"False\"", "\"*\"", "\"**\"",
+    "Name",
+    "Int",
+    "Float",
+    "Str",
+    "\"(\"",
+    "\"[\"",
+    "\"{\"",
+    "\"-\"",
+    "\"+\"",
+    "\"~\"",
+    "\"not\"",
+    "\"lambda\"",
+    "\"None\"",
+    "\"True\"",
+    "\"False\"",
+    "\"*\"",
+    "\"**\"",
+];
+
+/// Keywords that start a statement (an expression can start one too).
+const STATEMENT_KEYWORDS: &[&str] = &[
+    "\"import\"",
+    "\"from\"",
+    "\"def\"",
+    "\"class\"",
+    "\"for\"",
+    "\"while\"",
+    "\"if\"",
+    "\"with\"",
+    "\"return\"",
+    "\"pass\"",
+    "\"break\"",
+    "\"continue\"",
+    "\"assert\"",
+    "\"@\"",
 ];
 
 /// Groups of tokens that only continue an expression, each with the token
@@ -27,15 +60,17 @@ const CONTINUATIONS: &[(&str, &[&str])] = &[
     (
         "\"+\"",
         &[
-            "\"+\"", "\"-\"", "\"*\"", "\"/\"", "\"//\"", "\"%\"", "\"@\"", "\"**\"", "\"<<\"", "\">>\"",
-            "\"&\"", "\"^\"", "\"|\"",
+            "\"+\"", "\"-\"", "\"*\"", "\"/\"", "\"//\"", "\"%\"", "\"@\"", "\"**\"", "\"<<\"",
+            "\">>\"", "\"&\"", "\"^\"", "\"|\"",
         ],
     ),
     ("\"|\"", &["\"&\"", "\"^\"", "\"|\"", "\"<<\"", "\">>\""]),
     ("\"**\"", &["\"**\""]),
     (
         "\"==\"",
-        &["\"==\"", "\"!=\"", "\"<\"", "\"<=\"", "\">\"", "\">=\"", "\"in\"", "\"not\"", "\"is\""],
+        &[
+            "\"==\"", "\"!=\"", "\"<\"", "\"<=\"", "\">\"", "\">=\"", "\"in\"", "\"not\"", "\"is\"",
+        ],
     ),
     ("\"or\"", &["\"or\"", "\"and\"", "\"if\""]),
     ("\"and\"", &["\"and\""]),
@@ -58,10 +93,22 @@ fn friendly(terminal: &str) -> String {
 }
 
 fn rank(item: &str) -> usize {
-    ["an expression", "`)`", "`]`", "`}`", "`:`", "`,`", "end of line"]
-        .iter()
-        .position(|&r| r == item)
-        .unwrap_or(100)
+    [
+        "a statement",
+        "a simple statement",
+        "an expression",
+        "`)`",
+        "`]`",
+        "`}`",
+        "`:`",
+        "`in`",
+        "`import`",
+        "`,`",
+        "end of line",
+    ]
+    .iter()
+    .position(|&r| r == item)
+    .unwrap_or(100)
 }
 
 /// "an expression or `)`", or None when nothing useful can be said.
@@ -71,9 +118,13 @@ fn expected_phrase(expected: &[String]) -> Option<String> {
         return Some("an indented block".into());
     }
     let expression = has("Name") && has("Int");
+    let statement = expression && has("\"pass\"");
     let mut dropped: Vec<&str> = vec!["LEXERROR"];
     if expression {
         dropped.extend(STARTERS);
+    }
+    if statement {
+        dropped.extend(STATEMENT_KEYWORDS);
     }
     for (marker, group) in CONTINUATIONS {
         if has(marker) && !(expression && STARTERS.contains(marker)) {
@@ -81,7 +132,13 @@ fn expected_phrase(expected: &[String]) -> Option<String> {
         }
     }
     let mut items: Vec<String> = Vec::new();
-    if expression {
+    if statement && !has("\"def\"") {
+        // Only a simple statement may follow `;` or a compound statement's
+        // colon on the same line.
+        items.push("a simple statement".into());
+    } else if statement {
+        items.push("a statement".into());
+    } else if expression {
         items.push("an expression".into());
     }
     for t in expected {
@@ -97,13 +154,21 @@ fn expected_phrase(expected: &[String]) -> Option<String> {
     items.sort_by_key(|i| rank(i));
     let mut items: Vec<String> = items.into_iter().take(5).collect();
     let last = items.pop()?;
-    Some(if items.is_empty() { last } else { format!("{} or {last}", items.join(", ")) })
+    Some(if items.is_empty() {
+        last
+    } else {
+        format!("{} or {last}", items.join(", "))
+    })
 }
 
 /// The token's own text when it is short, else what kind of token it is.
 fn describe(src: &str, tok: &Tok, span: Span) -> String {
     if *tok == Tok::Newline {
-        return if span.start >= src.len() { "end of file".into() } else { "end of line".into() };
+        return if span.start >= src.len() {
+            "end of file".into()
+        } else {
+            "end of line".into()
+        };
     }
     match src.get(span.start..span.end) {
         Some(text) if !text.is_empty() && text.chars().count() <= 24 && !text.contains('\n') => {
@@ -125,19 +190,21 @@ fn eof_span(src: &str) -> Span {
         .map_or(Span::new(0, 0), |(i, c)| Span::new(i, i + c.len_utf8()))
 }
 
-/// The innermost bracket open before byte `pos`, if any.
+/// The innermost bracket open before byte `pos` in its logical line, if
+/// any. Scans back from `pos` to the line's start only.
 fn open_bracket(tokens: &[Token], pos: usize) -> Option<&Token> {
-    let mut stack = Vec::new();
-    for t in tokens.iter().take_while(|t| t.span.start < pos) {
+    let before = tokens.partition_point(|t| t.span.start < pos);
+    let mut closed = 0usize;
+    for t in tokens[..before].iter().rev() {
         match t.tok {
-            Tok::LParen | Tok::LBracket | Tok::LBrace => stack.push(t),
-            Tok::RParen | Tok::RBracket | Tok::RBrace => {
-                stack.pop();
-            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => closed += 1,
+            Tok::LParen | Tok::LBracket | Tok::LBrace if closed == 0 => return Some(t),
+            Tok::LParen | Tok::LBracket | Tok::LBrace => closed -= 1,
+            Tok::Newline => return None,
             _ => {}
         }
     }
-    stack.pop()
+    None
 }
 
 /// A help line when the error lies on a later line than a bracket that is
@@ -154,7 +221,10 @@ fn bracket_help(src: &str, tokens: &[Token], pos: usize) -> Option<String> {
 /// reported.
 pub fn syntax_error(src: &str, tokens: &[Token], err: LalrpopError) -> Option<ParseError> {
     let (tok, mut span, expected) = match err {
-        LalrpopError::UnrecognizedToken { token: (l, tok, r), expected } => (Some(tok), Span::new(l, r), expected),
+        LalrpopError::UnrecognizedToken {
+            token: (l, tok, r),
+            expected,
+        } => (Some(tok), Span::new(l, r), expected),
         LalrpopError::UnrecognizedEof { expected, .. } => (None, eof_span(src), expected),
         LalrpopError::ExtraToken { token: (l, tok, r) } => (Some(tok), Span::new(l, r), vec![]),
         LalrpopError::InvalidToken { location } => (None, Span::new(location, location), vec![]),

@@ -35,7 +35,11 @@ fn stmt(out: &mut String, s: &Stmt, indent: usize) {
         StmtKind::AugAssign { target, op, value } => {
             format!("({}= {} {})", bin_op(*op), expr(target), expr(value))
         }
-        StmtKind::AnnAssign { target, annotation, value } => match value {
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => match value {
             Some(v) => format!("(ann {} {} {})", expr(target), expr(annotation), expr(v)),
             None => format!("(ann {} {})", expr(target), expr(annotation)),
         },
@@ -70,7 +74,13 @@ fn stmt(out: &mut String, s: &Stmt, indent: usize) {
             out.push_str(&format!("{pad}(with {}\n", items.join(" ")));
             return close(out, body, &[], indent);
         }
-        StmtKind::FunctionDef { name, params, decorators, returns, body } => {
+        StmtKind::FunctionDef {
+            name,
+            params,
+            decorators,
+            returns,
+            body,
+        } => {
             let params: Vec<String> = params.iter().map(param).collect();
             let mut head = format!("{pad}(def {} ({})", name.name, params.join(" "));
             for d in decorators {
@@ -83,7 +93,12 @@ fn stmt(out: &mut String, s: &Stmt, indent: usize) {
             out.push('\n');
             return close(out, body, &[], indent);
         }
-        StmtKind::ClassDef { name, bases, decorators, body } => {
+        StmtKind::ClassDef {
+            name,
+            bases,
+            decorators,
+            body,
+        } => {
             let bases: Vec<String> = bases.iter().map(expr).collect();
             let mut head = format!("{pad}(class {} ({})", name.name, bases.join(" "));
             for d in decorators {
@@ -197,12 +212,21 @@ pub fn expr(e: &Expr) -> String {
             s.push(')');
             s
         }
-        ExprKind::Slice { lo, hi, step } => format!("(slice {} {} {})", opt(lo), opt(hi), opt(step)),
+        ExprKind::Slice { lo, hi, step } => {
+            format!("(slice {} {} {})", opt(lo), opt(hi), opt(step))
+        }
         ExprKind::Tuple(items) => list("tuple", items),
         ExprKind::List(items) => list("list", items),
         ExprKind::Dict(items) => {
-            let items: Vec<String> = items.iter().map(|(k, v)| format!("({} {})", expr(k), expr(v))).collect();
-            format!("(dict{}{})", if items.is_empty() { "" } else { " " }, items.join(" "))
+            let items: Vec<String> = items
+                .iter()
+                .map(|(k, v)| format!("({} {})", expr(k), expr(v)))
+                .collect();
+            format!(
+                "(dict{}{})",
+                if items.is_empty() { "" } else { " " },
+                items.join(" ")
+            )
         }
         ExprKind::Unary { op, operand } => {
             let op = match op {
@@ -213,7 +237,9 @@ pub fn expr(e: &Expr) -> String {
             };
             format!("({op} {})", expr(operand))
         }
-        ExprKind::Binary { op, lhs, rhs } => format!("({} {} {})", bin_op(*op), expr(lhs), expr(rhs)),
+        ExprKind::Binary { op, lhs, rhs } => {
+            format!("({} {} {})", bin_op(*op), expr(lhs), expr(rhs))
+        }
         ExprKind::Compare { first, rest } => {
             let mut s = format!("(cmp {}", expr(first));
             for (op, e) in rest {
@@ -222,7 +248,9 @@ pub fn expr(e: &Expr) -> String {
             s.push(')');
             s
         }
-        ExprKind::BoolOp { op, operands } => list(if *op == BoolOp::And { "and" } else { "or" }, operands),
+        ExprKind::BoolOp { op, operands } => {
+            list(if *op == BoolOp::And { "and" } else { "or" }, operands)
+        }
         ExprKind::IfExp { cond, then, orelse } => {
             format!("(if-expr {} {} {})", expr(cond), expr(then), expr(orelse))
         }

@@ -5,7 +5,7 @@
 //! match its reference, 2 for usage errors.
 
 mod commands;
-mod compile;
+
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

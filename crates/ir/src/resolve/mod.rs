@@ -10,6 +10,8 @@
 mod expr;
 mod func;
 
+pub use func::root_block;
+
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::func::{Constant, Module, ParamValue, ScheduleDef, ScheduleParam};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};

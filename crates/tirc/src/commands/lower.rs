@@ -2,7 +2,7 @@
 //! after each pass.
 
 use super::{read, report, Common, FAIL, USAGE};
-use crate::compile::compile;
+use tirc::compile::compile;
 use tirc_ir::printer::print_func;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]

@@ -59,8 +59,8 @@ pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
 }
 
 impl Common {
-    pub fn request(&self) -> crate::compile::Request {
-        crate::compile::Request {
+    pub fn request(&self) -> tirc::compile::Request {
+        tirc::compile::Request {
             schedule: self.schedule.clone(),
             func: self.func.clone(),
             defines: self.define.clone(),

@@ -1,9 +1,381 @@
-//! `tirc run FILE`: placeholder replaced below.
+//! `tirc run FILE`: run a scheduled function on fresh random inputs, on the
+//! GPU or the simulator, and check it against the unscheduled function.
+//!
+//! Inputs are random, outputs poisoned (NaN) before the run. The reference
+//! is the unscheduled function with float64 storage: on the simulator when
+//! that is fast enough, else on the GPU (lowered naively, one thread per
+//! output element). `--bench` times the kernel (warm-up, CUDA events, the
+//! median of repeats); `--compare cublas` times cuBLAS SGEMM on the same
+//! inputs in the same run and cross-checks its result.
+
+use super::{read, report, Common, FAIL, USAGE};
+use tirc::compile::{compile, Compiled};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tirc::verify::{default_tolerance, outputs, reference_sim, sizes, widen, written};
+use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
+use tirc_exec::{gpu, reference, sim};
+use tirc_ir::{Buffer, PrimFunc, Stmt};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// The GPU when a CUDA driver and a device are present, else the simulator.
+    Auto,
+    Cuda,
+    Sim,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum Baseline {
+    Cublas,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub common: super::Common,
+    pub common: Common,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub target: Target,
+    /// Time the kernel and report GFLOPS.
+    #[arg(long)]
+    pub bench: bool,
+    /// Time a library kernel on the same inputs in the same run.
+    #[arg(long, value_enum)]
+    pub compare: Option<Baseline>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed of the random inputs (default: from the clock, fresh every run).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Timed repetitions for --bench.
+    #[arg(long, default_value_t = 50)]
+    pub repeat: usize,
+    /// Warm-up launches before timing.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: usize,
+    /// Largest relative error ‖out−ref‖/‖ref‖ accepted.
+    #[arg(long)]
+    pub tolerance: Option<f64>,
 }
-pub fn main(_a: Args) -> u8 {
-    super::FAIL
+
+/// Simulated work, in thread-statements, above which the reference moves to
+/// the GPU when one is used.
+const CPU_REFERENCE_LIMIT: f64 = 3e7;
+
+struct Outcome {
+    target: &'static str,
+    why: String,
+    stats: ErrorStats,
+    ok: bool,
+    time_ms: Option<f64>,
+    gflops: Option<f64>,
+    cublas_ms: Option<f64>,
+    cublas_gflops: Option<f64>,
+    cublas_err: Option<ErrorStats>,
+    reference_on: &'static str,
+    device: Option<String>,
+}
+
+pub fn main(a: Args) -> u8 {
+    if a.compare.is_some() && !a.bench {
+        eprintln!("error: --compare needs --bench: the comparison is of times");
+        return USAGE;
+    }
+    let src = match read(&a.common.file) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let c = match compile(&src, &a.common.request()) {
+        Ok(c) => c,
+        Err(ds) => {
+            report(&a.common.file, &src, &ds);
+            return FAIL;
+        }
+    };
+    match execute(&a, &c) {
+        Ok(o) => {
+            print_outcome(&a, &c, &o);
+            if o.ok {
+                0
+            } else {
+                FAIL
+            }
+        }
+        Err(e) => {
+            if a.json {
+                println!("{{\"status\": \"error\", \"error\": {}}}", json_str(&e));
+            } else {
+                eprintln!("error: {e}");
+            }
+            FAIL
+        }
+    }
+}
+
+fn seed(a: &Args) -> u64 {
+    a.seed.unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64))
+}
+
+/// The work the simulator does for the reference: its stores.
+fn sim_work(f: &PrimFunc) -> f64 {
+    reference::flops(f).max(1.0) + f.params.iter().filter_map(|b| b.num_elements()).sum::<i64>() as f64
+}
+
+fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
+    let (target, why): (&'static str, String) = match a.target {
+        Target::Sim => ("sim", "--target sim".into()),
+        Target::Cuda => {
+            gpu::available()?;
+            ("cuda", "--target cuda".into())
+        }
+        Target::Auto => match gpu::available() {
+            Ok(()) => ("cuda", "a CUDA device is present".into()),
+            Err(e) => ("sim", format!("no GPU: {e}")),
+        },
+    };
+    if a.bench && target == "sim" {
+        return Err("--bench needs the GPU: the simulator checks results but does not time them".into());
+    }
+    let f = &c.original;
+    let mut rng = Rng::new(seed(a));
+    let sizes = sizes(f)?;
+    let outs = outputs(f);
+    let mut inputs = Vec::new();
+    for (b, n) in f.params.iter().zip(&sizes) {
+        inputs.push(random(b.dtype(), *n, &mut rng)?);
+    }
+    let mut run_args = inputs.clone();
+    for (d, o) in run_args.iter_mut().zip(&outs) {
+        if *o {
+            poison(d);
+        }
+    }
+    let work = sim_work(f);
+    let mut device = None;
+    let mut time_ms = None;
+    let mut cublas = None;
+    let reference_on;
+    let reference: Vec<Vec<f64>>;
+    if target == "sim" {
+        sim::run(&c.lowered, &mut run_args, sim::SimOptions::default()).map_err(|e| format!("simulating the kernel: {e}"))?;
+        reference = reference_sim(f, &inputs)?;
+        reference_on = "sim";
+    } else {
+        let g = gpu::Gpu::open()?;
+        device = Some(g.name());
+        let k = g.load(&c.kernel)?;
+        let bufs: Vec<gpu::DeviceBuffer> = run_args.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
+        let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
+        g.launch(&k, &refs)?;
+        for (d, b) in run_args.iter_mut().zip(&bufs) {
+            g.download(b, d)?;
+        }
+        if work <= CPU_REFERENCE_LIMIT {
+            reference = reference_sim(f, &inputs)?;
+            reference_on = "sim";
+        } else {
+            reference = reference_gpu(&g, f, &inputs)?;
+            reference_on = "cuda";
+        }
+        if a.bench {
+            let t = g.time(&k, &refs, a.warmup, a.repeat)?;
+            time_ms = Some(median(t));
+            if a.compare == Some(Baseline::Cublas) {
+                let (m, n, kk, ai, bi, ci) = matmul_shape(f).ok_or_else(|| {
+                    "--compare cublas needs a float32 matmul C[i, j] += A[i, k] * B[k, j]".to_string()
+                })?;
+                let cb = g.upload(&run_args[ci])?;
+                let t = g.cublas_sgemm(m, n, kk, &bufs[ai], &bufs[bi], &cb, a.warmup, a.repeat)?;
+                let mut out = run_args[ci].clone();
+                g.download(&cb, &mut out)?;
+                cublas = Some((median(t), compare(&out, &reference[ci])));
+            }
+        }
+    }
+    // Compare every output buffer; report the worst.
+    let tol = a.tolerance.unwrap_or_else(|| default_tolerance(f));
+    let mut worst: Option<ErrorStats> = None;
+    for (i, w) in written(f).iter().enumerate() {
+        if !*w {
+            continue;
+        }
+        let s = compare(&run_args[i], &reference[i]);
+        if worst.is_none_or(|x| s.rel_err > x.rel_err || s.rel_err.is_nan()) {
+            worst = Some(s);
+        }
+    }
+    let stats = worst.ok_or("the function writes no parameter buffer: nothing to check")?;
+    let ok = stats.rel_err <= tol && stats.non_finite == 0;
+    let fl = reference::flops(f);
+    Ok(Outcome {
+        target,
+        why,
+        stats,
+        ok,
+        time_ms,
+        gflops: time_ms.map(|t| fl / (t * 1e6)),
+        cublas_ms: cublas.map(|c| c.0),
+        cublas_gflops: cublas.map(|c| fl / (c.0 * 1e6)),
+        cublas_err: cublas.map(|c| c.1),
+        reference_on,
+        device,
+    })
+}
+
+/// Runs the f64 reference on the GPU.
+fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
+    let plan = reference::plan(f, true).map_err(|d| d.message)?;
+    let mut host = widen(inputs, f)?;
+    for b in &plan.intermediates {
+        host.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+    }
+    let bufs: Vec<gpu::DeviceBuffer> = host.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
+    let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
+    for k in &plan.kernels {
+        let ck = tirc_codegen::emit(k).map_err(|d| d.message)?;
+        let lk = g.load(&ck)?;
+        g.launch(&lk, &refs)?;
+    }
+    for (d, b) in host.iter_mut().zip(&bufs) {
+        g.download(b, d)?;
+    }
+    Ok(host.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
+}
+
+fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(f64::total_cmp);
+    if t.is_empty() {
+        return f64::NAN;
+    }
+    let n = t.len();
+    if n % 2 == 1 {
+        t[n / 2]
+    } else {
+        (t[n / 2 - 1] + t[n / 2]) / 2.0
+    }
+}
+
+/// `(M, N, K, a, b, c)` when the function is `C[i, j] += A[i, k] * B[k, j]`
+/// over float32 buffers A (M, K), B (K, N), C (M, N).
+fn matmul_shape(f: &PrimFunc) -> Option<(usize, usize, usize, usize, usize, usize)> {
+    use tirc_ir::{BinOp, Expr, IterKind};
+    let blocks: Vec<_> = f.body.blocks().into_iter().filter(|r| r.block.name != "root").collect();
+    let [r] = blocks[..] else { return None };
+    let b = &r.block;
+    let kinds: Vec<IterKind> = b.iter_vars.iter().map(|iv| iv.kind).collect();
+    if kinds != [IterKind::Spatial, IterKind::Spatial, IterKind::Reduce] {
+        return None;
+    }
+    let (vi, vj, vk) = (&b.iter_vars[0].var, &b.iter_vars[1].var, &b.iter_vars[2].var);
+    let Stmt::Store { buffer: c, indices, value } = &b.body else { return None };
+    let is = |e: &Expr, v: &tirc_ir::Var| e.as_var() == Some(v);
+    if indices.len() != 2 || !is(&indices[0], vi) || !is(&indices[1], vj) {
+        return None;
+    }
+    let Expr::Binary(BinOp::Add, lhs, rhs) = value else { return None };
+    let (acc, prod) = if matches!(&**lhs, Expr::Load(x, _) if x == c) { (lhs, rhs) } else { (rhs, lhs) };
+    let Expr::Load(x, _) = &**acc else { return None };
+    if x != c {
+        return None;
+    }
+    let Expr::Binary(BinOp::Mul, p, q) = &**prod else { return None };
+    let (Expr::Load(ab, ai), Expr::Load(bb, bi)) = (&**p, &**q) else { return None };
+    let (ab, ai, bb, bi) = if is(&ai[0], vi) { (ab, ai, bb, bi) } else { (bb, bi, ab, ai) };
+    if ai.len() != 2 || bi.len() != 2 || !is(&ai[0], vi) || !is(&ai[1], vk) || !is(&bi[0], vk) || !is(&bi[1], vj) {
+        return None;
+    }
+    if [ab, bb, c].iter().any(|x| x.dtype() != tirc_ir::DType::F32) {
+        return None;
+    }
+    let m = c.const_shape()?;
+    let k = ab.const_shape()?[1];
+    let pos = |x: &Buffer| f.params.iter().position(|p| p == x);
+    Some((m[0] as usize, m[1] as usize, k as usize, pos(ab)?, pos(bb)?, pos(c)?))
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn num(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x}"),
+        Some(x) if x.is_nan() => "\"nan\"".into(),
+        Some(x) => format!("\"{x}\""),
+        None => "null".into(),
+    }
+}
+
+fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
+    let status = if o.ok { "ok" } else { "mismatch" };
+    if a.json {
+        let mut fields = vec![
+            format!("\"status\": \"{status}\""),
+            format!("\"rel_err\": {}", num(Some(o.stats.rel_err))),
+            format!("\"max_abs_err\": {}", num(Some(o.stats.max_abs_err))),
+            format!("\"target\": \"{}\"", o.target),
+            format!("\"target_reason\": {}", json_str(&o.why)),
+            format!("\"reference\": \"{}\"", o.reference_on),
+            format!("\"time_ms\": {}", num(o.time_ms)),
+            format!("\"gflops\": {}", num(o.gflops)),
+            format!("\"kernel\": \"{}\"", c.kernel.name),
+            format!(
+                "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
+                c.kernel.launch.grid[0],
+                c.kernel.launch.grid[1],
+                c.kernel.launch.grid[2],
+                c.kernel.launch.block[0],
+                c.kernel.launch.block[1],
+                c.kernel.launch.block[2]
+            ),
+        ];
+        if let Some(d) = &o.device {
+            fields.push(format!("\"device\": {}", json_str(d)));
+        }
+        if a.compare.is_some() {
+            fields.push(format!("\"cublas_time_ms\": {}", num(o.cublas_ms)));
+            fields.push(format!("\"cublas_gflops\": {}", num(o.cublas_gflops)));
+            fields.push(format!("\"cublas_rel_err\": {}", num(o.cublas_err.map(|e| e.rel_err))));
+            fields.push(format!("\"ratio_vs_cublas\": {}", num(o.cublas_ms.zip(o.time_ms).map(|(c, t)| c / t))));
+        }
+        println!("{{{}}}", fields.join(", "));
+        return;
+    }
+    println!("target: {} ({})", o.target, o.why);
+    if let Some(d) = &o.device {
+        println!("device: {d}");
+    }
+    let l = c.kernel.launch;
+    println!(
+        "kernel: {} grid ({}, {}, {}) block ({}, {}, {})",
+        c.kernel.name, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
+    );
+    println!(
+        "check: {status}: rel_err {:.3e}, max_abs_err {:.3e} (reference: unscheduled function in f64 on {})",
+        o.stats.rel_err, o.stats.max_abs_err, o.reference_on
+    );
+    if o.stats.non_finite > 0 {
+        println!("       {} elements are NaN or infinite: unwritten or wrong", o.stats.non_finite);
+    }
+    if let (Some(t), Some(g)) = (o.time_ms, o.gflops) {
+        println!("time: {t:.4} ms, {g:.1} GFLOPS (median of {} after {} warm-up)", a.repeat, a.warmup);
+    }
+    if let (Some(t), Some(g)) = (o.cublas_ms, o.cublas_gflops) {
+        let ratio = o.time_ms.map_or(f64::NAN, |x| t / x);
+        println!("cublas: {t:.4} ms, {g:.1} GFLOPS; tirc runs at {ratio:.2}x cuBLAS speed");
+        if let Some(e) = o.cublas_err {
+            println!("cublas check: rel_err {:.3e}", e.rel_err);
+        }
+    }
 }

@@ -1,0 +1,639 @@
+//! Running kernels on an NVIDIA GPU: NVRTC compiles the CUDA C that
+//! `tirc_codegen::cuda` emits to PTX, the driver API loads, launches and
+//! times it, and cuBLAS gives the SGEMM baseline. All of it goes through
+//! `cudarc`, which loads `libcuda`, `libnvrtc` and `libcublas` at run time.
+//!
+//! Contract:
+//! - Nothing here panics and nothing here unwraps a CUDA result. Every call
+//!   that can fail returns `Err(String)` saying which step failed and with
+//!   what CUDA / NVRTC / cuBLAS error. A missing library is an error, never
+//!   a panic: the presence of each library is checked before any `cudarc`
+//!   call that would load it (`cudarc` panics when it cannot load one), and
+//!   every `cudarc` call is also run under `catch_unwind`, so a panic inside
+//!   `cudarc` becomes an `Err` too (its message is still printed by the
+//!   panic hook).
+//! - [`nvrtc_compile`] needs NVRTC alone, no GPU and no driver.
+//!   [`available`] and [`Gpu::open`] need the driver and a device;
+//!   [`Gpu::load`] needs NVRTC as well; [`Gpu::cublas_sgemm`] needs cuBLAS.
+//! - A [`Gpu`] owns a context on device 0 (the primary one), one stream on
+//!   which everything runs (uploads, downloads, launches, cuBLAS), and,
+//!   created on first use, a cuBLAS handle bound to that stream. Because only
+//!   that one stream is used, `cudarc`'s cross-stream event tracking is
+//!   turned off for the context, so that launches are not wrapped in extra
+//!   event records.
+//! - Uploads, downloads and [`Gpu::launch`] are synchronous: they return once
+//!   the work is done, with any error it raised. [`Gpu::time`] and
+//!   [`Gpu::cublas_sgemm`] run `warmup` calls, synchronize (so that errors
+//!   surface there), then enqueue `reps` calls back to back, each between
+//!   its own pair of CUDA events, synchronize once, and return the
+//!   milliseconds of each call, in order.
+//! - An error during a kernel's execution (an illegal address, say) is sticky
+//!   in CUDA: the context is unusable afterwards, and every later call on this
+//!   [`Gpu`] fails. Open a new process to go on.
+//! - Poisoning outputs, comparing results and taking medians are the
+//!   caller's business.
+
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use cudarc::cublas::{result as blas_result, sys as blas_sys};
+use cudarc::driver::{
+    result as drv_result, sys as drv_sys, CudaContext, CudaEvent, CudaFunction, CudaSlice,
+    CudaStream, DevicePtr, DriverError, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys, Ptx};
+
+use crate::data::HostData;
+
+const NVRTC_MISSING: &str =
+    "NVRTC library not found (libnvrtc.so; e.g. pip install nvidia-cuda-nvrtc==13.0.* and add \
+                             its lib folder to LD_LIBRARY_PATH)";
+const DRIVER_MISSING: &str = "no CUDA driver library (libcuda.so) found";
+const CUBLAS_MISSING: &str = "cuBLAS library not found (libcublas.so)";
+
+/// Dynamic shared memory above this many bytes needs the kernel's opt-in
+/// attribute.
+const DEFAULT_SHARED_LIMIT: usize = 48 * 1024;
+
+/// Runs `f`, turning a panic inside it (from `cudarc`) into an error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+                (*s).to_string()
+            } else if let Some(s) = payload.downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "unknown panic".to_string()
+            };
+            Err(format!("{what}: cudarc panicked: {msg}"))
+        }
+    }
+}
+
+/// An error-mapping closure for a failed driver call.
+fn drv(what: &'static str) -> impl Fn(DriverError) -> String {
+    move |e| format!("{what} failed: {e}")
+}
+
+fn driver_present() -> bool {
+    catch_unwind(|| unsafe { drv_sys::is_culib_present() }).unwrap_or(false)
+}
+
+fn cublas_present() -> bool {
+    catch_unwind(|| unsafe { blas_sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// Whether NVRTC can be loaded.
+pub fn nvrtc_available() -> bool {
+    catch_unwind(|| unsafe { nvrtc_sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// Whether a GPU can be used: the driver library is present, it
+/// initializes, and it sees at least one device. The error says why not.
+pub fn available() -> Result<(), String> {
+    if !driver_present() {
+        return Err(DRIVER_MISSING.to_string());
+    }
+    guarded("checking for a CUDA device", || {
+        match drv_result::init() {
+            Ok(()) => {}
+            Err(DriverError(drv_sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
+                return Err("no CUDA device".to_string())
+            }
+            Err(e) => return Err(format!("initializing the CUDA driver (cuInit) failed: {e}")),
+        }
+        let n = drv_result::device::get_count().map_err(drv("counting CUDA devices"))?;
+        if n < 1 {
+            return Err("no CUDA device".to_string());
+        }
+        Ok(())
+    })
+}
+
+/// Text from a NUL-terminated buffer that NVRTC filled.
+fn c_text(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Destroys an NVRTC program when dropped.
+struct NvrtcProgram(nvrtc_sys::nvrtcProgram);
+
+impl Drop for NvrtcProgram {
+    fn drop(&mut self) {
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+            nvrtc_result::destroy_program(self.0)
+        }));
+    }
+}
+
+/// Compiles CUDA source to PTX with NVRTC for `arch` (e.g. "sm_90"), with
+/// `--gpu-architecture=<arch> -default-device --std=c++17 -lineinfo` and no
+/// fast math. Needs no GPU. Returns the PTX text, or an error holding
+/// NVRTC's compile log.
+pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
+    if !nvrtc_available() {
+        return Err(NVRTC_MISSING.to_string());
+    }
+    if arch.is_empty() || !arch.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!(
+            "invalid GPU architecture {arch:?} (expected e.g. \"sm_90\")"
+        ));
+    }
+    let src =
+        CString::new(source).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
+    guarded("NVRTC", || {
+        let prog = nvrtc_result::create_program(&src, Some(c"tirc_kernel.cu"))
+            .map_err(|e| format!("creating the NVRTC program failed: {e}"))?;
+        let prog = NvrtcProgram(prog);
+        let options = [
+            format!("--gpu-architecture={arch}"),
+            "-default-device".to_string(),
+            "--std=c++17".to_string(),
+            "-lineinfo".to_string(),
+        ];
+        let compiled = unsafe { nvrtc_result::compile_program(prog.0, &options) };
+        let log = match unsafe { nvrtc_result::get_program_log(prog.0) } {
+            Ok(buf) => c_text(&buf),
+            Err(e) => format!("(could not read the NVRTC log: {e})"),
+        };
+        if let Err(e) = compiled {
+            return Err(format!(
+                "NVRTC could not compile the kernel for {arch} ({e}) with options {}:\n{}",
+                options.join(" "),
+                log.trim_end()
+            ));
+        }
+        let ptx = unsafe { nvrtc_result::get_ptx(prog.0) }
+            .map_err(|e| format!("reading the PTX from NVRTC failed: {e}"))?;
+        let ptx = c_text(&ptx);
+        if ptx.is_empty() {
+            return Err(format!(
+                "NVRTC produced no PTX; its log:\n{}",
+                log.trim_end()
+            ));
+        }
+        Ok(ptx)
+    })
+}
+
+/// A cuBLAS handle, destroyed when dropped.
+struct Blas {
+    handle: blas_sys::cublasHandle_t,
+    ctx: Arc<CudaContext>,
+}
+
+// The handle is used only under the `Gpu`'s mutex, and cuBLAS handles may
+// move between threads.
+unsafe impl Send for Blas {}
+
+impl Drop for Blas {
+    fn drop(&mut self) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let _ = self.ctx.bind_to_thread();
+            let _ = unsafe { blas_result::destroy_handle(self.handle) };
+        }));
+    }
+}
+
+/// An open GPU: device 0's context, one stream, and a cuBLAS handle made on
+/// first use.
+pub struct Gpu {
+    // Declared first so that it is dropped before the stream and context.
+    blas: Mutex<Option<Blas>>,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    name: String,
+    arch: String,
+    sm_count: i64,
+    max_shared_optin: usize,
+}
+
+/// A kernel loaded into a [`Gpu`]'s context, with its launch configuration.
+pub struct LoadedKernel {
+    func: CudaFunction,
+    name: String,
+    cfg: LaunchConfig,
+    num_params: usize,
+}
+
+impl LoadedKernel {
+    /// The kernel's entry point.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn grid(&self) -> [u32; 3] {
+        let (x, y, z) = self.cfg.grid_dim;
+        [x, y, z]
+    }
+
+    pub fn block(&self) -> [u32; 3] {
+        let (x, y, z) = self.cfg.block_dim;
+        [x, y, z]
+    }
+
+    /// Bytes of dynamic shared memory each launch requests.
+    pub fn shared_bytes(&self) -> u32 {
+        self.cfg.shared_mem_bytes
+    }
+
+    /// How many buffers a launch takes.
+    pub fn num_params(&self) -> usize {
+        self.num_params
+    }
+}
+
+/// A device allocation and the number of bytes it holds.
+pub struct DeviceBuffer {
+    // At least one byte is allocated, so that empty buffers are valid
+    // allocations too.
+    slice: CudaSlice<u8>,
+    bytes: usize,
+}
+
+impl DeviceBuffer {
+    /// Bytes of data (the allocation may be larger by one for empty buffers).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+fn dim(v: i64, what: &str, kernel: &str) -> Result<u32, String> {
+    if v < 1 || v > u32::MAX as i64 {
+        return Err(format!(
+            "kernel {kernel}: {what} extent {v} is out of range"
+        ));
+    }
+    Ok(v as u32)
+}
+
+impl Gpu {
+    /// Opens device 0.
+    pub fn open() -> Result<Gpu, String> {
+        available()?;
+        guarded("opening the GPU", || {
+            let ctx = CudaContext::new(0).map_err(drv("creating a CUDA context on device 0"))?;
+            // Everything runs on the one stream below, so the context needs
+            // not order work between streams with events.
+            unsafe { ctx.disable_event_tracking() };
+            let stream = ctx.new_stream().map_err(drv("creating a CUDA stream"))?;
+            let name = ctx.name().map_err(drv("reading the device name"))?;
+            let (major, minor) = ctx
+                .compute_capability()
+                .map_err(drv("reading the compute capability"))?;
+            let attr = drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+            let sm_count = ctx
+                .attribute(attr)
+                .map_err(drv("reading the multiprocessor count"))?;
+            let attr =
+                drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+            let optin = ctx
+                .attribute(attr)
+                .map_err(drv("reading the opt-in shared memory per block"))?;
+            Ok(Gpu {
+                blas: Mutex::new(None),
+                stream,
+                ctx,
+                name,
+                arch: format!("sm_{major}{minor}"),
+                sm_count: sm_count as i64,
+                max_shared_optin: optin.max(0) as usize,
+            })
+        })
+    }
+
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The architecture NVRTC compiles for, from the compute capability,
+    /// e.g. "sm_90".
+    pub fn arch(&self) -> String {
+        self.arch.clone()
+    }
+
+    pub fn sm_count(&self) -> i64 {
+        self.sm_count
+    }
+
+    /// The most shared memory one block may use, opting in, in bytes.
+    pub fn max_shared_per_block_optin(&self) -> usize {
+        self.max_shared_optin
+    }
+
+    /// Compiles `k` with NVRTC for this device's architecture, loads the
+    /// module and finds the kernel. Kernels that ask for more than 48 KiB of
+    /// dynamic shared memory get the attribute that allows it.
+    pub fn load(&self, k: &tirc_codegen::CudaKernel) -> Result<LoadedKernel, String> {
+        let name = &k.name;
+        let grid = [
+            dim(k.launch.grid[0], "grid x", name)?,
+            dim(k.launch.grid[1], "grid y", name)?,
+            dim(k.launch.grid[2], "grid z", name)?,
+        ];
+        let block = [
+            dim(k.launch.block[0], "block x", name)?,
+            dim(k.launch.block[1], "block y", name)?,
+            dim(k.launch.block[2], "block z", name)?,
+        ];
+        let shared = k.dynamic_shared_bytes;
+        if shared > DEFAULT_SHARED_LIMIT && shared > self.max_shared_optin {
+            return Err(format!(
+                "kernel {name} needs {shared} bytes of dynamic shared memory, more than the {} a block may have on {}",
+                self.max_shared_optin, self.name
+            ));
+        }
+        let shared_u32 = u32::try_from(shared).map_err(|_| {
+            format!("kernel {name}: {shared} bytes of shared memory is out of range")
+        })?;
+        if name.contains('\0') {
+            return Err(format!("kernel name {name:?} contains a NUL byte"));
+        }
+        let ptx = nvrtc_compile(&k.source, &self.arch)?;
+        guarded("loading the kernel", || {
+            let module = self
+                .ctx
+                .load_module(Ptx::from_src(ptx))
+                .map_err(|e| format!("loading the PTX module of kernel {name} failed: {e}"))?;
+            let func = module
+                .load_function(name)
+                .map_err(|e| format!("finding kernel {name} in its module failed: {e}"))?;
+            if shared > DEFAULT_SHARED_LIMIT {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(drv("binding the CUDA context"))?;
+                let attr =
+                    drv_sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+                func.set_attribute(attr, shared as i32).map_err(|e| {
+                    format!("allowing kernel {name} {shared} bytes of dynamic shared memory failed: {e}")
+                })?;
+            }
+            Ok(LoadedKernel {
+                func,
+                name: name.clone(),
+                cfg: LaunchConfig {
+                    grid_dim: (grid[0], grid[1], grid[2]),
+                    block_dim: (block[0], block[1], block[2]),
+                    shared_mem_bytes: shared_u32,
+                },
+                num_params: k.params.len(),
+            })
+        })
+    }
+
+    /// Copies `d` to a new device allocation.
+    pub fn upload(&self, d: &HostData) -> Result<DeviceBuffer, String> {
+        let bytes = d.as_bytes();
+        guarded("uploading a buffer", || {
+            let n = bytes.len();
+            let mut slice = unsafe { self.stream.alloc::<u8>(n.max(1)) }
+                .map_err(|e| format!("allocating {n} bytes on the GPU failed: {e}"))?;
+            if n > 0 {
+                let mut view = slice.slice_mut(0..n);
+                self.stream
+                    .memcpy_htod(&bytes[..], &mut view)
+                    .map_err(|e| format!("copying {n} bytes to the GPU failed: {e}"))?;
+            }
+            self.stream
+                .synchronize()
+                .map_err(drv("synchronizing after an upload"))?;
+            Ok(DeviceBuffer { slice, bytes: n })
+        })
+    }
+
+    /// Copies `b` back into `into`, whose length and element type must make
+    /// up exactly `b`'s bytes.
+    pub fn download(&self, b: &DeviceBuffer, into: &mut HostData) -> Result<(), String> {
+        let want = into.len() * into.elem_bytes();
+        if want != b.bytes {
+            return Err(format!(
+                "downloading a {}-byte device buffer into {want} bytes of host data",
+                b.bytes
+            ));
+        }
+        let bytes = guarded("downloading a buffer", || {
+            let mut host = vec![0u8; b.slice.len()];
+            self.stream
+                .memcpy_dtoh(&b.slice, &mut host)
+                .map_err(|e| format!("copying {} bytes from the GPU failed: {e}", b.bytes))?;
+            self.stream
+                .synchronize()
+                .map_err(drv("synchronizing after a download"))?;
+            host.truncate(b.bytes);
+            Ok(host)
+        })?;
+        into.set_bytes(&bytes);
+        Ok(())
+    }
+
+    /// Enqueues one launch, without synchronizing.
+    fn enqueue(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
+        let mut args = self.stream.launch_builder(&k.func);
+        for b in bufs {
+            args.arg(&b.slice);
+        }
+        unsafe { args.launch(k.cfg) }
+            .map(|_| ())
+            .map_err(|e| format!("launching kernel {} failed: {e}", k.name))
+    }
+
+    fn check_args(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
+        if bufs.len() != k.num_params {
+            return Err(format!(
+                "kernel {} takes {} buffers, {} given",
+                k.name,
+                k.num_params,
+                bufs.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// One launch with these buffers as the kernel's arguments in order;
+    /// synchronizes and returns any launch or execution error.
+    pub fn launch(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
+        self.check_args(k, bufs)?;
+        guarded("launching a kernel", || {
+            self.enqueue(k, bufs)?;
+            self.stream
+                .synchronize()
+                .map_err(|e| format!("kernel {} failed while running: {e}", k.name))
+        })
+    }
+
+    /// Runs `warmup` calls of `call`, synchronizes, then times `reps` calls,
+    /// each between its own pair of events; milliseconds per call.
+    fn time_calls(
+        &self,
+        what: &str,
+        warmup: usize,
+        reps: usize,
+        call: &mut dyn FnMut() -> Result<(), String>,
+    ) -> Result<Vec<f64>, String> {
+        for _ in 0..warmup {
+            call()?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(|e| format!("{what} failed during the warm-up runs: {e}"))?;
+        let flags = Some(drv_sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let mut events: Vec<(CudaEvent, CudaEvent)> = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = self
+                .ctx
+                .new_event(flags)
+                .map_err(drv("creating a CUDA event"))?;
+            let end = self
+                .ctx
+                .new_event(flags)
+                .map_err(drv("creating a CUDA event"))?;
+            events.push((start, end));
+        }
+        for (start, end) in &events {
+            start
+                .record(&self.stream)
+                .map_err(drv("recording a CUDA event"))?;
+            call()?;
+            end.record(&self.stream)
+                .map_err(drv("recording a CUDA event"))?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(|e| format!("{what} failed during the timed runs: {e}"))?;
+        events
+            .iter()
+            .map(|(start, end)| {
+                start
+                    .elapsed_ms(end)
+                    .map(|ms| ms as f64)
+                    .map_err(drv("reading the time between two CUDA events"))
+            })
+            .collect()
+    }
+
+    /// Times `reps` launches after `warmup` launches, each timed alone with
+    /// a pair of CUDA events; returns milliseconds per launch, in order.
+    pub fn time(
+        &self,
+        k: &LoadedKernel,
+        bufs: &[&DeviceBuffer],
+        warmup: usize,
+        reps: usize,
+    ) -> Result<Vec<f64>, String> {
+        self.check_args(k, bufs)?;
+        guarded("timing a kernel", || {
+            self.time_calls(&format!("kernel {}", k.name), warmup, reps, &mut || {
+                self.enqueue(k, bufs)
+            })
+        })
+    }
+
+    /// Row-major `C[m,n] = A[m,k] @ B[k,n]` in float32 with cuBLAS SGEMM in
+    /// the default math mode (set explicitly: no TF32 for SGEMM, unless the
+    /// environment forces it with `NVIDIA_TF32_OVERRIDE=1`). Row-major
+    /// through the column-major identity `C^T = B^T A^T`:
+    /// `sgemm(N, N, n, m, k, 1, B, n, A, k, 0, C, n)`. Returns the
+    /// milliseconds of each timed call (the protocol of [`Gpu::time`]) and
+    /// leaves the product in `c`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cublas_sgemm(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        c: &DeviceBuffer,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<Vec<f64>, String> {
+        let to_int = |v: usize, what: &str| {
+            i32::try_from(v)
+                .map_err(|_| format!("cuBLAS SGEMM: {what} = {v} does not fit a 32-bit int"))
+        };
+        let (mi, ni, ki) = (to_int(m, "m")?, to_int(n, "n")?, to_int(k, "k")?);
+        for (buf, rows, cols, what) in [(a, m, k, "A"), (b, k, n, "B"), (c, m, n, "C")] {
+            let need = rows.checked_mul(cols).and_then(|e| e.checked_mul(4));
+            if need.is_none_or(|need| buf.bytes < need) {
+                return Err(format!(
+                    "cuBLAS SGEMM: {what} must hold {rows}x{cols} float32 elements, its buffer has {} bytes",
+                    buf.bytes
+                ));
+            }
+        }
+        if !cublas_present() {
+            return Err(CUBLAS_MISSING.to_string());
+        }
+        guarded("cuBLAS SGEMM", || {
+            let mut blas = self
+                .blas
+                .lock()
+                .map_err(|_| "the cuBLAS handle's lock is poisoned".to_string())?;
+            if blas.is_none() {
+                *blas = Some(self.new_blas()?);
+            }
+            let Some(blas) = blas.as_ref() else {
+                return Err("no cuBLAS handle".to_string());
+            };
+            let handle = blas.handle;
+            let (pa, _ra) = a.slice.device_ptr(&self.stream);
+            let (pb, _rb) = b.slice.device_ptr(&self.stream);
+            let (pc, _rc) = c.slice.device_ptr(&self.stream);
+            let (alpha, beta) = (1.0f32, 0.0f32);
+            let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+            let mut call = || {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(drv("binding the CUDA context"))?;
+                unsafe {
+                    blas_result::sgemm(
+                        handle,
+                        op,
+                        op,
+                        ni,
+                        mi,
+                        ki,
+                        &alpha,
+                        pb as *const f32,
+                        ni.max(1),
+                        pa as *const f32,
+                        ki.max(1),
+                        &beta,
+                        pc as *mut f32,
+                        ni.max(1),
+                    )
+                }
+                .map_err(|e| format!("cublasSgemm ({m}x{n}x{k}) failed: {e}"))
+            };
+            self.time_calls("cuBLAS SGEMM", warmup, reps, &mut call)
+        })
+    }
+
+    /// A cuBLAS handle on this GPU's stream, in the default math mode.
+    fn new_blas(&self) -> Result<Blas, String> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(drv("binding the CUDA context"))?;
+        let handle = blas_result::create_handle()
+            .map_err(|e| format!("creating a cuBLAS handle failed: {e}"))?;
+        let blas = Blas {
+            handle,
+            ctx: self.ctx.clone(),
+        };
+        unsafe { blas_result::set_stream(handle, self.stream.cu_stream() as _) }
+            .map_err(|e| format!("setting the cuBLAS stream failed: {e}"))?;
+        unsafe { blas_sys::cublasSetMathMode(handle, blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH) }
+            .result()
+            .map_err(|e| format!("setting the cuBLAS math mode failed: {e}"))?;
+        Ok(blas)
+    }
+}

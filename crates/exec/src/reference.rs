@@ -1,0 +1,162 @@
+//! The reference: the unscheduled function, lowered naively, for any
+//! function.
+//!
+//! Each top-level loop nest of the function becomes its own kernel, run in
+//! order (so a consumer sees its producer's whole result). In each, the
+//! leading loops that only feed spatial block variables are fused and spread
+//! over threads, one output element per thread, 256 threads per block;
+//! reduction loops stay serial in the thread. With `f64`, every float buffer
+//! and constant becomes float64, so the reference accumulates in double
+//! precision on the simulator and on the GPU alike. Intermediate buffers
+//! allocated at the function's top become global buffers of the plan.
+
+use tirc_ir::resolve::root_block;
+use tirc_ir::stmt::{BlockRealize, BufferRegion};
+use tirc_ir::{Buffer, DType, Diagnostic, Expr, IterKind, PrimFunc, Range, Stmt};
+use tirc_passes::schedule::{bind::bind, fuse::fuse, split::split, Schedule};
+use tirc_passes::transform;
+
+/// Kernels to run in order over `params ++ intermediates`.
+pub struct Plan {
+    pub kernels: Vec<PrimFunc>,
+    /// Buffers allocated at the function's top, passed to every kernel after
+    /// the parameters.
+    pub intermediates: Vec<Buffer>,
+}
+
+/// Threads per block of the reference kernels.
+const THREADS: i64 = 256;
+
+pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
+    let f = if f64 { to_f64(f) } else { f.clone() };
+    let (allocs, body) = match &f.body {
+        Stmt::Block(r) if r.block.name == "root" => (r.block.alloc_buffers.clone(), r.block.body.clone()),
+        b => (vec![], b.clone()),
+    };
+    let items = match body {
+        Stmt::Seq(v) => v,
+        s => vec![s],
+    };
+    let mut params = f.params.clone();
+    params.extend(allocs.iter().cloned());
+    let mut kernels = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let k = PrimFunc { name: format!("{}_ref{i}", f.name), params: params.clone(), attrs: vec![], body: root_block(item, vec![]) };
+        let k = parallelize(k)?;
+        kernels.push(transform::lower(k, |_, _| {})?);
+    }
+    Ok(Plan { kernels, intermediates: allocs })
+}
+
+/// Spreads the leading spatial loops of the function's single nest over
+/// threads.
+fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let Stmt::Block(root) = &f.body else { return Ok(f) };
+    let blocks: Vec<&BlockRealize> = root.block.body.blocks();
+    let mut chain = Vec::new();
+    let mut s = &root.block.body;
+    while let Stmt::For(l) = s {
+        let reduces = blocks.iter().any(|r| {
+            r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
+        });
+        if reduces || l.extent.as_int().is_none() || l.kind != tirc_ir::ForKind::Serial {
+            break;
+        }
+        chain.push(l.var.clone());
+        s = &l.body;
+    }
+    if chain.is_empty() {
+        return Ok(f);
+    }
+    let mut sch = Schedule::new(f);
+    let err = |e: tirc_passes::schedule::ScheduleError| Diagnostic::new(format!("building the reference: {}", e.message));
+    let fused = fuse(&mut sch, &chain).map_err(err)?;
+    let ext = tirc_passes::schedule::tree::find_loop(&sch.func.body, &fused).and_then(|l| l.extent.as_int()).unwrap_or(1);
+    if ext > THREADS {
+        let parts = split(&mut sch, &fused, &[None, Some(THREADS)]).map_err(err)?;
+        bind(&mut sch, &parts[0], "blockIdx.x").map_err(err)?;
+        bind(&mut sch, &parts[1], "threadIdx.x").map_err(err)?;
+    } else {
+        bind(&mut sch, &fused, "threadIdx.x").map_err(err)?;
+    }
+    Ok(sch.func)
+}
+
+/// The function with every float buffer and float constant at float64.
+pub fn to_f64(f: &PrimFunc) -> PrimFunc {
+    let mut map: Vec<(Buffer, Buffer)> = Vec::new();
+    let mut retype = |b: &Buffer| -> Buffer {
+        if let Some((_, n)) = map.iter().find(|(o, _)| o == b) {
+            return n.clone();
+        }
+        let n = if b.dtype().is_float() { b.with(|n| n.dtype = DType::F64) } else { b.clone() };
+        map.push((b.clone(), n.clone()));
+        n
+    };
+    let params: Vec<Buffer> = f.params.iter().map(&mut retype).collect();
+    let body = stmt(&f.body, &mut retype);
+    PrimFunc { name: f.name.clone(), params, attrs: f.attrs.clone(), body }
+}
+
+fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Expr {
+    match e {
+        Expr::Float(v, _) => Expr::Float(*v, DType::F64),
+        Expr::Cast(t, a) if t.is_float() => Expr::Cast(DType::F64, Box::new(expr(a, rt))),
+        Expr::Load(b, idx) => Expr::Load(rt(b), idx.iter().map(|i| expr(i, rt)).collect()),
+        _ => e.map_children(|c| expr(c, rt)),
+    }
+}
+
+fn region(r: &BufferRegion, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> BufferRegion {
+    BufferRegion {
+        buffer: rt(&r.buffer),
+        region: r.region.iter().map(|g| Range::new(g.min.clone(), g.extent.clone())).collect(),
+    }
+}
+
+fn stmt(s: &Stmt, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Stmt {
+    let s = s.map_children(|c| stmt(c, rt));
+    match s {
+        Stmt::Store { buffer, indices, value } => {
+            Stmt::Store { buffer: rt(&buffer), indices: indices.iter().map(|i| expr(i, rt)).collect(), value: expr(&value, rt) }
+        }
+        Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: rt(&buffer), body },
+        Stmt::If { cond, then, orelse } => Stmt::If { cond: expr(&cond, rt), then, orelse },
+        Stmt::Let { var, value, body } => Stmt::Let { var, value: expr(&value, rt), body },
+        Stmt::Block(mut r) => {
+            r.block.alloc_buffers = r.block.alloc_buffers.iter().map(|b| rt(b)).collect();
+            r.block.reads = r.block.reads.iter().map(|x| region(x, rt)).collect();
+            r.block.writes = r.block.writes.iter().map(|x| region(x, rt)).collect();
+            r.predicate = expr(&r.predicate, rt);
+            Stmt::Block(r)
+        }
+        s => s,
+    }
+}
+
+/// Floating-point operations of one run: each store's float additions,
+/// multiplications and divisions times the iterations around it (a
+/// multiply-add counts two). Block inits are not counted.
+pub fn flops(f: &PrimFunc) -> f64 {
+    fn go(s: &Stmt, trips: f64, total: &mut f64) {
+        match s {
+            Stmt::For(l) => go(&l.body, trips * l.extent.as_int().unwrap_or(1) as f64, total),
+            Stmt::Block(r) => go(&r.block.body, trips, total),
+            Stmt::Store { value, .. } => {
+                let mut n = 0.0;
+                value.walk(&mut |y| {
+                    if let Expr::Binary(op, a, _) = y {
+                        if a.dtype().is_float() && !op.is_compare() {
+                            n += 1.0;
+                        }
+                    }
+                });
+                *total += trips * n;
+            }
+            _ => s.for_each_child(|c| go(c, trips, total)),
+        }
+    }
+    let mut t = 0.0;
+    go(&f.body, 1.0, &mut t);
+    t
+}

@@ -1,0 +1,5 @@
+//! The tirc driver as a library: the whole pipeline (`compile`), shared by
+//! the command line and the tests.
+
+pub mod compile;
+pub mod verify;

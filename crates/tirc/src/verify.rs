@@ -1,0 +1,130 @@
+//! Checking a function against its reference: random inputs, poisoned
+//! outputs, the unscheduled function run in float64, and the error between
+//! them. Used by `tirc run` and by the tests, which check every primitive
+//! and pass by running the IR before and after it.
+
+use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
+use tirc_exec::{reference, sim};
+use tirc_ir::{Buffer, PrimFunc, Stmt};
+
+/// Buffers the function writes without reading first: they are poisoned.
+pub fn outputs(f: &PrimFunc) -> Vec<bool> {
+    let mut written = vec![false; f.params.len()];
+    let mut read_without_init = vec![false; f.params.len()];
+    for r in f.body.blocks() {
+        for w in &r.block.writes {
+            if let Some(i) = f.params.iter().position(|p| *p == w.buffer) {
+                written[i] = true;
+            }
+        }
+        let init_writes: Vec<&Buffer> = match &r.block.init {
+            Some(init) => stores(init),
+            None => vec![],
+        };
+        for rd in &r.block.reads {
+            if let Some(i) = f.params.iter().position(|p| *p == rd.buffer) {
+                if !init_writes.contains(&&rd.buffer) {
+                    read_without_init[i] = true;
+                }
+            }
+        }
+    }
+    written.iter().zip(&read_without_init).map(|(w, r)| *w && !r).collect()
+}
+
+fn stores(s: &Stmt) -> Vec<&Buffer> {
+    let mut out = Vec::new();
+    s.walk(&mut |x| {
+        if let Stmt::Store { buffer, .. } = x {
+            out.push(buffer);
+        }
+    });
+    out
+}
+
+pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
+    f.params
+        .iter()
+        .map(|b| b.num_elements().map(|n| n as usize).ok_or_else(|| format!("buffer {} has no constant size", b.name())))
+        .collect()
+}
+
+pub fn default_tolerance(f: &PrimFunc) -> f64 {
+    if f.params.iter().any(|b| b.dtype() == tirc_ir::DType::F32) {
+        1e-4
+    } else if f.params.iter().all(|b| b.dtype().is_int() || b.dtype().is_bool()) {
+        0.0
+    } else {
+        1e-9
+    }
+}
+
+/// Float32 inputs widened to float64 for the reference.
+pub fn widen(inputs: &[HostData], f: &PrimFunc) -> Result<Vec<HostData>, String> {
+    let f64f = reference::to_f64(f);
+    inputs
+        .iter()
+        .zip(&f64f.params)
+        .map(|(d, b)| match (d, b.dtype()) {
+            (HostData::F32(v), tirc_ir::DType::Float(64)) => Ok(HostData::F64(v.iter().map(|x| *x as f64).collect())),
+            (d, _) => Ok(d.clone()),
+        })
+        .collect()
+}
+
+/// Runs the float64 reference on the simulator; returns every parameter's
+/// contents as f64.
+pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
+    let plan = reference::plan(f, true).map_err(|d| d.message)?;
+    let mut bufs = widen(inputs, f)?;
+    for b in &plan.intermediates {
+        bufs.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+    }
+    let opts = sim::SimOptions { f64_storage: true };
+    for k in &plan.kernels {
+        sim::run(k, &mut bufs, opts).map_err(|e| format!("simulating the reference: {e}"))?;
+    }
+    Ok(bufs.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
+}
+
+/// Runs `candidate` (the function at any stage: scheduled, after any pass,
+/// lowered) on the simulator with fresh inputs from `seed`, and compares
+/// every buffer `original` writes with the reference. Returns the worst
+/// error and the tolerance it must meet.
+pub fn sim_check(original: &PrimFunc, candidate: &PrimFunc, seed: u64) -> Result<(ErrorStats, f64), String> {
+    let mut rng = Rng::new(seed);
+    let sizes = sizes(original)?;
+    let outs = outputs(original);
+    let mut inputs = Vec::new();
+    for (b, n) in original.params.iter().zip(&sizes) {
+        inputs.push(random(b.dtype(), *n, &mut rng)?);
+    }
+    let mut args = inputs.clone();
+    for (d, o) in args.iter_mut().zip(&outs) {
+        if *o {
+            poison(d);
+        }
+    }
+    sim::run(candidate, &mut args, sim::SimOptions::default())?;
+    let reference = reference_sim(original, &inputs)?;
+    let mut worst: Option<ErrorStats> = None;
+    for (i, w) in written(original).iter().enumerate() {
+        if *w {
+            let s = compare(&args[i], &reference[i]);
+            if worst.is_none_or(|x| s.rel_err > x.rel_err || s.rel_err.is_nan()) {
+                worst = Some(s);
+            }
+        }
+    }
+    let w = worst.ok_or("the function writes no parameter buffer: nothing to check")?;
+    Ok((w, default_tolerance(original)))
+}
+
+/// Buffers the function writes.
+pub fn written(f: &PrimFunc) -> Vec<bool> {
+    let st = stores(&f.body);
+    f.params
+        .iter()
+        .map(|p| f.body.blocks().iter().any(|r| r.block.writes.iter().any(|w| w.buffer == *p)) || st.contains(&p))
+        .collect()
+}

@@ -1,0 +1,49 @@
+//! Shared helpers of the integration tests: the example corpus, the small
+//! sizes each example is tested at, and the golden file layout.
+
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `ir-examples/*.tir`, sorted.
+pub fn examples() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("ir-examples"))
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "tir")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
+}
+
+/// The small sizes an example is checked at on the simulator, from its
+/// `# test-sizes: M=64 N=48 K=40` line; none when it has no such line.
+pub fn test_sizes(src: &str) -> Vec<(String, i64)> {
+    src.lines()
+        .find_map(|l| l.trim().strip_prefix("# test-sizes:"))
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_string(), v.parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `golden/<example>/<schedule>.<ext>`.
+pub fn golden_path(example: &Path, schedule: &str, ext: &str) -> PathBuf {
+    let stem = example.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    root().join("golden").join(stem).join(format!("{schedule}.{ext}"))
+}
+
+/// Whether expectations should be rewritten (`TIRC_BLESS=1`).
+pub fn bless() -> bool {
+    std::env::var("TIRC_BLESS").is_ok_and(|v| v == "1")
+}
