@@ -47,6 +47,7 @@ fn nvrtc_reports_its_log_on_errors() {
         return;
     }
     let err = gpu::nvrtc_compile(INVALID, "sm_90").expect_err("an invalid kernel does not compile");
+    println!("{err}");
     assert!(err.contains("error"), "no error in the message:\n{err}");
     assert!(
         err.contains("undefined_name"),

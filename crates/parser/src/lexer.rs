@@ -288,17 +288,21 @@ fn string(lex: &mut logos::Lexer<'_, Tok>) -> Result<String, LexError> {
             lex.bump(skip + i);
             return Err(LexError::Unterminated { triple });
         }
+        if c == '\r' && body[i..].starts_with("\r\n") {
+            continue; // CRLF line ends read as LF, as in Python
+        }
         if c != '\\' {
             out.push(c);
             continue;
         }
-        let Some(&(_, n)) = chars.peek() else { break };
-        if n == '\n' && !triple && raw {
-            // A raw string cannot continue on the next line.
-            lex.bump(skip + i + 1);
-            return Err(LexError::Unterminated { triple });
-        }
+        let Some(&(_, mut n)) = chars.peek() else {
+            break;
+        };
         chars.next();
+        if n == '\r' && chars.peek().is_some_and(|&(_, d)| d == '\n') {
+            chars.next();
+            n = '\n';
+        }
         if raw {
             out.push('\\');
             out.push(n);
@@ -728,6 +732,20 @@ mod tests {
                 Newline
             ]
         );
+    }
+
+    #[test]
+    fn strings() {
+        use Tok::*;
+        let toks = kinds("'''a\r\nb''' 'c\\\r\nd' r'e\\\nf' \"\\101\\u00e9\\q\"");
+        let want = vec![
+            Str("a\nb".into()),
+            Str("cd".into()),
+            Str("e\\\nf".into()),
+            Str("A\u{e9}\\q".into()),
+            Newline,
+        ];
+        assert_eq!(toks, want);
     }
 
     #[test]
