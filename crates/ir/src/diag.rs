@@ -110,12 +110,16 @@ impl miette::Diagnostic for Report<'_> {
 /// be a likely misspelling.
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
+    // Ties go to the name of the closest length, then to the one listed
+    // last (the most recently defined).
+    let len = name.chars().count() as isize;
     candidates
         .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+        .enumerate()
+        .map(|(i, c)| (edit_distance(name, c), (c.chars().count() as isize - len).abs(), usize::MAX - i, c))
+        .filter(|(d, ..)| *d <= limit)
+        .min_by_key(|(d, l, i, _)| (*d, *l, *i))
+        .map(|(.., c)| c)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

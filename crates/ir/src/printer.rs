@@ -50,6 +50,8 @@ struct Printer {
     var_names: HashMap<usize, String>,
     buf_names: HashMap<usize, String>,
     taken: HashSet<String>,
+    /// Constant extents of the loops printed so far, for `T.axis.remap`.
+    loop_extents: HashMap<usize, i64>,
 }
 
 fn python_float(v: f64) -> String {
@@ -285,6 +287,11 @@ impl Printer {
             }
             let exts: Vec<String> = chain.iter().map(|l| self.expr(&l.extent, 0)).collect();
             let names: Vec<String> = chain.iter().map(|l| self.def_var(&l.var)).collect();
+            for l in &chain {
+                if let Some(e) = l.extent.as_int() {
+                    self.loop_extents.insert(l.var.key(), e);
+                }
+            }
             if chain.len() == 1 {
                 self.line(ind, &format!("for {} in range({}):", names[0], exts[0]));
             } else {
@@ -297,6 +304,9 @@ impl Printer {
         let min = self.expr(&l.min, 0);
         let ext = self.expr(&l.extent, 0);
         let n = self.def_var(&l.var);
+        if let Some(e) = l.extent.as_int() {
+            self.loop_extents.insert(l.var.key(), e);
+        }
         let mut args = if l.min.as_int() == Some(0) {
             ext
         } else {
@@ -360,7 +370,10 @@ impl Printer {
         // every domain starts at zero.
         let remap = !b.iter_vars.is_empty()
             && b.iter_vars.iter().zip(&r.iter_values).all(|(iv, v)| {
-                iv.dom.min.as_int() == Some(0) && v.as_var().is_some_and(|x| self.var_names.contains_key(&x.key()))
+                iv.dom.min.as_int() == Some(0)
+                    && v.as_var().is_some_and(|x| {
+                        iv.dom.extent.as_int().is_some() && self.loop_extents.get(&x.key()) == iv.dom.extent.as_int().as_ref()
+                    })
             });
         if remap {
             let kinds: String =

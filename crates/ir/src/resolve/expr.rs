@@ -164,7 +164,7 @@ impl FuncResolver<'_> {
             }
             return Ok((base.clone(), reindex(&idx, &shape, base.shape())));
         }
-        if idx.len() != buffer.ndim() {
+        if idx.len() != buffer.ndim() && !self.poisoned.contains(&buffer) {
             return Err(self.rank_error(&buffer, idx.len(), span));
         }
         Ok((buffer, idx))

@@ -36,6 +36,9 @@ pub(crate) struct FuncResolver<'a> {
     handles: Vec<(String, Option<Buffer>)>,
     /// Loops being resolved, outermost first, for `T.axis.remap`.
     loop_extents: Vec<(Var, Expr)>,
+    /// Stand-ins for parameters whose declaration was in error: their uses
+    /// are not checked, so that one mistake is reported once.
+    pub poisoned: Vec<Buffer>,
 }
 
 pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Result<PrimFunc, Vec<Diagnostic>> {
@@ -50,6 +53,7 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
         root_allocs: vec![],
         handles: vec![],
         loop_extents: vec![],
+        poisoned: vec![],
     };
     let mut bufs = Vec::new();
     for p in params {
@@ -63,7 +67,15 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
                 r.handles.push((p.name.name.clone(), None));
                 bufs.push(None);
             }
-            Err(e) => r.errors.push(e),
+            Err(e) => {
+                // Keep the name known, so that its uses do not each report
+                // it again.
+                r.errors.push(e);
+                let b = Buffer::new(&p.name.name, DType::F32, vec![], Scope::Global);
+                r.bind(&p.name.name, Binding::Buffer(b.clone()));
+                r.poisoned.push(b.clone());
+                bufs.push(Some(b));
+            }
         }
     }
     let body_stmt = r.stmts(body);

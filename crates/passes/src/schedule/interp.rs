@@ -60,6 +60,18 @@ const NOT_YET: [&str; 14] = [
 /// Runs the schedule `def` on a fresh schedule of its function. `params`
 /// override the script's parameter defaults.
 pub fn run_schedule(module: &Module, def: &ScheduleDef, params: &[(String, String)]) -> R<Schedule> {
+    run_schedule_observed(module, def, params, &mut |_, _| {})
+}
+
+/// Like `run_schedule`, calling `observe(step, function)` after every
+/// primitive that changed the function, with the step as the trace prints
+/// it.
+pub fn run_schedule_observed(
+    module: &Module,
+    def: &ScheduleDef,
+    params: &[(String, String)],
+    observe: &mut dyn FnMut(&str, &tirc_ir::PrimFunc),
+) -> R<Schedule> {
     let func = module.func(&def.func).ok_or_else(|| {
         did_you_mean(
             Diagnostic::at(def.span, format!("schedule `{}` is for `{}`, but the file has no prim_func of that name", def.name, def.func)),
@@ -93,14 +105,15 @@ pub fn run_schedule(module: &Module, def: &ScheduleDef, params: &[(String, Strin
         };
         env.push((p.name.clone(), v));
     }
-    let mut it = Interp { sch: Schedule::new(func.clone()), env };
+    let mut it = Interp { sch: Schedule::new(func.clone()), env, observe };
     it.block(&def.body)?;
     Ok(it.sch)
 }
 
-struct Interp {
+struct Interp<'o> {
     sch: Schedule,
     env: Vec<(String, Value)>,
+    observe: &'o mut dyn FnMut(&str, &tirc_ir::PrimFunc),
 }
 
 enum Flow {
@@ -110,7 +123,7 @@ enum Flow {
     Return,
 }
 
-impl Interp {
+impl Interp<'_> {
     fn block(&mut self, body: &[ast::Stmt]) -> R<Flow> {
         for s in body {
             match self.stmt(s)? {
@@ -374,7 +387,13 @@ impl Interp {
         if let ExprKind::Attribute { value, attr } = &func.kind {
             if let Value::Sch = self.expr(value)? {
                 let (pos, kw) = self.args(args)?;
-                return self.primitive(&attr.name, attr.span, pos, kw, span);
+                let steps = self.sch.trace.len();
+                let out = self.primitive(&attr.name, attr.span, pos, kw, span)?;
+                if self.sch.trace.len() > steps {
+                    let step = self.sch.trace[steps].clone();
+                    (self.observe)(&step, &self.sch.func);
+                }
+                return Ok(out);
             }
         }
         let ExprKind::Name(name) = &func.kind else {

@@ -1,0 +1,109 @@
+//! The command line's contract: exit status 0 on success, 1 for bad input
+//! or a mismatch, 2 for usage errors; diagnostics on stderr with the file
+//! and line; never a panic.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tirc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tirc")).current_dir(root()).args(args).output().expect("tirc runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn check_accepts_the_examples() {
+    let o = tirc(&["check", "ir-examples/matmul.tir"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+#[test]
+fn run_on_the_simulator_checks_the_result() {
+    let o = tirc(&["run", "ir-examples/matmul.tir", "-s", "step2", "-D", "M=40", "-D", "N=36", "-D", "K=20", "--target", "sim", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("\"status\": \"ok\""), "{out}");
+    assert!(out.contains("\"target\": \"sim\""), "{out}");
+    assert!(out.contains("\"gflops\": null"), "{out}");
+}
+
+#[test]
+fn a_result_out_of_tolerance_is_a_mismatch() {
+    // Float32 accumulation never matches the float64 reference exactly.
+    let o = tirc(&["run", "ir-examples/matmul.tir", "-s", "step1", "-D", "M=8", "-D", "N=8", "-D", "K=64", "--target", "sim", "--tolerance", "0", "--json"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("\"status\": \"mismatch\""));
+}
+
+#[test]
+fn bad_input_exits_1_with_a_located_diagnostic() {
+    let o = tirc(&["lower", "tests/data/err/unknown_buffer.tir"]);
+    assert_eq!(code(&o), 1);
+    let e = stderr(&o);
+    assert!(e.contains("unknown buffer `Bx`") && e.contains("unknown_buffer.tir:8:49"), "{e}");
+}
+
+#[test]
+fn unknown_overrides_are_bad_input() {
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step2", "-p", "BQ=3"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("no parameter `BQ`"), "{}", stderr(&o));
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-D", "Q=3"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("no module constant `Q`"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(code(&tirc(&["frobnicate"])), 2);
+    assert_eq!(code(&tirc(&["lower", "ir-examples/matmul.tir", "--print-after", "no_such_pass"])), 2);
+    assert_eq!(code(&tirc(&["lower", "ir-examples/matmul.tir", "-D", "M"])), 2);
+}
+
+#[test]
+fn print_after_all_heads_each_pass() {
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step2", "--print-after-all"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    for p in ["schedule", "lower_init", "lower_blocks", "flatten_buffers", "extract_launch", "simplify"] {
+        assert!(out.contains(&format!("# after {p}\n")), "no `# after {p}` in\n{out}");
+    }
+}
+
+#[test]
+fn garbage_never_panics() {
+    let dir = std::env::temp_dir().join(format!("tirc-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let inputs: [&[u8]; 6] = [
+        b"\xff\xfe\x00garbage",
+        b"@T.prim_func\ndef f(:\n",
+        b"for i in T.grid(:\n  pass",
+        b"@tirc.schedule(\"nope\")\ndef s(sch):\n    sch.split()\n",
+        b"@T.prim_func\ndef f(A: T.Buffer((0,), \"float32\")):\n    A[0] = 1.0\n",
+        b"M = 1 // 0\n",
+    ];
+    for (i, bytes) in inputs.iter().enumerate() {
+        let p = dir.join(format!("g{i}.tir"));
+        std::fs::write(&p, bytes).expect("write");
+        let ps = p.to_string_lossy().to_string();
+        for cmd in ["check", "lower"] {
+            let o = tirc(&[cmd, &ps]);
+            assert!(matches!(code(&o), 0 | 1), "{cmd} {ps}: exit {}\n{}", code(&o), stderr(&o));
+            assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Bad input gets a diagnostic with a span: every `tests/data/err/*.tir`
+//! must fail to compile, and the whole rendered report (message, source
+//! line, label, help) is a snapshot, so a worse message fails the test. A
+//! first line `# schedule: NAME` picks the schedule to apply.
+
+use tirc::compile::{compile, Request};
+
+#[test]
+fn bad_inputs_are_explained() {
+    insta::glob!("data/err/*.tir", |path| {
+        let src = std::fs::read_to_string(path).unwrap_or_default();
+        let schedule = src.lines().next().and_then(|l| l.strip_prefix("# schedule: ")).map(|s| s.trim().to_string());
+        let req = Request { schedule, ..Request::default() };
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let diags = match compile(&src, &req) {
+            Ok(_) => panic!("{name} compiled, but it is bad input"),
+            Err(d) => d,
+        };
+        assert!(diags.iter().all(|d| d.span.is_some()), "{name}: a diagnostic has no span");
+        let text: String = diags.iter().map(|d| d.render(&name, &src)).collect();
+        insta::assert_snapshot!(text);
+    });
+}

@@ -1,0 +1,40 @@
+//! Golden outputs: for every schedule of every `ir-examples/*.tir`, the
+//! lowered TIR and the CUDA source at the file's own sizes must equal
+//! `golden/<example>/<schedule>.{tir,cu}`.
+//!
+//! Regenerate after a reviewed change with
+//! `TIRC_BLESS=1 cargo test --test golden`, then read the diff.
+
+use tirc::compile::{compile, Request};
+use tirc_ir::printer::print_func;
+use tirc_tests::{bless, examples, golden_path, read};
+
+#[test]
+fn lowered_tir_and_cuda_match_golden() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for ex in examples() {
+        let src = read(&ex);
+        let module = tirc::compile::load(&src, &[]).unwrap_or_else(|e| panic!("{}: {:?}", ex.display(), e));
+        for s in &module.schedules {
+            let req = Request { schedule: Some(s.name.clone()), ..Request::default() };
+            let c = compile(&src, &req).unwrap_or_else(|e| panic!("{} {}: {:?}", ex.display(), s.name, e));
+            let outputs = [("tir", print_func(&c.lowered)), ("cu", c.kernel.source.clone())];
+            for (ext, text) in outputs {
+                let path = golden_path(&ex, &s.name, ext);
+                if bless() {
+                    std::fs::create_dir_all(path.parent().unwrap_or(&path)).ok();
+                    std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                } else {
+                    let want = std::fs::read_to_string(&path).unwrap_or_default();
+                    if want != text {
+                        failures.push(format!("{} differs (TIRC_BLESS=1 cargo test --test golden rewrites it)", path.display()));
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0, "no example schedules found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

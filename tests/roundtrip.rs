@@ -1,0 +1,59 @@
+//! What the printer writes, the parser reads back: for every example and
+//! schedule, the scheduled IR and the IR after every pass print, parse back
+//! to a structurally equal function, and print the same again. Golden TIR
+//! files parse and round-trip too.
+
+use tirc::compile::{compile, load, Request};
+use tirc_ir::printer::print_func;
+use tirc_ir::structural_eq::func_eq;
+use tirc_ir::PrimFunc;
+use tirc_tests::{examples, read, root};
+
+fn roundtrip(what: &str, f: &PrimFunc) {
+    let text = print_func(f);
+    let m = load(&text, &[]).unwrap_or_else(|e| panic!("{what}: printed text does not parse: {e:?}\n{text}"));
+    let [g] = &m.funcs[..] else { panic!("{what}: expected one function") };
+    assert!(func_eq(f, g), "{what}: parse(print(ir)) differs from ir\n{text}\n---\n{}", print_func(g));
+    assert_eq!(text, print_func(g), "{what}: printing is not idempotent");
+}
+
+#[test]
+fn every_stage_of_every_example_round_trips() {
+    let mut n = 0;
+    for ex in examples() {
+        let src = read(&ex);
+        let module = load(&src, &[]).unwrap_or_else(|e| panic!("{e:?}"));
+        for f in &module.funcs {
+            roundtrip(&format!("{} {}", ex.display(), f.name), f);
+            n += 1;
+        }
+        for s in &module.schedules {
+            let c = compile(&src, &Request { schedule: Some(s.name.clone()), ..Request::default() })
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            roundtrip(&format!("{} {} scheduled", ex.display(), s.name), &c.scheduled);
+            for (pass, f) in &c.after {
+                roundtrip(&format!("{} {} after {pass}", ex.display(), s.name), f);
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 0);
+}
+
+#[test]
+fn golden_tir_files_round_trip() {
+    let mut n = 0;
+    for dir in std::fs::read_dir(root().join("golden")).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+            let p = file.path();
+            if p.extension().is_some_and(|e| e == "tir") {
+                let m = load(&read(&p), &[]).unwrap_or_else(|e| panic!("{}: {e:?}", p.display()));
+                for f in &m.funcs {
+                    roundtrip(&p.display().to_string(), f);
+                    n += 1;
+                }
+            }
+        }
+    }
+    assert!(n > 0, "no golden TIR files");
+}
