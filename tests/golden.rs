@@ -28,7 +28,10 @@ fn lowered_tir_and_cuda_match_golden() {
                 } else {
                     let want = std::fs::read_to_string(&path).unwrap_or_default();
                     if want != text {
-                        failures.push(format!("{} differs (TIRC_BLESS=1 cargo test --test golden rewrites it)", path.display()));
+                        failures.push(format!(
+                            "{} differs (TIRC_BLESS=1 cargo test --test golden rewrites it)",
+                            path.display()
+                        ));
                     }
                 }
                 checked += 1;

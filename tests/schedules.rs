@@ -25,7 +25,8 @@ fn primitives_and_passes() {
             transform::lower(sch.func, |p, f| stages.push((format!("pass {p}"), f.clone())))
                 .unwrap_or_else(|e| panic!("{}: {}", s.name, e.message));
             for (i, (what, f)) in stages.iter().enumerate() {
-                let (e, tol) = sim_check(&original, f, 100 + i as u64).unwrap_or_else(|m| panic!("{} after {what}: {m}", s.name));
+                let (e, tol) =
+                    sim_check(&original, f, 100 + i as u64).unwrap_or_else(|m| panic!("{} after {what}: {m}", s.name));
                 assert!(e.rel_err <= tol && e.non_finite == 0, "{} after {what}: rel_err {:.3e}", s.name, e.rel_err);
                 text += &format!("# after {what}\n{}", print_func(f));
             }

@@ -11,7 +11,9 @@ pub fn root() -> PathBuf {
 /// Every `ir-examples/*.tir`, sorted.
 pub fn examples() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("ir-examples"))
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "tir")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "tir")).collect()
+        })
         .unwrap_or_default();
     v.sort();
     v

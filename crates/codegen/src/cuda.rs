@@ -113,7 +113,11 @@ fn ctype(t: DType) -> Result<&'static str, Diagnostic> {
 fn float_lit(v: f64, t: DType) -> String {
     let f32_ = t == DType::F32;
     if v.is_nan() {
-        return if f32_ { "__int_as_float(0x7fc00000)".into() } else { "__longlong_as_double(0x7ff8000000000000LL)".into() };
+        return if f32_ {
+            "__int_as_float(0x7fc00000)".into()
+        } else {
+            "__longlong_as_double(0x7ff8000000000000LL)".into()
+        };
     }
     if v.is_infinite() {
         let s = if f32_ { "__int_as_float(0x7f800000)" } else { "__longlong_as_double(0x7ff0000000000000LL)" };
@@ -138,7 +142,28 @@ impl Gen {
         let base = sanitize(base);
         let mut n = base.clone();
         let mut i = 1;
-        while self.taken.contains(&n) || matches!(n.as_str(), "int" | "float" | "double" | "char" | "if" | "for" | "do" | "new" | "delete" | "this" | "case" | "default" | "long" | "short" | "unsigned" | "signed" | "half") {
+        while self.taken.contains(&n)
+            || matches!(
+                n.as_str(),
+                "int"
+                    | "float"
+                    | "double"
+                    | "char"
+                    | "if"
+                    | "for"
+                    | "do"
+                    | "new"
+                    | "delete"
+                    | "this"
+                    | "case"
+                    | "default"
+                    | "long"
+                    | "short"
+                    | "unsigned"
+                    | "signed"
+                    | "half"
+            )
+        {
             n = format!("{base}_{i}");
             i += 1;
         }
@@ -258,7 +283,10 @@ impl Gen {
                 )))
             }
             Stmt::Block(r) => {
-                return Err(Diagnostic::new(format!("block `{}` is left: lower the function before codegen", r.block.name)))
+                return Err(Diagnostic::new(format!(
+                    "block `{}` is left: lower the function before codegen",
+                    r.block.name
+                )))
             }
         }
         Ok(())
@@ -373,12 +401,22 @@ impl Gen {
                     Intrinsic::Erf => "erf",
                     Intrinsic::Sigmoid => {
                         let x = self.expr(&args[0])?;
-                        return Ok(if f32_ { format!("(1.0f / (1.0f + expf(-({x}))))") } else { format!("(1.0 / (1.0 + exp(-({x}))))") });
+                        return Ok(if f32_ {
+                            format!("(1.0f / (1.0f + expf(-({x}))))")
+                        } else {
+                            format!("(1.0 / (1.0 + exp(-({x}))))")
+                        });
                     }
                     Intrinsic::Likely => unreachable!("handled above"),
                 };
                 let int_abs = *i == Intrinsic::Abs && args.first().is_some_and(|a| a.dtype().is_int());
-                let name = if int_abs { "abs".to_string() } else if f32_ { format!("{base}f") } else { base.to_string() };
+                let name = if int_abs {
+                    "abs".to_string()
+                } else if f32_ {
+                    format!("{base}f")
+                } else {
+                    base.to_string()
+                };
                 let xs: Result<Vec<String>, Diagnostic> = args.iter().map(|a| self.expr(a)).collect();
                 format!("{name}({})", xs?.join(", "))
             }

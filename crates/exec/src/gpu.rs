@@ -39,15 +39,14 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::cublas::{result as blas_result, sys as blas_sys};
 use cudarc::driver::{
-    result as drv_result, sys as drv_sys, CudaContext, CudaEvent, CudaFunction, CudaSlice,
-    CudaStream, DevicePtr, DriverError, LaunchConfig, PushKernelArg,
+    result as drv_result, sys as drv_sys, CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr,
+    DriverError, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys, Ptx};
 
 use crate::data::HostData;
 
-const NVRTC_MISSING: &str =
-    "NVRTC library not found (libnvrtc.so; e.g. pip install nvidia-cuda-nvrtc==13.0.* and add \
+const NVRTC_MISSING: &str = "NVRTC library not found (libnvrtc.so; e.g. pip install nvidia-cuda-nvrtc==13.0.* and add \
                              its lib folder to LD_LIBRARY_PATH)";
 const DRIVER_MISSING: &str = "no CUDA driver library (libcuda.so) found";
 const CUBLAS_MISSING: &str = "cuBLAS library not found (libcublas.so)";
@@ -100,9 +99,7 @@ pub fn available() -> Result<(), String> {
     guarded("checking for a CUDA device", || {
         match drv_result::init() {
             Ok(()) => {}
-            Err(DriverError(drv_sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
-                return Err("no CUDA device".to_string())
-            }
+            Err(DriverError(drv_sys::CUresult::CUDA_ERROR_NO_DEVICE)) => return Err("no CUDA device".to_string()),
             Err(e) => return Err(format!("initializing the CUDA driver (cuInit) failed: {e}")),
         }
         let n = drv_result::device::get_count().map_err(drv("counting CUDA devices"))?;
@@ -115,11 +112,7 @@ pub fn available() -> Result<(), String> {
 
 /// Text from a NUL-terminated buffer that NVRTC filled.
 fn c_text(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf
-        .iter()
-        .map(|&c| c as u8)
-        .take_while(|&b| b != 0)
-        .collect();
+    let bytes: Vec<u8> = buf.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -128,9 +121,7 @@ struct NvrtcProgram(nvrtc_sys::nvrtcProgram);
 
 impl Drop for NvrtcProgram {
     fn drop(&mut self) {
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            nvrtc_result::destroy_program(self.0)
-        }));
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { nvrtc_result::destroy_program(self.0) }));
     }
 }
 
@@ -143,12 +134,9 @@ pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
         return Err(NVRTC_MISSING.to_string());
     }
     if arch.is_empty() || !arch.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!(
-            "invalid GPU architecture {arch:?} (expected e.g. \"sm_90\")"
-        ));
+        return Err(format!("invalid GPU architecture {arch:?} (expected e.g. \"sm_90\")"));
     }
-    let src =
-        CString::new(source).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
+    let src = CString::new(source).map_err(|_| "the CUDA source contains a NUL byte".to_string())?;
     guarded("NVRTC", || {
         let prog = nvrtc_result::create_program(&src, Some(c"tirc_kernel.cu"))
             .map_err(|e| format!("creating the NVRTC program failed: {e}"))?;
@@ -171,14 +159,11 @@ pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
                 log.trim_end()
             ));
         }
-        let ptx = unsafe { nvrtc_result::get_ptx(prog.0) }
-            .map_err(|e| format!("reading the PTX from NVRTC failed: {e}"))?;
+        let ptx =
+            unsafe { nvrtc_result::get_ptx(prog.0) }.map_err(|e| format!("reading the PTX from NVRTC failed: {e}"))?;
         let ptx = c_text(&ptx);
         if ptx.is_empty() {
-            return Err(format!(
-                "NVRTC produced no PTX; its log:\n{}",
-                log.trim_end()
-            ));
+            return Err(format!("NVRTC produced no PTX; its log:\n{}", log.trim_end()));
         }
         Ok(ptx)
     })
@@ -268,9 +253,7 @@ impl DeviceBuffer {
 
 fn dim(v: i64, what: &str, kernel: &str) -> Result<u32, String> {
     if v < 1 || v > u32::MAX as i64 {
-        return Err(format!(
-            "kernel {kernel}: {what} extent {v} is out of range"
-        ));
+        return Err(format!("kernel {kernel}: {what} extent {v} is out of range"));
     }
     Ok(v as u32)
 }
@@ -286,18 +269,11 @@ impl Gpu {
             unsafe { ctx.disable_event_tracking() };
             let stream = ctx.new_stream().map_err(drv("creating a CUDA stream"))?;
             let name = ctx.name().map_err(drv("reading the device name"))?;
-            let (major, minor) = ctx
-                .compute_capability()
-                .map_err(drv("reading the compute capability"))?;
+            let (major, minor) = ctx.compute_capability().map_err(drv("reading the compute capability"))?;
             let attr = drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
-            let sm_count = ctx
-                .attribute(attr)
-                .map_err(drv("reading the multiprocessor count"))?;
-            let attr =
-                drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
-            let optin = ctx
-                .attribute(attr)
-                .map_err(drv("reading the opt-in shared memory per block"))?;
+            let sm_count = ctx.attribute(attr).map_err(drv("reading the multiprocessor count"))?;
+            let attr = drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+            let optin = ctx.attribute(attr).map_err(drv("reading the opt-in shared memory per block"))?;
             Ok(Gpu {
                 blas: Mutex::new(None),
                 stream,
@@ -352,9 +328,8 @@ impl Gpu {
                 self.max_shared_optin, self.name
             ));
         }
-        let shared_u32 = u32::try_from(shared).map_err(|_| {
-            format!("kernel {name}: {shared} bytes of shared memory is out of range")
-        })?;
+        let shared_u32 = u32::try_from(shared)
+            .map_err(|_| format!("kernel {name}: {shared} bytes of shared memory is out of range"))?;
         if name.contains('\0') {
             return Err(format!("kernel name {name:?} contains a NUL byte"));
         }
@@ -364,15 +339,11 @@ impl Gpu {
                 .ctx
                 .load_module(Ptx::from_src(ptx))
                 .map_err(|e| format!("loading the PTX module of kernel {name} failed: {e}"))?;
-            let func = module
-                .load_function(name)
-                .map_err(|e| format!("finding kernel {name} in its module failed: {e}"))?;
+            let func =
+                module.load_function(name).map_err(|e| format!("finding kernel {name} in its module failed: {e}"))?;
             if shared > DEFAULT_SHARED_LIMIT {
-                self.ctx
-                    .bind_to_thread()
-                    .map_err(drv("binding the CUDA context"))?;
-                let attr =
-                    drv_sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+                self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+                let attr = drv_sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
                 func.set_attribute(attr, shared as i32).map_err(|e| {
                     format!("allowing kernel {name} {shared} bytes of dynamic shared memory failed: {e}")
                 })?;
@@ -403,9 +374,7 @@ impl Gpu {
                     .memcpy_htod(&bytes[..], &mut view)
                     .map_err(|e| format!("copying {n} bytes to the GPU failed: {e}"))?;
             }
-            self.stream
-                .synchronize()
-                .map_err(drv("synchronizing after an upload"))?;
+            self.stream.synchronize().map_err(drv("synchronizing after an upload"))?;
             Ok(DeviceBuffer { slice, bytes: n })
         })
     }
@@ -415,19 +384,14 @@ impl Gpu {
     pub fn download(&self, b: &DeviceBuffer, into: &mut HostData) -> Result<(), String> {
         let want = into.len() * into.elem_bytes();
         if want != b.bytes {
-            return Err(format!(
-                "downloading a {}-byte device buffer into {want} bytes of host data",
-                b.bytes
-            ));
+            return Err(format!("downloading a {}-byte device buffer into {want} bytes of host data", b.bytes));
         }
         let bytes = guarded("downloading a buffer", || {
             let mut host = vec![0u8; b.slice.len()];
             self.stream
                 .memcpy_dtoh(&b.slice, &mut host)
                 .map_err(|e| format!("copying {} bytes from the GPU failed: {e}", b.bytes))?;
-            self.stream
-                .synchronize()
-                .map_err(drv("synchronizing after a download"))?;
+            self.stream.synchronize().map_err(drv("synchronizing after a download"))?;
             host.truncate(b.bytes);
             Ok(host)
         })?;
@@ -441,19 +405,12 @@ impl Gpu {
         for b in bufs {
             args.arg(&b.slice);
         }
-        unsafe { args.launch(k.cfg) }
-            .map(|_| ())
-            .map_err(|e| format!("launching kernel {} failed: {e}", k.name))
+        unsafe { args.launch(k.cfg) }.map(|_| ()).map_err(|e| format!("launching kernel {} failed: {e}", k.name))
     }
 
     fn check_args(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
         if bufs.len() != k.num_params {
-            return Err(format!(
-                "kernel {} takes {} buffers, {} given",
-                k.name,
-                k.num_params,
-                bufs.len()
-            ));
+            return Err(format!("kernel {} takes {} buffers, {} given", k.name, k.num_params, bufs.len()));
         }
         Ok(())
     }
@@ -464,9 +421,7 @@ impl Gpu {
         self.check_args(k, bufs)?;
         guarded("launching a kernel", || {
             self.enqueue(k, bufs)?;
-            self.stream
-                .synchronize()
-                .map_err(|e| format!("kernel {} failed while running: {e}", k.name))
+            self.stream.synchronize().map_err(|e| format!("kernel {} failed while running: {e}", k.name))
         })
     }
 
@@ -482,40 +437,24 @@ impl Gpu {
         for _ in 0..warmup {
             call()?;
         }
-        self.stream
-            .synchronize()
-            .map_err(|e| format!("{what} failed during the warm-up runs: {e}"))?;
+        self.stream.synchronize().map_err(|e| format!("{what} failed during the warm-up runs: {e}"))?;
         let flags = Some(drv_sys::CUevent_flags::CU_EVENT_DEFAULT);
         let mut events: Vec<(CudaEvent, CudaEvent)> = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let start = self
-                .ctx
-                .new_event(flags)
-                .map_err(drv("creating a CUDA event"))?;
-            let end = self
-                .ctx
-                .new_event(flags)
-                .map_err(drv("creating a CUDA event"))?;
+            let start = self.ctx.new_event(flags).map_err(drv("creating a CUDA event"))?;
+            let end = self.ctx.new_event(flags).map_err(drv("creating a CUDA event"))?;
             events.push((start, end));
         }
         for (start, end) in &events {
-            start
-                .record(&self.stream)
-                .map_err(drv("recording a CUDA event"))?;
+            start.record(&self.stream).map_err(drv("recording a CUDA event"))?;
             call()?;
-            end.record(&self.stream)
-                .map_err(drv("recording a CUDA event"))?;
+            end.record(&self.stream).map_err(drv("recording a CUDA event"))?;
         }
-        self.stream
-            .synchronize()
-            .map_err(|e| format!("{what} failed during the timed runs: {e}"))?;
+        self.stream.synchronize().map_err(|e| format!("{what} failed during the timed runs: {e}"))?;
         events
             .iter()
             .map(|(start, end)| {
-                start
-                    .elapsed_ms(end)
-                    .map(|ms| ms as f64)
-                    .map_err(drv("reading the time between two CUDA events"))
+                start.elapsed_ms(end).map(|ms| ms as f64).map_err(drv("reading the time between two CUDA events"))
             })
             .collect()
     }
@@ -531,9 +470,7 @@ impl Gpu {
     ) -> Result<Vec<f64>, String> {
         self.check_args(k, bufs)?;
         guarded("timing a kernel", || {
-            self.time_calls(&format!("kernel {}", k.name), warmup, reps, &mut || {
-                self.enqueue(k, bufs)
-            })
+            self.time_calls(&format!("kernel {}", k.name), warmup, reps, &mut || self.enqueue(k, bufs))
         })
     }
 
@@ -557,8 +494,7 @@ impl Gpu {
         reps: usize,
     ) -> Result<Vec<f64>, String> {
         let to_int = |v: usize, what: &str| {
-            i32::try_from(v)
-                .map_err(|_| format!("cuBLAS SGEMM: {what} = {v} does not fit a 32-bit int"))
+            i32::try_from(v).map_err(|_| format!("cuBLAS SGEMM: {what} = {v} does not fit a 32-bit int"))
         };
         let (mi, ni, ki) = (to_int(m, "m")?, to_int(n, "n")?, to_int(k, "k")?);
         for (buf, rows, cols, what) in [(a, m, k, "A"), (b, k, n, "B"), (c, m, n, "C")] {
@@ -574,10 +510,7 @@ impl Gpu {
             return Err(CUBLAS_MISSING.to_string());
         }
         guarded("cuBLAS SGEMM", || {
-            let mut blas = self
-                .blas
-                .lock()
-                .map_err(|_| "the cuBLAS handle's lock is poisoned".to_string())?;
+            let mut blas = self.blas.lock().map_err(|_| "the cuBLAS handle's lock is poisoned".to_string())?;
             if blas.is_none() {
                 *blas = Some(self.new_blas()?);
             }
@@ -591,9 +524,7 @@ impl Gpu {
             let (alpha, beta) = (1.0f32, 0.0f32);
             let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
             let mut call = || {
-                self.ctx
-                    .bind_to_thread()
-                    .map_err(drv("binding the CUDA context"))?;
+                self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
                 unsafe {
                     blas_result::sgemm(
                         handle,
@@ -620,15 +551,9 @@ impl Gpu {
 
     /// A cuBLAS handle on this GPU's stream, in the default math mode.
     fn new_blas(&self) -> Result<Blas, String> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(drv("binding the CUDA context"))?;
-        let handle = blas_result::create_handle()
-            .map_err(|e| format!("creating a cuBLAS handle failed: {e}"))?;
-        let blas = Blas {
-            handle,
-            ctx: self.ctx.clone(),
-        };
+        self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+        let handle = blas_result::create_handle().map_err(|e| format!("creating a cuBLAS handle failed: {e}"))?;
+        let blas = Blas { handle, ctx: self.ctx.clone() };
         unsafe { blas_result::set_stream(handle, self.stream.cu_stream() as _) }
             .map_err(|e| format!("setting the cuBLAS stream failed: {e}"))?;
         unsafe { blas_sys::cublasSetMathMode(handle, blas_sys::cublasMath_t::CUBLAS_DEFAULT_MATH) }

@@ -41,7 +41,12 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
     params.extend(allocs.iter().cloned());
     let mut kernels = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
-        let k = PrimFunc { name: format!("{}_ref{i}", f.name), params: params.clone(), attrs: vec![], body: root_block(item, vec![]) };
+        let k = PrimFunc {
+            name: format!("{}_ref{i}", f.name),
+            params: params.clone(),
+            attrs: vec![],
+            body: root_block(item, vec![]),
+        };
         let k = parallelize(k)?;
         kernels.push(transform::lower(k, |_, _| {})?);
     }
@@ -69,9 +74,11 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         return Ok(f);
     }
     let mut sch = Schedule::new(f);
-    let err = |e: tirc_passes::schedule::ScheduleError| Diagnostic::new(format!("building the reference: {}", e.message));
+    let err =
+        |e: tirc_passes::schedule::ScheduleError| Diagnostic::new(format!("building the reference: {}", e.message));
     let fused = fuse(&mut sch, &chain).map_err(err)?;
-    let ext = tirc_passes::schedule::tree::find_loop(&sch.func.body, &fused).and_then(|l| l.extent.as_int()).unwrap_or(1);
+    let ext =
+        tirc_passes::schedule::tree::find_loop(&sch.func.body, &fused).and_then(|l| l.extent.as_int()).unwrap_or(1);
     if ext > THREADS {
         let parts = split(&mut sch, &fused, &[None, Some(THREADS)]).map_err(err)?;
         bind(&mut sch, &parts[0], "blockIdx.x").map_err(err)?;
@@ -117,14 +124,16 @@ fn region(r: &BufferRegion, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> BufferRegi
 fn stmt(s: &Stmt, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Stmt {
     let s = s.map_children(|c| stmt(c, rt));
     match s {
-        Stmt::Store { buffer, indices, value } => {
-            Stmt::Store { buffer: rt(&buffer), indices: indices.iter().map(|i| expr(i, rt)).collect(), value: expr(&value, rt) }
-        }
+        Stmt::Store { buffer, indices, value } => Stmt::Store {
+            buffer: rt(&buffer),
+            indices: indices.iter().map(|i| expr(i, rt)).collect(),
+            value: expr(&value, rt),
+        },
         Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: rt(&buffer), body },
         Stmt::If { cond, then, orelse } => Stmt::If { cond: expr(&cond, rt), then, orelse },
         Stmt::Let { var, value, body } => Stmt::Let { var, value: expr(&value, rt), body },
         Stmt::Block(mut r) => {
-            r.block.alloc_buffers = r.block.alloc_buffers.iter().map(|b| rt(b)).collect();
+            r.block.alloc_buffers = r.block.alloc_buffers.iter().map(&mut *rt).collect();
             r.block.reads = r.block.reads.iter().map(|x| region(x, rt)).collect();
             r.block.writes = r.block.writes.iter().map(|x| region(x, rt)).collect();
             r.predicate = expr(&r.predicate, rt);

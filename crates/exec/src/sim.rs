@@ -268,7 +268,8 @@ impl Machine {
                 self.exec(body, active)?;
             }
             Stmt::Allocate { buffer, body } => {
-                let n = buffer.num_elements().ok_or_else(|| format!("buffer {} has no constant size", buffer.name()))? as usize;
+                let n = buffer.num_elements().ok_or_else(|| format!("buffer {} has no constant size", buffer.name()))?
+                    as usize;
                 let (per_thread, shared, size) = match buffer.scope() {
                     Scope::Local => (n, false, n * self.nthreads),
                     Scope::Shared => (0, true, n),
@@ -308,8 +309,8 @@ impl Machine {
             self.vars.insert(iv.var.key(), Col::I(col));
             if iv.kind == tirc_ir::IterKind::Reduce {
                 let min = self.eval(&iv.dom.min, active)?;
-                for k in 0..active.len() {
-                    at_start[k] &= val.i(k) == min.i(k);
+                for (k, s) in at_start.iter_mut().enumerate() {
+                    *s &= val.i(k) == min.i(k);
                 }
             }
         }
@@ -320,12 +321,8 @@ impl Machine {
             body = Stmt::Allocate { buffer: b.clone(), body: Box::new(body) };
         }
         if let Some(init) = &r.block.init {
-            let first: Vec<usize> = active
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| p.i(*k) != 0 && at_start[*k])
-                .map(|(_, t)| *t)
-                .collect();
+            let first: Vec<usize> =
+                active.iter().enumerate().filter(|(k, _)| p.i(*k) != 0 && at_start[*k]).map(|(_, t)| *t).collect();
             self.exec(init, &first)?;
         }
         self.exec(&body, &on)
@@ -346,7 +343,11 @@ impl Machine {
             for (k, a) in acc.iter_mut().enumerate() {
                 let v = c.i(k);
                 if v < 0 || v >= shape[d] {
-                    return Err(format!("out-of-bounds access: index {v} of dimension {d} of {} (extent {})", b.name(), shape[d]));
+                    return Err(format!(
+                        "out-of-bounds access: index {v} of dimension {d} of {} (extent {})",
+                        b.name(),
+                        shape[d]
+                    ));
                 }
                 *a = *a * shape[d] + v;
             }
@@ -431,7 +432,9 @@ impl Machine {
                 let x = self.eval(a, active)?;
                 let y = self.eval(b, active)?;
                 match (&x, &y) {
-                    (Col::I(_), Col::I(_)) => Col::I((0..n).map(|k| if c.i(k) != 0 { x.i(k) } else { y.i(k) }).collect()),
+                    (Col::I(_), Col::I(_)) => {
+                        Col::I((0..n).map(|k| if c.i(k) != 0 { x.i(k) } else { y.i(k) }).collect())
+                    }
                     _ => Col::F((0..n).map(|k| if c.i(k) != 0 { x.f(k) } else { y.f(k) }).collect()),
                 }
             }
@@ -532,7 +535,8 @@ fn erf(x: f64) -> f64 {
                 + t * (0.37409196
                     + t * (0.09678418
                         + t * (-0.18628806
-                            + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+                            + t * (0.27886807
+                                + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
             .exp();
     if x >= 0.0 {
         y

@@ -30,14 +30,8 @@ fn nvrtc_compiles_a_valid_kernel_to_ptx() {
     }
     let ptx = gpu::nvrtc_compile(VALID, "sm_90").expect("a valid kernel compiles");
     assert!(ptx.contains(".entry k"), "no `.entry k` in the PTX:\n{ptx}");
-    assert!(
-        ptx.contains(".visible .entry k"),
-        "kernel k is not visible in the PTX:\n{ptx}"
-    );
-    assert!(
-        ptx.contains(".target sm_90"),
-        "the PTX is not for sm_90:\n{ptx}"
-    );
+    assert!(ptx.contains(".visible .entry k"), "kernel k is not visible in the PTX:\n{ptx}");
+    assert!(ptx.contains(".target sm_90"), "the PTX is not for sm_90:\n{ptx}");
 }
 
 #[test]
@@ -49,10 +43,7 @@ fn nvrtc_reports_its_log_on_errors() {
     let err = gpu::nvrtc_compile(INVALID, "sm_90").expect_err("an invalid kernel does not compile");
     println!("{err}");
     assert!(err.contains("error"), "no error in the message:\n{err}");
-    assert!(
-        err.contains("undefined_name"),
-        "the NVRTC log is missing from the message:\n{err}"
-    );
+    assert!(err.contains("undefined_name"), "the NVRTC log is missing from the message:\n{err}");
 }
 
 #[test]
@@ -63,8 +54,7 @@ fn nvrtc_refuses_a_bad_architecture() {
     }
     let err = gpu::nvrtc_compile(VALID, "sm_0").expect_err("sm_0 is no architecture");
     assert!(!err.is_empty());
-    let err = gpu::nvrtc_compile(VALID, "sm_90 --use_fast_math")
-        .expect_err("options are no architecture");
+    let err = gpu::nvrtc_compile(VALID, "sm_90 --use_fast_math").expect_err("options are no architecture");
     assert!(err.contains("invalid GPU architecture"), "{err}");
 }
 
@@ -82,32 +72,17 @@ fn gpu_probe_does_not_panic() {
         Ok(g) => println!("opened {} ({}, {} SMs)", g.name(), g.arch(), g.sm_count()),
         Err(why) => {
             assert!(!why.is_empty());
-            assert!(
-                gpu::available().is_err(),
-                "available() said yes but open() failed: {why}"
-            );
+            assert!(gpu::available().is_err(), "available() said yes but open() failed: {why}");
         }
     }
 }
 
-fn kernel(
-    name: &str,
-    source: String,
-    grid: i64,
-    block: i64,
-    params: usize,
-    shared: usize,
-) -> CudaKernel {
+fn kernel(name: &str, source: String, grid: i64, block: i64, params: usize, shared: usize) -> CudaKernel {
     CudaKernel {
         name: name.to_string(),
         source,
-        launch: LaunchConfig {
-            grid: [grid, 1, 1],
-            block: [block, 1, 1],
-        },
-        params: (0..params)
-            .map(|i| (format!("p{i}"), DType::Float(32)))
-            .collect(),
+        launch: LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1] },
+        params: (0..params).map(|i| (format!("p{i}"), DType::Float(32))).collect(),
         dynamic_shared_bytes: shared,
     }
 }
@@ -124,13 +99,7 @@ fn gpu_round_trip() {
         return;
     }
     let g = Gpu::open().expect("open the GPU");
-    println!(
-        "{} {} SMs={} optin smem={}",
-        g.name(),
-        g.arch(),
-        g.sm_count(),
-        g.max_shared_per_block_optin()
-    );
+    println!("{} {} SMs={} optin smem={}", g.name(), g.arch(), g.sm_count(), g.max_shared_per_block_optin());
     assert!(g.arch().starts_with("sm_"));
     assert!(g.sm_count() > 0);
 
@@ -142,9 +111,7 @@ fn gpu_round_trip() {
            if (i < {n}) y[i] = 2.0f * x[i] + y[i];\n\
          }}\n"
     );
-    let k = g
-        .load(&kernel("saxpy", src, 4, 256, 2, 0))
-        .expect("load saxpy");
+    let k = g.load(&kernel("saxpy", src, 4, 256, 2, 0)).expect("load saxpy");
     assert_eq!(k.grid(), [4, 1, 1]);
     assert_eq!(k.block(), [256, 1, 1]);
     let x = HostData::F32((0..n).map(|i| i as f32).collect());
@@ -164,38 +131,28 @@ fn gpu_round_trip() {
 
     // Wrong argument count and wrong download size are errors, not panics.
     assert!(g.launch(&k, &[&dx]).is_err());
-    assert!(g
-        .download(&dy, &mut HostData::F32(vec![0.0; n + 1]))
-        .is_err());
+    assert!(g.download(&dy, &mut HostData::F32(vec![0.0; n + 1])).is_err());
     // A kernel that does not compile reports NVRTC's log.
     let bad = g.load(&kernel("k", INVALID.to_string(), 1, 256, 1, 0));
     assert!(bad.err().is_some_and(|e| e.contains("undefined_name")));
     // A launch the driver refuses (2048 threads a block) is an error.
-    let big =
-        "extern \"C\" __global__ void big(float* __restrict__ x) { x[threadIdx.x] = 0.0f; }\n"
-            .to_string();
-    let kb = g
-        .load(&kernel("big", big, 1, 2048, 1, 0))
-        .expect("load big");
+    let big = "extern \"C\" __global__ void big(float* __restrict__ x) { x[threadIdx.x] = 0.0f; }\n".to_string();
+    let kb = g.load(&kernel("big", big, 1, 2048, 1, 0)).expect("load big");
     let e = g.launch(&kb, &[&dx]).expect_err("2048 threads per block");
     println!("refused launch: {e}");
 
     // Dynamic shared memory above 48 KiB.
     let smem = 64 * 1024;
     if g.max_shared_per_block_optin() >= smem {
-        let src =
-            "extern \"C\" __global__ void __launch_bounds__(256) sm(float* __restrict__ y) {\n\
+        let src = "extern \"C\" __global__ void __launch_bounds__(256) sm(float* __restrict__ y) {\n\
                      extern __shared__ float s[];\n\
                      for (int i = threadIdx.x; i < 16384; i += 256) s[i] = (float)i;\n\
                      __syncthreads();\n\
                      y[threadIdx.x] = s[16383 - threadIdx.x];\n\
                    }\n"
-            .to_string();
-        let ks = g
-            .load(&kernel("sm", src, 1, 256, 1, smem))
-            .expect("load sm");
-        g.launch(&ks, &[&dy])
-            .expect("launch with 64 KiB of dynamic shared memory");
+        .to_string();
+        let ks = g.load(&kernel("sm", src, 1, 256, 1, smem)).expect("load sm");
+        g.launch(&ks, &[&dy]).expect("launch with 64 KiB of dynamic shared memory");
         g.download(&dy, &mut out).unwrap();
         for i in 0..256 {
             assert_eq!(out.get(i), (16383 - i) as f64);

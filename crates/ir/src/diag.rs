@@ -47,8 +47,8 @@ impl Diagnostic {
     pub fn render(&self, file_name: &str, src: &str) -> String {
         let report = Report { d: self, src: miette::NamedSource::new(file_name, src.to_string()) };
         let mut out = String::new();
-        let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-            .with_width(100);
+        let handler =
+            miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor()).with_width(100);
         if handler.render_report(&mut out, &report).is_err() {
             out = format!("error: {}\n", self.message);
         }

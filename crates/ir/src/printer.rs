@@ -273,9 +273,8 @@ impl Printer {
 
     fn loops(&mut self, s: &Stmt, ind: usize) {
         let Stmt::For(l) = s else { return };
-        let plain = |l: &crate::stmt::For| {
-            l.kind == ForKind::Serial && l.annotations.is_empty() && l.min.as_int() == Some(0)
-        };
+        let plain =
+            |l: &crate::stmt::For| l.kind == ForKind::Serial && l.annotations.is_empty() && l.min.as_int() == Some(0);
         if plain(l) {
             // Collapse a chain of plain serial loops into `T.grid`.
             let mut chain = vec![&**l];
@@ -372,7 +371,8 @@ impl Printer {
             && b.iter_vars.iter().zip(&r.iter_values).all(|(iv, v)| {
                 iv.dom.min.as_int() == Some(0)
                     && v.as_var().is_some_and(|x| {
-                        iv.dom.extent.as_int().is_some() && self.loop_extents.get(&x.key()) == iv.dom.extent.as_int().as_ref()
+                        iv.dom.extent.as_int().is_some()
+                            && self.loop_extents.get(&x.key()) == iv.dom.extent.as_int().as_ref()
                     })
             });
         if remap {
@@ -490,7 +490,26 @@ fn is_plain_root(r: &BlockRealize) -> bool {
 fn is_reserved(name: &str) -> bool {
     matches!(
         name,
-        "T" | "I" | "for" | "in" | "if" | "else" | "with" | "as" | "def" | "and" | "or" | "not" | "range" | "None"
-            | "True" | "False" | "lambda" | "return" | "pass" | "class" | "is" | "while"
+        "T" | "I"
+            | "for"
+            | "in"
+            | "if"
+            | "else"
+            | "with"
+            | "as"
+            | "def"
+            | "and"
+            | "or"
+            | "not"
+            | "range"
+            | "None"
+            | "True"
+            | "False"
+            | "lambda"
+            | "return"
+            | "pass"
+            | "class"
+            | "is"
+            | "while"
     )
 }

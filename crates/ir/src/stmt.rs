@@ -146,14 +146,34 @@ pub struct BlockRealize {
 pub enum Stmt {
     For(Box<For>),
     Block(Box<BlockRealize>),
-    Store { buffer: Buffer, indices: Vec<Expr>, value: Expr },
+    Store {
+        buffer: Buffer,
+        indices: Vec<Expr>,
+        value: Expr,
+    },
     Seq(Vec<Stmt>),
-    If { cond: Expr, then: Box<Stmt>, orelse: Option<Box<Stmt>> },
-    Let { var: Var, value: Expr, body: Box<Stmt> },
+    If {
+        cond: Expr,
+        then: Box<Stmt>,
+        orelse: Option<Box<Stmt>>,
+    },
+    Let {
+        var: Var,
+        value: Expr,
+        body: Box<Stmt>,
+    },
     /// A buffer allocated for the extent of `body` (lowered code).
-    Allocate { buffer: Buffer, body: Box<Stmt> },
+    Allocate {
+        buffer: Buffer,
+        body: Box<Stmt>,
+    },
     /// `var = T.launch_thread("threadIdx.x", extent)`, covering `body`.
-    Launch { var: Var, tag: ThreadTag, extent: Expr, body: Box<Stmt> },
+    Launch {
+        var: Var,
+        tag: ThreadTag,
+        extent: Expr,
+        body: Box<Stmt>,
+    },
     /// `__syncthreads()`: every thread of the block waits here.
     Barrier,
     /// Does nothing.

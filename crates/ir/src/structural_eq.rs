@@ -109,9 +109,10 @@ impl Eq {
         a.name == b.name
             && a.annotations == b.annotations
             && a.iter_vars.len() == b.iter_vars.len()
-            && a.iter_vars.iter().zip(&b.iter_vars).all(|(x, y)| {
-                x.kind == y.kind && self.var(&x.var, &y.var) && self.range(&x.dom, &y.dom)
-            })
+            && a.iter_vars
+                .iter()
+                .zip(&b.iter_vars)
+                .all(|(x, y)| x.kind == y.kind && self.var(&x.var, &y.var) && self.range(&x.dom, &y.dom))
             && a.alloc_buffers.len() == b.alloc_buffers.len()
             && a.alloc_buffers.iter().zip(&b.alloc_buffers).all(|(x, y)| self.buf(x, y))
             && self.regions(&a.reads, &b.reads)

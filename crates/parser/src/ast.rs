@@ -288,9 +288,7 @@ impl Expr {
                 v.extend(indices);
                 v
             }
-            ExprKind::Slice { lo, hi, step } => {
-                [lo, hi, step].into_iter().flatten().map(|e| &**e).collect()
-            }
+            ExprKind::Slice { lo, hi, step } => [lo, hi, step].into_iter().flatten().map(|e| &**e).collect(),
             ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().collect(),
             ExprKind::Dict(items) => items.iter().flat_map(|(k, v)| [k, v]).collect(),
             ExprKind::Unary { operand, .. } => vec![operand],
@@ -324,27 +322,15 @@ impl Stmt {
             StmtKind::Expr(e) => vec![e],
             StmtKind::Assign { targets, value } => targets.iter().chain([value]).collect(),
             StmtKind::AugAssign { target, value, .. } => vec![target, value],
-            StmtKind::AnnAssign {
-                target,
-                annotation,
-                value,
-            } => [Some(target), Some(annotation), value.as_ref()]
-                .into_iter()
-                .flatten()
-                .collect(),
+            StmtKind::AnnAssign { target, annotation, value } => {
+                [Some(target), Some(annotation), value.as_ref()].into_iter().flatten().collect()
+            }
             StmtKind::For { target, iter, .. } => vec![target, iter],
             StmtKind::While { cond, .. } | StmtKind::If { cond, .. } => vec![cond],
-            StmtKind::With { items, .. } => items
-                .iter()
-                .flat_map(|i| [Some(&i.context), i.target.as_ref()])
-                .flatten()
-                .collect(),
-            StmtKind::FunctionDef {
-                params,
-                decorators,
-                returns,
-                ..
-            } => {
+            StmtKind::With { items, .. } => {
+                items.iter().flat_map(|i| [Some(&i.context), i.target.as_ref()]).flatten().collect()
+            }
+            StmtKind::FunctionDef { params, decorators, returns, .. } => {
                 let mut v: Vec<&Expr> = decorators.iter().collect();
                 for p in params {
                     v.extend(p.annotation.iter().chain(p.default.iter()));
@@ -352,13 +338,9 @@ impl Stmt {
                 v.extend(returns);
                 v
             }
-            StmtKind::ClassDef {
-                bases, decorators, ..
-            } => decorators.iter().chain(bases).collect(),
+            StmtKind::ClassDef { bases, decorators, .. } => decorators.iter().chain(bases).collect(),
             StmtKind::Return(e) => e.iter().collect(),
-            StmtKind::Assert { cond, msg } => {
-                [Some(cond), msg.as_ref()].into_iter().flatten().collect()
-            }
+            StmtKind::Assert { cond, msg } => [Some(cond), msg.as_ref()].into_iter().flatten().collect(),
             StmtKind::Pass | StmtKind::Break | StmtKind::Continue | StmtKind::Import { .. } => {
                 vec![]
             }

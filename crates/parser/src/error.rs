@@ -20,11 +20,7 @@ pub struct ParseError {
 
 impl ParseError {
     pub fn new(message: impl Into<String>, span: Span) -> ParseError {
-        ParseError {
-            message: message.into(),
-            span,
-            help: None,
-        }
+        ParseError { message: message.into(), span, help: None }
     }
 
     /// The same error with a help line.
@@ -44,9 +40,7 @@ impl std::error::Error for ParseError {}
 
 impl miette::Diagnostic for ParseError {
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {

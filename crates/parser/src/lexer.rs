@@ -354,9 +354,7 @@ fn string(lex: &mut logos::Lexer<'_, Tok>) -> Result<String, LexError> {
                 match char::from_u32(value).filter(|_| ok) {
                     Some(ch) => out.push(ch),
                     None => {
-                        bad.get_or_insert(format!(
-                            "invalid `\\{n}` escape: expected {len} hexadecimal digits"
-                        ));
+                        bad.get_or_insert(format!("invalid `\\{n}` escape: expected {len} hexadecimal digits"));
                     }
                 }
             }
@@ -388,10 +386,7 @@ fn column(src: &str, pos: usize) -> usize {
 }
 
 fn char_span(src: &str, start: usize) -> Span {
-    let len = src
-        .get(start..)
-        .and_then(|s| s.chars().next())
-        .map_or(0, char::len_utf8);
+    let len = src.get(start..).and_then(|s| s.chars().next()).map_or(0, char::len_utf8);
     Span::new(start, start + len)
 }
 
@@ -406,18 +401,10 @@ fn char_name(c: char) -> String {
 fn lex_error(src: &str, err: LexError, span: Span) -> ParseError {
     match err {
         LexError::Invalid => {
-            let c = src
-                .get(span.start..)
-                .and_then(|s| s.chars().next())
-                .unwrap_or(' ');
-            let e = ParseError::new(
-                format!("invalid character {}", char_name(c)),
-                char_span(src, span.start),
-            );
+            let c = src.get(span.start..).and_then(|s| s.chars().next()).unwrap_or(' ');
+            let e = ParseError::new(format!("invalid character {}", char_name(c)), char_span(src, span.start));
             match c {
-                '\\' => {
-                    e.with_help("a `\\` outside a string must be the last character of its line")
-                }
+                '\\' => e.with_help("a `\\` outside a string must be the last character of its line"),
                 '!' => e.with_help("use `not` for logical negation"),
                 '“' | '”' | '‘' | '’' => e.with_help("quote strings with `\"` or `'`"),
                 '$' | '?' | '`' => e,
@@ -425,15 +412,10 @@ fn lex_error(src: &str, err: LexError, span: Span) -> ParseError {
                 _ => e,
             }
         }
-        LexError::Unterminated { triple: false } => {
-            ParseError::new("unterminated string literal", span)
-        }
-        LexError::Unterminated { triple: true } => {
-            ParseError::new("unterminated triple-quoted string literal", span)
-        }
-        LexError::IntOverflow => ParseError::new("integer literal is too large", span).with_help(
-            format!("integers must fit in 64 bits (at most {})", i64::MAX),
-        ),
+        LexError::Unterminated { triple: false } => ParseError::new("unterminated string literal", span),
+        LexError::Unterminated { triple: true } => ParseError::new("unterminated triple-quoted string literal", span),
+        LexError::IntOverflow => ParseError::new("integer literal is too large", span)
+            .with_help(format!("integers must fit in 64 bits (at most {})", i64::MAX)),
         LexError::BadNumber => ParseError::new("invalid number literal", span),
         LexError::BadEscape(m) => ParseError::new(m, span),
     }
@@ -537,9 +519,7 @@ impl Layer<'_> {
         let text = self.src.get(open.span.start..open.span.end).unwrap_or("(");
         let e = ParseError::new(format!("`{text}` was never closed"), open.span);
         self.error(e, Span::new(span.start, span.start));
-        self.out
-            .covered
-            .push(Span::new(open.span.start, span.start));
+        self.out.covered.push(Span::new(open.span.start, span.start));
         self.brackets.clear();
         self.push(Tok::Newline, Span::new(span.start, span.start));
         self.at_line_start = true;
@@ -555,18 +535,13 @@ impl Layer<'_> {
         };
         let matching = matches!(
             (&open.tok, tok),
-            (Tok::LParen, Tok::RParen)
-                | (Tok::LBracket, Tok::RBracket)
-                | (Tok::LBrace, Tok::RBrace)
+            (Tok::LParen, Tok::RParen) | (Tok::LBracket, Tok::RBracket) | (Tok::LBrace, Tok::RBrace)
         );
         if !matching {
             let open_text = self.src.get(open.span.start..open.span.end).unwrap_or("(");
             let (line, col) = crate::error::line_col(self.src, open.span.start);
-            let e = ParseError::new(
-                format!("closing `{text}` does not match `{open_text}`"),
-                span,
-            )
-            .with_help(format!("the `{open_text}` is at {line}:{col}"));
+            let e = ParseError::new(format!("closing `{text}` does not match `{open_text}`"), span)
+                .with_help(format!("the `{open_text}` is at {line}:{col}"));
             self.error(e, span);
         }
         matching
@@ -593,9 +568,8 @@ impl Layer<'_> {
         if is_operator(&tok) {
             self.operators += 1;
             if self.operators > MAX_OPERATORS_PER_LINE {
-                let e = ParseError::new("statement is too long", span).with_help(format!(
-                    "a line may hold at most {MAX_OPERATORS_PER_LINE} operators"
-                ));
+                let e = ParseError::new("statement is too long", span)
+                    .with_help(format!("a line may hold at most {MAX_OPERATORS_PER_LINE} operators"));
                 self.error(e, span);
                 return false;
             }
@@ -603,16 +577,12 @@ impl Layer<'_> {
         match tok {
             Tok::LParen | Tok::LBracket | Tok::LBrace => {
                 if self.brackets.len() >= MAX_BRACKET_DEPTH {
-                    let e = ParseError::new("expression nested too deeply", span).with_help(
-                        format!("brackets may nest at most {MAX_BRACKET_DEPTH} deep"),
-                    );
+                    let e = ParseError::new("expression nested too deeply", span)
+                        .with_help(format!("brackets may nest at most {MAX_BRACKET_DEPTH} deep"));
                     self.error(e, span);
                     return false;
                 }
-                self.brackets.push(Token {
-                    tok: tok.clone(),
-                    span,
-                });
+                self.brackets.push(Token { tok: tok.clone(), span });
             }
             Tok::RParen | Tok::RBracket | Tok::RBrace if !self.close_bracket(&tok, span) => {
                 return true;
@@ -657,10 +627,7 @@ pub fn tokenize(src: &str) -> Lexed {
     while let Some(result) = lex.next() {
         let span = Span::new(lex.span().start, lex.span().end);
         let keep_going = match result {
-            Ok(Tok::Name(name)) => match name
-                .char_indices()
-                .find(|&(_, c)| !c.is_ascii() && !c.is_alphanumeric())
-            {
+            Ok(Tok::Name(name)) => match name.char_indices().find(|&(_, c)| !c.is_ascii() && !c.is_alphanumeric()) {
                 None => layer.token(Tok::Name(name), span),
                 Some((i, _)) => {
                     let ok = layer.token(Tok::Error, span);
@@ -738,13 +705,7 @@ mod tests {
     fn strings() {
         use Tok::*;
         let toks = kinds("'''a\r\nb''' 'c\\\r\nd' r'e\\\nf' \"\\101\\u00e9\\q\"");
-        let want = vec![
-            Str("a\nb".into()),
-            Str("cd".into()),
-            Str("e\\\nf".into()),
-            Str("A\u{e9}\\q".into()),
-            Newline,
-        ];
+        let want = vec![Str("a\nb".into()), Str("cd".into()), Str("e\\\nf".into()), Str("A\u{e9}\\q".into()), Newline];
         assert_eq!(toks, want);
     }
 
@@ -754,9 +715,6 @@ mod tests {
         assert_eq!(lexed.errors.len(), 2);
         assert_eq!(lexed.errors[0].message, "invalid character `$`");
         assert_eq!(lexed.errors[1].message, "integer literal is too large");
-        assert_eq!(
-            lexed.tokens.iter().filter(|t| t.tok == Tok::Error).count(),
-            2
-        );
+        assert_eq!(lexed.tokens.iter().filter(|t| t.tok == Tok::Error).count(), 2);
     }
 }

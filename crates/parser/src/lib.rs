@@ -42,9 +42,7 @@ pub fn parse(src: &str) -> Result<Module, Vec<ParseError>> {
             .stack_size(PARSER_STACK_BYTES)
             .spawn_scoped(scope, || parse_here(src));
         match spawned {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(_) => parse_here(src),
         }
     })
@@ -54,10 +52,7 @@ pub fn parse(src: &str) -> Result<Module, Vec<ParseError>> {
 fn parse_here(src: &str) -> Result<Module, Vec<ParseError>> {
     let lexed = lexer::tokenize(src);
     let mut raw: Vec<RawError> = Vec::new();
-    let tokens = lexed
-        .tokens
-        .iter()
-        .map(|t| Ok::<_, ()>((t.span.start, t.tok.clone(), t.span.end)));
+    let tokens = lexed.tokens.iter().map(|t| Ok::<_, ()>((t.span.start, t.tok.clone(), t.span.end)));
     let result = grammar::ModuleParser::new().parse(src, &mut raw, tokens);
 
     let mut errors = lexed.errors;
@@ -76,31 +71,20 @@ fn parse_here(src: &str) -> Result<Module, Vec<ParseError>> {
         }
     };
     if let Some(open) = &lexed.unclosed {
-        if !syntax
-            .iter()
-            .chain(&errors)
-            .any(|e| e.span.start >= open.span.start)
-        {
+        if !syntax.iter().chain(&errors).any(|e| e.span.start >= open.span.start) {
             errors.push(report::unclosed(src, open));
         }
     }
     // A syntax error inside text already blamed on a lexical error is a
     // consequence of that error.
-    syntax.retain(|e| {
-        !lexed
-            .covered
-            .iter()
-            .any(|c| c.start < e.span.start && e.span.start < c.end)
-    });
+    syntax.retain(|e| !lexed.covered.iter().any(|c| c.start < e.span.start && e.span.start < c.end));
     errors.extend(syntax);
     if let Some(module) = module {
         if errors.is_empty() {
             return match too_deep(&module.body) {
                 None => Ok(module),
                 Some(span) => Err(vec![ParseError::new("expression nested too deeply", span)
-                    .with_help(format!(
-                        "expressions may nest at most {MAX_EXPR_DEPTH} deep"
-                    ))]),
+                    .with_help(format!("expressions may nest at most {MAX_EXPR_DEPTH} deep"))]),
             };
         }
     }
@@ -118,10 +102,7 @@ fn too_deep(body: &[Stmt]) -> Option<Span> {
         e.children().into_iter().find_map(|c| expr(c, depth + 1))
     }
     body.iter().find_map(|s| {
-        s.exprs()
-            .into_iter()
-            .find_map(|e| expr(e, 1))
-            .or_else(|| s.blocks().into_iter().find_map(too_deep))
+        s.exprs().into_iter().find_map(|e| expr(e, 1)).or_else(|| s.blocks().into_iter().find_map(too_deep))
     })
 }
 

@@ -60,18 +60,13 @@ const CONTINUATIONS: &[(&str, &[&str])] = &[
     (
         "\"+\"",
         &[
-            "\"+\"", "\"-\"", "\"*\"", "\"/\"", "\"//\"", "\"%\"", "\"@\"", "\"**\"", "\"<<\"",
-            "\">>\"", "\"&\"", "\"^\"", "\"|\"",
+            "\"+\"", "\"-\"", "\"*\"", "\"/\"", "\"//\"", "\"%\"", "\"@\"", "\"**\"", "\"<<\"", "\">>\"", "\"&\"",
+            "\"^\"", "\"|\"",
         ],
     ),
     ("\"|\"", &["\"&\"", "\"^\"", "\"|\"", "\"<<\"", "\">>\""]),
     ("\"**\"", &["\"**\""]),
-    (
-        "\"==\"",
-        &[
-            "\"==\"", "\"!=\"", "\"<\"", "\"<=\"", "\">\"", "\">=\"", "\"in\"", "\"not\"", "\"is\"",
-        ],
-    ),
+    ("\"==\"", &["\"==\"", "\"!=\"", "\"<\"", "\"<=\"", "\">\"", "\">=\"", "\"in\"", "\"not\"", "\"is\""]),
     ("\"or\"", &["\"or\"", "\"and\"", "\"if\""]),
     ("\"and\"", &["\"and\""]),
     ("AugOp", &["AugOp"]),
@@ -154,21 +149,13 @@ fn expected_phrase(expected: &[String]) -> Option<String> {
     items.sort_by_key(|i| rank(i));
     let mut items: Vec<String> = items.into_iter().take(5).collect();
     let last = items.pop()?;
-    Some(if items.is_empty() {
-        last
-    } else {
-        format!("{} or {last}", items.join(", "))
-    })
+    Some(if items.is_empty() { last } else { format!("{} or {last}", items.join(", ")) })
 }
 
 /// The token's own text when it is short, else what kind of token it is.
 fn describe(src: &str, tok: &Tok, span: Span) -> String {
     if *tok == Tok::Newline {
-        return if span.start >= src.len() {
-            "end of file".into()
-        } else {
-            "end of line".into()
-        };
+        return if span.start >= src.len() { "end of file".into() } else { "end of line".into() };
     }
     match src.get(span.start..span.end) {
         Some(text) if !text.is_empty() && text.chars().count() <= 24 && !text.contains('\n') => {
@@ -185,9 +172,7 @@ fn describe(src: &str, tok: &Tok, span: Span) -> String {
 
 /// The span of the last character, where "end of file" errors point.
 fn eof_span(src: &str) -> Span {
-    src.char_indices()
-        .next_back()
-        .map_or(Span::new(0, 0), |(i, c)| Span::new(i, i + c.len_utf8()))
+    src.char_indices().next_back().map_or(Span::new(0, 0), |(i, c)| Span::new(i, i + c.len_utf8()))
 }
 
 /// The innermost bracket open before byte `pos` in its logical line, if
@@ -221,10 +206,7 @@ fn bracket_help(src: &str, tokens: &[Token], pos: usize) -> Option<String> {
 /// reported.
 pub fn syntax_error(src: &str, tokens: &[Token], err: LalrpopError) -> Option<ParseError> {
     let (tok, mut span, expected) = match err {
-        LalrpopError::UnrecognizedToken {
-            token: (l, tok, r),
-            expected,
-        } => (Some(tok), Span::new(l, r), expected),
+        LalrpopError::UnrecognizedToken { token: (l, tok, r), expected } => (Some(tok), Span::new(l, r), expected),
         LalrpopError::UnrecognizedEof { expected, .. } => (None, eof_span(src), expected),
         LalrpopError::ExtraToken { token: (l, tok, r) } => (Some(tok), Span::new(l, r), vec![]),
         LalrpopError::InvalidToken { location } => (None, Span::new(location, location), vec![]),
@@ -237,9 +219,7 @@ pub fn syntax_error(src: &str, tokens: &[Token], err: LalrpopError) -> Option<Pa
         Some(Tok::Dedent) => {
             // Name what follows the dedent.
             let start = tokens.partition_point(|t| t.span.start < span.start);
-            let next = tokens[start.min(tokens.len())..]
-                .iter()
-                .find(|t| !matches!(t.tok, Tok::Dedent | Tok::Indent));
+            let next = tokens[start.min(tokens.len())..].iter().find(|t| !matches!(t.tok, Tok::Dedent | Tok::Indent));
             tok = next.map(|t| t.tok.clone());
             span = next.map_or(Span::new(src.len(), src.len()), |t| t.span);
         }

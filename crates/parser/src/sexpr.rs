@@ -35,11 +35,7 @@ fn stmt(out: &mut String, s: &Stmt, indent: usize) {
         StmtKind::AugAssign { target, op, value } => {
             format!("({}= {} {})", bin_op(*op), expr(target), expr(value))
         }
-        StmtKind::AnnAssign {
-            target,
-            annotation,
-            value,
-        } => match value {
+        StmtKind::AnnAssign { target, annotation, value } => match value {
             Some(v) => format!("(ann {} {} {})", expr(target), expr(annotation), expr(v)),
             None => format!("(ann {} {})", expr(target), expr(annotation)),
         },
@@ -74,13 +70,7 @@ fn stmt(out: &mut String, s: &Stmt, indent: usize) {
             out.push_str(&format!("{pad}(with {}\n", items.join(" ")));
             return close(out, body, &[], indent);
         }
-        StmtKind::FunctionDef {
-            name,
-            params,
-            decorators,
-            returns,
-            body,
-        } => {
+        StmtKind::FunctionDef { name, params, decorators, returns, body } => {
             let params: Vec<String> = params.iter().map(param).collect();
             let mut head = format!("{pad}(def {} ({})", name.name, params.join(" "));
             for d in decorators {
@@ -93,12 +83,7 @@ fn stmt(out: &mut String, s: &Stmt, indent: usize) {
             out.push('\n');
             return close(out, body, &[], indent);
         }
-        StmtKind::ClassDef {
-            name,
-            bases,
-            decorators,
-            body,
-        } => {
+        StmtKind::ClassDef { name, bases, decorators, body } => {
             let bases: Vec<String> = bases.iter().map(expr).collect();
             let mut head = format!("{pad}(class {} ({})", name.name, bases.join(" "));
             for d in decorators {
@@ -218,15 +203,8 @@ pub fn expr(e: &Expr) -> String {
         ExprKind::Tuple(items) => list("tuple", items),
         ExprKind::List(items) => list("list", items),
         ExprKind::Dict(items) => {
-            let items: Vec<String> = items
-                .iter()
-                .map(|(k, v)| format!("({} {})", expr(k), expr(v)))
-                .collect();
-            format!(
-                "(dict{}{})",
-                if items.is_empty() { "" } else { " " },
-                items.join(" ")
-            )
+            let items: Vec<String> = items.iter().map(|(k, v)| format!("({} {})", expr(k), expr(v))).collect();
+            format!("(dict{}{})", if items.is_empty() { "" } else { " " }, items.join(" "))
         }
         ExprKind::Unary { op, operand } => {
             let op = match op {
@@ -248,9 +226,7 @@ pub fn expr(e: &Expr) -> String {
             s.push(')');
             s
         }
-        ExprKind::BoolOp { op, operands } => {
-            list(if *op == BoolOp::And { "and" } else { "or" }, operands)
-        }
+        ExprKind::BoolOp { op, operands } => list(if *op == BoolOp::And { "and" } else { "or" }, operands),
         ExprKind::IfExp { cond, then, orelse } => {
             format!("(if-expr {} {} {})", expr(cond), expr(then), expr(orelse))
         }

@@ -22,55 +22,29 @@ fn check(errors: &mut Vec<RawError>, message: impl Into<String>, span: Span) {
 }
 
 pub fn binary(l: usize, r: usize, op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
-    let kind = ExprKind::Binary {
-        op,
-        lhs: Box::new(lhs),
-        rhs: Box::new(rhs),
-    };
-    Expr {
-        kind,
-        span: Span::new(l, r),
-    }
+    let kind = ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+    Expr { kind, span: Span::new(l, r) }
 }
 
 pub fn unary(l: usize, r: usize, op: UnaryOp, operand: Expr) -> Expr {
-    Expr {
-        kind: ExprKind::Unary {
-            op,
-            operand: Box::new(operand),
-        },
-        span: Span::new(l, r),
-    }
+    Expr { kind: ExprKind::Unary { op, operand: Box::new(operand) }, span: Span::new(l, r) }
 }
 
 pub fn bool_op(l: usize, r: usize, op: BoolOp, first: Expr, rest: Vec<Expr>) -> Expr {
     let mut operands = vec![first];
     operands.extend(rest);
-    Expr {
-        kind: ExprKind::BoolOp { op, operands },
-        span: Span::new(l, r),
-    }
+    Expr { kind: ExprKind::BoolOp { op, operands }, span: Span::new(l, r) }
 }
 
 pub fn tuple(l: usize, r: usize, first: Expr, rest: Vec<Expr>) -> Expr {
     let mut items = vec![first];
     items.extend(rest);
-    Expr {
-        kind: ExprKind::Tuple(items),
-        span: Span::new(l, r),
-    }
+    Expr { kind: ExprKind::Tuple(items), span: Span::new(l, r) }
 }
 
 pub fn slice(l: usize, r: usize, lo: Option<Expr>, hi: Option<Expr>, step: Option<Expr>) -> Expr {
-    let kind = ExprKind::Slice {
-        lo: lo.map(Box::new),
-        hi: hi.map(Box::new),
-        step: step.map(Box::new),
-    };
-    Expr {
-        kind,
-        span: Span::new(l, r),
-    }
+    let kind = ExprKind::Slice { lo: lo.map(Box::new), hi: hi.map(Box::new), step: step.map(Box::new) };
+    Expr { kind, span: Span::new(l, r) }
 }
 
 /// Where the last statement of a body ends.
@@ -142,19 +116,11 @@ pub fn check_args(args: &[Arg], errors: &mut Vec<RawError>) {
     let mut names: Vec<&str> = Vec::new();
     for arg in args {
         match arg {
-            Arg::Positional(e) if seen_keyword => check(
-                errors,
-                "positional argument follows keyword argument",
-                e.span,
-            ),
+            Arg::Positional(e) if seen_keyword => check(errors, "positional argument follows keyword argument", e.span),
             Arg::Keyword(name, _) => {
                 seen_keyword = true;
                 if names.contains(&name.name.as_str()) {
-                    check(
-                        errors,
-                        format!("keyword argument `{}` repeated", name.name),
-                        name.span,
-                    );
+                    check(errors, format!("keyword argument `{}` repeated", name.name), name.span);
                 }
                 names.push(&name.name);
             }
@@ -169,20 +135,12 @@ pub fn check_params(params: &[Param], errors: &mut Vec<RawError>) {
     let mut seen_default = false;
     for (i, p) in params.iter().enumerate() {
         if params[..i].iter().any(|q| q.name.name == p.name.name) {
-            check(
-                errors,
-                format!("duplicate parameter `{}`", p.name.name),
-                p.name.span,
-            );
+            check(errors, format!("duplicate parameter `{}`", p.name.name), p.name.span);
         }
         if p.default.is_some() {
             seen_default = true;
         } else if seen_default {
-            check(
-                errors,
-                "parameter without a default follows parameter with a default",
-                p.span,
-            );
+            check(errors, "parameter without a default follows parameter with a default", p.span);
         }
     }
 }
@@ -193,14 +151,8 @@ pub fn class_bases(args: Vec<Arg>, errors: &mut Vec<RawError>) -> Vec<Expr> {
     for arg in args {
         match arg {
             Arg::Positional(e) => bases.push(e),
-            Arg::Keyword(name, _) => check(
-                errors,
-                "class keyword arguments are not supported",
-                name.span,
-            ),
-            Arg::Star(e) | Arg::DoubleStar(e) => {
-                check(errors, "unpacking in class bases is not supported", e.span)
-            }
+            Arg::Keyword(name, _) => check(errors, "class keyword arguments are not supported", name.span),
+            Arg::Star(e) | Arg::DoubleStar(e) => check(errors, "unpacking in class bases is not supported", e.span),
         }
     }
     bases

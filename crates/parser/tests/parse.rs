@@ -18,10 +18,7 @@ fn read(path: &Path) -> String {
 }
 
 fn numbered(src: &str) -> String {
-    src.lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:>3} | {l}\n", i + 1))
-        .collect()
+    src.lines().enumerate().map(|(i, l)| format!("{:>3} | {l}\n", i + 1)).collect()
 }
 
 #[test]
@@ -49,28 +46,12 @@ fn err_files_fail_with_good_messages() {
         assert!(!errors.is_empty());
         check_token_spans(&src);
         for e in &errors {
-            assert!(
-                in_source(&src, e.span),
-                "{}: error span {:?} outside the source",
-                path.display(),
-                e.span
-            );
-            assert!(
-                !e.message.ends_with('.'),
-                "message ends with a period: {}",
-                e.message
-            );
-            assert!(
-                !e.message.starts_with(char::is_uppercase),
-                "message not lowercase: {}",
-                e.message
-            );
+            assert!(in_source(&src, e.span), "{}: error span {:?} outside the source", path.display(), e.span);
+            assert!(!e.message.ends_with('.'), "message ends with a period: {}", e.message);
+            assert!(!e.message.starts_with(char::is_uppercase), "message not lowercase: {}", e.message);
         }
         let starts: Vec<usize> = errors.iter().map(|e| e.span.start).collect();
-        assert!(
-            starts.windows(2).all(|w| w[0] < w[1]),
-            "errors not in source order or duplicated"
-        );
+        assert!(starts.windows(2).all(|w| w[0] < w[1]), "errors not in source order or duplicated");
         insta::with_settings!({ description => numbered(&src) }, {
             insta::assert_snapshot!(render_errors(&src, &errors));
         });
@@ -88,21 +69,12 @@ fn check_token_spans(src: &str) {
     let lexed = lexer::tokenize(src);
     let mut last = 0;
     for t in &lexed.tokens {
-        assert!(
-            in_source(src, t.span),
-            "token {:?} at {:?} outside the source",
-            t.tok,
-            t.span
-        );
+        assert!(in_source(src, t.span), "token {:?} at {:?} outside the source", t.tok, t.span);
         assert!(t.span.start >= last, "tokens out of order at {:?}", t.span);
         last = t.span.start;
     }
     for e in &lexed.errors {
-        assert!(
-            in_source(src, e.span),
-            "lex error {:?} outside the source",
-            e
-        );
+        assert!(in_source(src, e.span), "lex error {:?} outside the source", e);
     }
 }
 
@@ -112,10 +84,7 @@ struct SpanCheck<'s> {
 
 impl SpanCheck<'_> {
     fn span(&self, span: Span, parent: Span, what: &str) {
-        assert!(
-            in_source(self.src, span),
-            "{what} span {span:?} outside the source"
-        );
+        assert!(in_source(self.src, span), "{what} span {span:?} outside the source");
         assert!(
             parent.start <= span.start && span.end <= parent.end,
             "{what} span {span:?} ({:?}) outside its parent {parent:?} ({:?})",
@@ -206,16 +175,9 @@ impl Rng {
 /// truncations every 7 bytes.
 fn mutants(src: &str, rng: &mut Rng, count: usize) -> Vec<String> {
     let chars: Vec<(usize, char)> = src.char_indices().collect();
-    let char_spans: Vec<Span> = chars
-        .iter()
-        .map(|&(i, c)| Span::new(i, i + c.len_utf8()))
-        .collect();
-    let token_spans: Vec<Span> = lexer::tokenize(src)
-        .tokens
-        .iter()
-        .map(|t| t.span)
-        .filter(|s| s.start < s.end)
-        .collect();
+    let char_spans: Vec<Span> = chars.iter().map(|&(i, c)| Span::new(i, i + c.len_utf8())).collect();
+    let token_spans: Vec<Span> =
+        lexer::tokenize(src).tokens.iter().map(|t| t.span).filter(|s| s.start < s.end).collect();
     let mut line_spans = Vec::new();
     let mut start = 0;
     for line in src.split_inclusive('\n') {
@@ -228,10 +190,8 @@ fn mutants(src: &str, rng: &mut Rng, count: usize) -> Vec<String> {
             out.push(src[..cut].to_string());
         }
     }
-    let tricky = [
-        "(", ")", "[", "]", "{", "}", ":", ",", "\n", "\t", "    ", "\"", "'''", "\\", "#", "=",
-        "@", "é", "**",
-    ];
+    let tricky =
+        ["(", ")", "[", "]", "{", "}", ":", ",", "\n", "\t", "    ", "\"", "'''", "\\", "#", "=", "@", "é", "**"];
     for _ in 0..count {
         let pieces = match rng.below(3) {
             0 => &char_spans,
@@ -255,21 +215,9 @@ fn mutants(src: &str, rng: &mut Rng, count: usize) -> Vec<String> {
                 } else {
                     continue;
                 };
-                format!(
-                    "{}{}{}{}{}",
-                    &src[..x.start],
-                    piece(y),
-                    &src[x.end..y.start],
-                    piece(x),
-                    &src[y.end..]
-                )
+                format!("{}{}{}{}{}", &src[..x.start], piece(y), &src[x.end..y.start], piece(x), &src[y.end..])
             }
-            _ => format!(
-                "{}{}{}",
-                &src[..a.start],
-                tricky[rng.below(tricky.len())],
-                &src[a.start..]
-            ),
+            _ => format!("{}{}{}", &src[..a.start], tricky[rng.below(tricky.len())], &src[a.start..]),
         };
         out.push(mutant);
     }
@@ -279,10 +227,7 @@ fn mutants(src: &str, rng: &mut Rng, count: usize) -> Vec<String> {
 #[test]
 fn mutants_never_panic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ok");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     paths.sort();
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut total = 0;
@@ -292,17 +237,10 @@ fn mutants_never_panic() {
             total += 1;
             let result = std::panic::catch_unwind(|| parse(&mutant));
             match result {
-                Err(_) => panic!(
-                    "parse panicked on a mutant of {}:\n{mutant}",
-                    path.display()
-                ),
+                Err(_) => panic!("parse panicked on a mutant of {}:\n{mutant}", path.display()),
                 Ok(Err(errors)) => {
                     for e in errors {
-                        assert!(
-                            in_source(&mutant, e.span),
-                            "error span {:?} outside mutant:\n{mutant}",
-                            e.span
-                        );
+                        assert!(in_source(&mutant, e.span), "error span {:?} outside mutant:\n{mutant}", e.span);
                     }
                 }
                 Ok(Ok(m)) => SpanCheck { src: &mutant }.module(&m),
@@ -337,12 +275,7 @@ fn precedence() {
 
 #[test]
 fn empty_and_blank_sources() {
-    for src in [
-        "",
-        "\n",
-        "# only a comment",
-        "\n\n   \n# c\n  # indented comment\n",
-    ] {
+    for src in ["", "\n", "# only a comment", "\n\n   \n# c\n  # indented comment\n"] {
         assert_eq!(parse(src).map(|m| m.body.len()), Ok(0), "{src:?}");
     }
 }

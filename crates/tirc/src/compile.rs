@@ -68,7 +68,11 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
             }
             let f = match &req.func {
                 Some(n) => module.func(n).cloned().ok_or_else(|| {
-                    did_you_mean(Diagnostic::new(format!("the file has no prim_func `{n}`")), n, module.funcs.iter().map(|f| f.name.as_str()))
+                    did_you_mean(
+                        Diagnostic::new(format!("the file has no prim_func `{n}`")),
+                        n,
+                        module.funcs.iter().map(|f| f.name.as_str()),
+                    )
                 })?,
                 None => match &module.funcs[..] {
                     [f] => f.clone(),

@@ -6,7 +6,6 @@
 
 mod commands;
 
-
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

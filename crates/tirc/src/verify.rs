@@ -45,7 +45,9 @@ fn stores(s: &Stmt) -> Vec<&Buffer> {
 pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
     f.params
         .iter()
-        .map(|b| b.num_elements().map(|n| n as usize).ok_or_else(|| format!("buffer {} has no constant size", b.name())))
+        .map(|b| {
+            b.num_elements().map(|n| n as usize).ok_or_else(|| format!("buffer {} has no constant size", b.name()))
+        })
         .collect()
 }
 

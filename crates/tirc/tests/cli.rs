@@ -33,7 +33,21 @@ fn check_accepts_the_examples() {
 
 #[test]
 fn run_on_the_simulator_checks_the_result() {
-    let o = tirc(&["run", "ir-examples/matmul.tir", "-s", "step2", "-D", "M=40", "-D", "N=36", "-D", "K=20", "--target", "sim", "--json"]);
+    let o = tirc(&[
+        "run",
+        "ir-examples/matmul.tir",
+        "-s",
+        "step2",
+        "-D",
+        "M=40",
+        "-D",
+        "N=36",
+        "-D",
+        "K=20",
+        "--target",
+        "sim",
+        "--json",
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("\"status\": \"ok\""), "{out}");
@@ -44,7 +58,23 @@ fn run_on_the_simulator_checks_the_result() {
 #[test]
 fn a_result_out_of_tolerance_is_a_mismatch() {
     // Float32 accumulation never matches the float64 reference exactly.
-    let o = tirc(&["run", "ir-examples/matmul.tir", "-s", "step1", "-D", "M=8", "-D", "N=8", "-D", "K=64", "--target", "sim", "--tolerance", "0", "--json"]);
+    let o = tirc(&[
+        "run",
+        "ir-examples/matmul.tir",
+        "-s",
+        "step1",
+        "-D",
+        "M=8",
+        "-D",
+        "N=8",
+        "-D",
+        "K=64",
+        "--target",
+        "sim",
+        "--tolerance",
+        "0",
+        "--json",
+    ]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     assert!(stdout(&o).contains("\"status\": \"mismatch\""));
 }

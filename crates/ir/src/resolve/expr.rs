@@ -15,8 +15,22 @@ use tirc_parser::ast::{self, Arg, ExprKind, Span};
 
 /// The `T.` functions an expression may call, for suggestions.
 const T_FUNCS: [&str; 16] = [
-    "T.float32", "T.int32", "T.Cast", "T.cast", "T.max", "T.min", "T.floordiv", "T.floormod", "T.truncdiv",
-    "T.if_then_else", "T.Select", "T.likely", "T.exp", "T.sqrt", "T.tanh", "T.bool",
+    "T.float32",
+    "T.int32",
+    "T.Cast",
+    "T.cast",
+    "T.max",
+    "T.min",
+    "T.floordiv",
+    "T.floormod",
+    "T.truncdiv",
+    "T.if_then_else",
+    "T.Select",
+    "T.likely",
+    "T.exp",
+    "T.sqrt",
+    "T.tanh",
+    "T.bool",
 ];
 
 impl FuncResolver<'_> {
@@ -97,10 +111,9 @@ impl FuncResolver<'_> {
                 Ok(Expr::Load(buffer, idx))
             }
             ExprKind::Call { func, args } => self.call(func, args, e.span),
-            ExprKind::Attribute { .. } => Err(Diagnostic::at(e.span, format!(
-                "`{}` is not a value",
-                dotted(e).unwrap_or_else(|| "this".into())
-            ))),
+            ExprKind::Attribute { .. } => {
+                Err(Diagnostic::at(e.span, format!("`{}` is not a value", dotted(e).unwrap_or_else(|| "this".into()))))
+            }
             _ => Err(Diagnostic::at(e.span, "this expression is not allowed in a prim_func")),
         }
     }
@@ -108,8 +121,10 @@ impl FuncResolver<'_> {
     fn name(&mut self, n: &str, span: Span) -> R<Expr> {
         match self.lookup(n) {
             Some(Binding::Var(v)) => Ok(Expr::Var(v.clone())),
-            Some(Binding::Buffer(_) | Binding::View(..)) => Err(Diagnostic::at(span, format!("`{n}` is a buffer, not a value"))
-                .help(format!("index it, e.g. `{n}[i, j]`"))),
+            Some(Binding::Buffer(_) | Binding::View(..)) => {
+                Err(Diagnostic::at(span, format!("`{n}` is a buffer, not a value"))
+                    .help(format!("index it, e.g. `{n}[i, j]`")))
+            }
             Some(Binding::Handle) => Err(Diagnostic::at(span, format!("`{n}` is a handle, not a value"))),
             None => match self.consts.iter().rev().find(|(c, _)| c == n) {
                 Some((_, v)) => Ok(Expr::int(*v)),
@@ -160,7 +175,15 @@ impl FuncResolver<'_> {
         }
         if let Some((base, shape)) = view {
             if idx.len() != shape.len() {
-                return Err(Diagnostic::at(span, format!("this view has {} dimension{}, but {} indices are given", shape.len(), plural(shape.len()), idx.len())));
+                return Err(Diagnostic::at(
+                    span,
+                    format!(
+                        "this view has {} dimension{}, but {} indices are given",
+                        shape.len(),
+                        plural(shape.len()),
+                        idx.len()
+                    ),
+                ));
             }
             return Ok((base.clone(), reindex(&idx, &shape, base.shape())));
         }
@@ -246,8 +269,12 @@ impl FuncResolver<'_> {
             match a {
                 Arg::Positional(e) => pos.push(e),
                 Arg::Keyword(k, _) if k.name == "dtype" => {}
-                Arg::Keyword(k, _) => return Err(Diagnostic::at(k.span, format!("`{f}` takes no argument `{}`", k.name))),
-                Arg::Star(e) | Arg::DoubleStar(e) => return Err(Diagnostic::at(e.span, "`*` arguments are not allowed here")),
+                Arg::Keyword(k, _) => {
+                    return Err(Diagnostic::at(k.span, format!("`{f}` takes no argument `{}`", k.name)))
+                }
+                Arg::Star(e) | Arg::DoubleStar(e) => {
+                    return Err(Diagnostic::at(e.span, "`*` arguments are not allowed here"))
+                }
             }
         }
         let arity = |n: usize| -> R<()> {
@@ -370,7 +397,8 @@ fn reindex(idx: &[Expr], view: &[Expr], base: &[Expr]) -> Vec<Expr> {
     let mut out = Vec::new();
     for (d, ext) in base.iter().enumerate() {
         let stride: i64 = base[d + 1..].iter().filter_map(|e| e.as_int()).product();
-        let mut e = if stride == 1 { flat.clone() } else { Expr::binary(BinOp::FloorDiv, flat.clone(), Expr::int(stride)) };
+        let mut e =
+            if stride == 1 { flat.clone() } else { Expr::binary(BinOp::FloorDiv, flat.clone(), Expr::int(stride)) };
         if d > 0 {
             e = Expr::binary(BinOp::FloorMod, e, ext.clone());
         }

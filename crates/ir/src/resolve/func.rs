@@ -12,7 +12,9 @@ use crate::dtype::DType;
 use crate::expr::{Expr, Range, Var};
 use crate::func::PrimFunc;
 use crate::region::infer_block_regions;
-use crate::stmt::{Annotations, Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Stmt, ThreadTag};
+use crate::stmt::{
+    Annotations, Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Stmt, ThreadTag,
+};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 pub(crate) type R<T> = Result<T, Diagnostic>;
@@ -193,7 +195,8 @@ impl FuncResolver<'_> {
                     "shape" => shape = Some(self.shape(e)?),
                     "dtype" => dtype = self.dtype_arg(e)?,
                     "scope" => scope = self.scope_arg(e)?,
-                    "data" | "strides" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
+                    "data" | "strides" | "elem_offset" | "align" | "offset_factor" | "buffer_type"
+                    | "axis_separators" => {}
                     other => {
                         return Err(did_you_mean(
                             Diagnostic::at(k.span, format!("unknown buffer argument `{other}`")),
@@ -420,10 +423,9 @@ impl FuncResolver<'_> {
             }
             "T.evaluate" => Ok(Stmt::NoOp),
             "T.tvm_storage_sync" => Ok(Stmt::Barrier),
-            "T.reads" | "T.writes" | "T.where" | "T.block_attr" | "T.sblock_attr" => Err(Diagnostic::at(
-                e.span,
-                format!("`{f}` must come at the start of a block, before its body"),
-            )),
+            "T.reads" | "T.writes" | "T.where" | "T.block_attr" | "T.sblock_attr" => {
+                Err(Diagnostic::at(e.span, format!("`{f}` must come at the start of a block, before its body")))
+            }
             _ => Err(Diagnostic::at(e.span, format!("`{f}(...)` is not a statement tirc knows"))),
         }
     }
@@ -505,7 +507,12 @@ impl FuncResolver<'_> {
         if view.num_elements() != base.num_elements() {
             return Err(Diagnostic::at(
                 span,
-                format!("`{name}` has {:?} elements but `{}` has {:?}", view.num_elements(), base.name(), base.num_elements()),
+                format!(
+                    "`{name}` has {:?} elements but `{}` has {:?}",
+                    view.num_elements(),
+                    base.name(),
+                    base.num_elements()
+                ),
             ));
         }
         let same_shape = view.const_shape() == base.const_shape();
@@ -514,7 +521,10 @@ impl FuncResolver<'_> {
 
     fn for_loop(&mut self, target: &ast::Expr, iter: &ast::Expr, body: &[ast::Stmt]) -> R<Stmt> {
         let ExprKind::Call { func, args } = &iter.kind else {
-            return Err(Diagnostic::at(iter.span, "a loop must run over `range(..)`, `T.grid(..)` or another `T.` loop form"));
+            return Err(Diagnostic::at(
+                iter.span,
+                "a loop must run over `range(..)`, `T.grid(..)` or another `T.` loop form",
+            ));
         };
         let f = dotted(func).unwrap_or_default();
         let form = f.strip_prefix("T.").unwrap_or(&f);
@@ -542,7 +552,10 @@ impl FuncResolver<'_> {
             let mut exts = Vec::new();
             for a in args {
                 let Arg::Positional(e) = a else {
-                    return Err(Diagnostic::at(span_of_args(std::slice::from_ref(a), iter.span), "T.grid takes extents only"));
+                    return Err(Diagnostic::at(
+                        span_of_args(std::slice::from_ref(a), iter.span),
+                        "T.grid takes extents only",
+                    ));
                 };
                 exts.push(self.expr(e)?);
             }
@@ -728,16 +741,8 @@ impl FuncResolver<'_> {
             rest = tail;
         }
         let body = self.stmts(rest);
-        let mut block = Block {
-            name,
-            iter_vars,
-            reads: vec![],
-            writes: vec![],
-            init,
-            alloc_buffers: allocs,
-            annotations,
-            body,
-        };
+        let mut block =
+            Block { name, iter_vars, reads: vec![], writes: vec![], init, alloc_buffers: allocs, annotations, body };
         let (r_inf, w_inf) = infer_block_regions(&block);
         block.reads = reads.unwrap_or(r_inf);
         block.writes = writes.unwrap_or(w_inf);
@@ -927,7 +932,10 @@ impl FuncResolver<'_> {
         let mut out = Vec::new();
         for a in args {
             let Arg::Positional(e) = a else {
-                return Err(Diagnostic::at(span_of_args(std::slice::from_ref(a), Span::default()), "expected a buffer region"));
+                return Err(Diagnostic::at(
+                    span_of_args(std::slice::from_ref(a), Span::default()),
+                    "expected a buffer region",
+                ));
             };
             let items: Vec<&ast::Expr> = match &e.kind {
                 ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().collect(),
@@ -980,7 +988,14 @@ impl FuncResolver<'_> {
     pub(crate) fn rank_error(&self, b: &Buffer, given: usize, span: Span) -> Diagnostic {
         Diagnostic::at(
             span,
-            format!("buffer `{}` has {} dimension{}, but {} ind{} given", b.name(), b.ndim(), plural(b.ndim()), given, if given == 1 { "ex is" } else { "ices are" }),
+            format!(
+                "buffer `{}` has {} dimension{}, but {} ind{} given",
+                b.name(),
+                b.ndim(),
+                plural(b.ndim()),
+                given,
+                if given == 1 { "ex is" } else { "ices are" }
+            ),
         )
         .label(format!("shape ({})", b.shape().iter().map(crate::printer::print_expr).collect::<Vec<_>>().join(", ")))
     }

@@ -101,15 +101,17 @@ impl ModuleResolver<'_> {
                     }
                 } else {
                     self.errors.push(
-                        Diagnostic::at(name.span, format!("function `{}` is neither a prim_func nor a schedule", name.name))
-                            .help("decorate it with `@T.prim_func` or `@tirc.schedule(\"<prim_func name>\")`"),
+                        Diagnostic::at(
+                            name.span,
+                            format!("function `{}` is neither a prim_func nor a schedule", name.name),
+                        )
+                        .help("decorate it with `@T.prim_func` or `@tirc.schedule(\"<prim_func name>\")`"),
                     );
                 }
             }
-            _ => self.errors.push(
-                Diagnostic::at(s.span, "unexpected statement at module level")
-                    .help("a module holds constants (`M = 1024`), `@T.prim_func` functions and `@tirc.schedule` functions"),
-            ),
+            _ => self.errors.push(Diagnostic::at(s.span, "unexpected statement at module level").help(
+                "a module holds constants (`M = 1024`), `@T.prim_func` functions and `@tirc.schedule` functions",
+            )),
         }
     }
 
@@ -178,8 +180,11 @@ impl ModuleResolver<'_> {
         let mut out_params = Vec::new();
         for p in &params[1..] {
             let Some(default) = &p.default else {
-                return Err(Diagnostic::at(p.span, format!("schedule parameter `{}` has no default value", p.name.name))
-                    .help(format!("give it one, e.g. `{}=32`", p.name.name)));
+                return Err(Diagnostic::at(
+                    p.span,
+                    format!("schedule parameter `{}` has no default value", p.name.name),
+                )
+                .help(format!("give it one, e.g. `{}=32`", p.name.name)));
             };
             let default = match &default.kind {
                 ExprKind::Str(v) => ParamValue::Str(v.clone()),
@@ -189,7 +194,10 @@ impl ModuleResolver<'_> {
         }
         for (pname, _) in &space {
             if !out_params.iter().any(|p| &p.name == pname) {
-                return Err(Diagnostic::at(s.span, format!("the space names `{pname}`, which is not a parameter of `{}`", name.name)));
+                return Err(Diagnostic::at(
+                    s.span,
+                    format!("the space names `{pname}`, which is not a parameter of `{}`", name.name),
+                ));
             }
         }
         Ok(ScheduleDef {

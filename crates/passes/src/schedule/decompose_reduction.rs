@@ -45,12 +45,10 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     let Some(idx) = path.iter().position(|l| &l.var == at) else {
         return Err(ScheduleError::new(format!("loop `{}` is not around block `{block}`", at.name())));
     };
-    let spatial_uses = |v: &Var| {
-        r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Spatial && e.uses(v))
-    };
-    let reduce_uses = |v: &Var| {
-        r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(v))
-    };
+    let spatial_uses =
+        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Spatial && e.uses(v));
+    let reduce_uses =
+        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(v));
     // 3.
     if let Some(outer) = path[..idx].iter().find(|l| reduce_uses(&l.var)) {
         return Err(ScheduleError::new(format!(
@@ -115,7 +113,8 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     let (_, writes) = infer_block_regions(&init_block);
     init_block.writes = writes;
     let init_name = init_block.name.clone();
-    let mut nest = Stmt::Block(Box::new(BlockRealize { iter_values: values, predicate: all_of(kept), block: init_block }));
+    let mut nest =
+        Stmt::Block(Box::new(BlockRealize { iter_values: values, predicate: all_of(kept), block: init_block }));
     for (l, (_, nv)) in init_loops.iter().zip(&loop_map).rev() {
         let Some(v) = nv.as_var() else { continue };
         nest = Stmt::For(Box::new(For {

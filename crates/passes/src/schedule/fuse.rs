@@ -37,11 +37,17 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
     let mut extents = Vec::new();
     for f in &fors {
         if let ForKind::ThreadBinding(t) = f.kind {
-            return Err(ScheduleError::new(format!("loop `{}` is bound to {}; fuse before binding", f.var.name(), t.name())));
+            return Err(ScheduleError::new(format!(
+                "loop `{}` is bound to {}; fuse before binding",
+                f.var.name(),
+                t.name()
+            )));
         }
-        extents.push(f.extent.as_int().ok_or_else(|| {
-            ScheduleError::new(format!("loop `{}` has no constant extent", f.var.name()))
-        })?);
+        extents.push(
+            f.extent
+                .as_int()
+                .ok_or_else(|| ScheduleError::new(format!("loop `{}` has no constant extent", f.var.name())))?,
+        );
     }
     let name: Vec<&str> = fors.iter().map(|f| f.var.name()).collect();
     let name = fresh_loop_name(&sch.func.body, &format!("{}_fused", name.join("_")));

@@ -45,16 +45,45 @@ impl Value {
 
 type R<T> = Result<T, Diagnostic>;
 
+/// Positional and keyword arguments of a call, with their spans.
+type CallArgs = (Vec<(Value, Span)>, Vec<(String, Value, Span)>);
+
 /// The primitives tirc implements, for suggestions.
 const PRIMITIVES: [&str; 16] = [
-    "get_block", "get_sblock", "get_loops", "get_child_blocks", "split", "fuse", "reorder", "bind", "parallel",
-    "vectorize", "unroll", "annotate", "unannotate", "decompose_reduction", "work_on", "get_producers",
+    "get_block",
+    "get_sblock",
+    "get_loops",
+    "get_child_blocks",
+    "split",
+    "fuse",
+    "reorder",
+    "bind",
+    "parallel",
+    "vectorize",
+    "unroll",
+    "annotate",
+    "unannotate",
+    "decompose_reduction",
+    "work_on",
+    "get_producers",
 ];
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
 const NOT_YET: [&str; 14] = [
-    "cache_read", "cache_write", "compute_at", "reverse_compute_at", "compute_inline", "reverse_compute_inline",
-    "storage_align", "set_scope", "tensorize", "blockize", "transform_layout", "rfactor", "reindex", "pad_einsum",
+    "cache_read",
+    "cache_write",
+    "compute_at",
+    "reverse_compute_at",
+    "compute_inline",
+    "reverse_compute_inline",
+    "storage_align",
+    "set_scope",
+    "tensorize",
+    "blockize",
+    "transform_layout",
+    "rfactor",
+    "reindex",
+    "pad_einsum",
 ];
 
 /// Runs the schedule `def` on a fresh schedule of its function. `params`
@@ -74,7 +103,10 @@ pub fn run_schedule_observed(
 ) -> R<Schedule> {
     let func = module.func(&def.func).ok_or_else(|| {
         did_you_mean(
-            Diagnostic::at(def.span, format!("schedule `{}` is for `{}`, but the file has no prim_func of that name", def.name, def.func)),
+            Diagnostic::at(
+                def.span,
+                format!("schedule `{}` is for `{}`, but the file has no prim_func of that name", def.name, def.func),
+            ),
             &def.func,
             module.funcs.iter().map(|f| f.name.as_str()),
         )
@@ -199,7 +231,12 @@ impl Interp<'_> {
             ExprKind::Tuple(ts) | ExprKind::List(ts) => {
                 let items = match v {
                     Value::List(x) | Value::Tuple(x) => x,
-                    other => return Err(Diagnostic::at(t.span, format!("cannot unpack {} into {} names", other.kind(), ts.len()))),
+                    other => {
+                        return Err(Diagnostic::at(
+                            t.span,
+                            format!("cannot unpack {} into {} names", other.kind(), ts.len()),
+                        ))
+                    }
                 };
                 if items.len() != ts.len() {
                     return Err(Diagnostic::at(
@@ -366,7 +403,7 @@ impl Interp<'_> {
     }
 
     /// Evaluates call arguments, expanding `*list`.
-    fn args(&mut self, args: &[Arg]) -> R<(Vec<(Value, Span)>, Vec<(String, Value, Span)>)> {
+    fn args(&mut self, args: &[Arg]) -> R<CallArgs> {
         let mut pos = Vec::new();
         let mut kw = Vec::new();
         for a in args {
@@ -556,7 +593,12 @@ impl Interp<'_> {
                     factors.push(match f {
                         Value::None | Value::Int(-1) => None,
                         Value::Int(i) => Some(i),
-                        o => return Err(Diagnostic::at(fs, format!("a factor must be an integer or None, not {}", o.kind()))),
+                        o => {
+                            return Err(Diagnostic::at(
+                                fs,
+                                format!("a factor must be an integer or None, not {}", o.kind()),
+                            ))
+                        }
                     });
                 }
                 let loops = split::split(&mut self.sch, &l, &factors).map_err(fail)?;
@@ -596,7 +638,8 @@ impl Interp<'_> {
                     return loop_kind::unannotate(&mut self.sch, &target, &key).map(|_| Value::None).map_err(fail);
                 }
                 let (vv, vs) = need(2)?;
-                let val = to_attr(&vv).ok_or_else(|| Diagnostic::at(vs, format!("{} cannot be an annotation value", vv.kind())))?;
+                let val = to_attr(&vv)
+                    .ok_or_else(|| Diagnostic::at(vs, format!("{} cannot be an annotation value", vv.kind())))?;
                 loop_kind::annotate(&mut self.sch, &target, &key, val).map(|_| Value::None).map_err(fail)
             }
             "decompose_reduction" => {
@@ -623,7 +666,6 @@ impl Interp<'_> {
             o => Err(Diagnostic::at(v.1, format!("expected a block, not {}", o.kind()))),
         }
     }
-
 }
 
 /// Matches positional and keyword arguments to a signature.
@@ -643,7 +685,11 @@ fn bind_args(
     }
     for (k, v, s) in kw {
         let Some(i) = sig.iter().position(|x| *x == k) else {
-            return Err(did_you_mean(Diagnostic::at(s, format!("`{name}` takes no argument `{k}`")), &k, sig.iter().copied()));
+            return Err(did_you_mean(
+                Diagnostic::at(s, format!("`{name}` takes no argument `{k}`")),
+                &k,
+                sig.iter().copied(),
+            ));
         };
         if out[i].is_some() {
             return Err(Diagnostic::at(s, format!("argument `{k}` is given twice")));

@@ -6,7 +6,7 @@
 //! 2. No block under it reduces over it (its iterations would race).
 //! 3. `vectorize` only: the extent is a constant.
 
-use super::tree::{get_loop, replace_loop, replace_block, find_block};
+use super::tree::{find_block, get_loop, replace_block, replace_loop};
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use tirc_ir::{Attr, ForKind, IterKind, Stmt};
 
@@ -14,7 +14,11 @@ fn set_kind(sch: &mut Schedule, lp: &LoopRV, kind: ForKind, what: &str) -> Resul
     let l = get_loop(&sch.func.body, lp)?.clone();
     // 1.
     if let ForKind::ThreadBinding(t) = l.kind {
-        return Err(ScheduleError::new(format!("loop `{}` is bound to {} and cannot be made {what}", lp.name(), t.name())));
+        return Err(ScheduleError::new(format!(
+            "loop `{}` is bound to {} and cannot be made {what}",
+            lp.name(),
+            t.name()
+        )));
     }
     // 2.
     if kind != ForKind::Unrolled {
@@ -95,7 +99,11 @@ fn target_name(t: &Target) -> String {
     }
 }
 
-fn edit_annotations(sch: &mut Schedule, target: &Target, f: impl FnOnce(&mut tirc_ir::stmt::Annotations)) -> Result<()> {
+fn edit_annotations(
+    sch: &mut Schedule,
+    target: &Target,
+    f: impl FnOnce(&mut tirc_ir::stmt::Annotations),
+) -> Result<()> {
     sch.func.body = match target {
         Target::Loop(l) => replace_loop(&sch.func.body, l, |x| {
             let mut x = x.clone();

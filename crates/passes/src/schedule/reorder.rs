@@ -52,11 +52,8 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
                 chain.push((**inner).clone());
             }
             _ => {
-                let missing: Vec<&str> = order
-                    .iter()
-                    .filter(|o| !chain.iter().any(|c| &c.var == *o))
-                    .map(|o| o.name())
-                    .collect();
+                let missing: Vec<&str> =
+                    order.iter().filter(|o| !chain.iter().any(|c| &c.var == *o)).map(|o| o.name()).collect();
                 return Err(ScheduleError::new(format!(
                     "reorder needs loops of one nest: loop `{}` holds more than one statement, so {} cannot move above it",
                     last.var.name(),
@@ -68,7 +65,10 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
     // 3.
     for c in &chain {
         if chain.iter().any(|o| c.extent.uses(&o.var) || c.min.uses(&o.var)) {
-            return Err(ScheduleError::new(format!("the range of loop `{}` depends on another loop of the nest", c.var.name())));
+            return Err(ScheduleError::new(format!(
+                "the range of loop `{}` depends on another loop of the nest",
+                c.var.name()
+            )));
         }
     }
     let mut it = order.iter();

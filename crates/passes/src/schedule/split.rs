@@ -12,7 +12,7 @@
 //!    gets the predicate `T.where(<old index> < extent)`, so the extra
 //!    iterations do nothing.
 
-use super::tree::{get_loop, replace_loop, fresh_loop_name};
+use super::tree::{fresh_loop_name, get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{BinOp, DType, Expr, For, ForKind, Stmt, Var};

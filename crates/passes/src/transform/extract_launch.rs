@@ -58,7 +58,9 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                         Some((_, old)) => *old = (*old).max(e),
                         None => axes.push((t, e)),
                     },
-                    None => err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name()))),
+                    None => {
+                        err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name())))
+                    }
                 }
             }
         }

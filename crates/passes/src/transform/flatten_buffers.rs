@@ -80,11 +80,9 @@ fn rewrite_accesses(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
     };
     // Expressions of this statement only; children are done.
     match s {
-        Stmt::Store { buffer, indices, value } => Stmt::Store {
-            buffer,
-            indices: indices.iter().map(|i| expr(i, map)).collect(),
-            value: expr(&value, map),
-        },
+        Stmt::Store { buffer, indices, value } => {
+            Stmt::Store { buffer, indices: indices.iter().map(|i| expr(i, map)).collect(), value: expr(&value, map) }
+        }
         Stmt::If { cond, then, orelse } => Stmt::If { cond: expr(&cond, map), then, orelse },
         Stmt::Let { var, value, body } => Stmt::Let { var, value: expr(&value, map), body },
         Stmt::For(mut l) => {

@@ -14,8 +14,7 @@ use crate::schedule::tree::{loops_above, rewrite};
 use tirc_ir::{BinOp, Diagnostic, Expr, IterKind, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    loop {
-        let Some(r) = f.body.blocks().into_iter().find(|r| r.block.init.is_some()).cloned() else { break };
+    while let Some(r) = f.body.blocks().into_iter().find(|r| r.block.init.is_some()).cloned() {
         let name = r.block.name.clone();
         let path = loops_above(&f.body, &name).unwrap_or_default();
         let outermost_reduction = path.iter().find(|l| {
@@ -30,10 +29,14 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         f.body = rewrite(&f.body, &mut |s| match s {
             Stmt::Block(b) if b.block.name == name => {
                 let mut b = (**b).clone();
-                let Some(init) = b.block.init.take() else { return None };
-                let cond = all_of(b.block.iter_vars.iter().filter(|iv| iv.kind == IterKind::Reduce).map(|iv| {
-                    Expr::binary(BinOp::Eq, Expr::var(&iv.var), iv.dom.min.clone())
-                }));
+                let init = b.block.init.take()?;
+                let cond = all_of(
+                    b.block
+                        .iter_vars
+                        .iter()
+                        .filter(|iv| iv.kind == IterKind::Reduce)
+                        .map(|iv| Expr::binary(BinOp::Eq, Expr::var(&iv.var), iv.dom.min.clone())),
+                );
                 b.block.body = Stmt::seq(vec![Stmt::if_then(cond, init), b.block.body.clone()]);
                 Some(Stmt::Block(Box::new(b)))
             }

@@ -70,7 +70,12 @@ pub fn main(a: Args) -> u8 {
             let k = &c.kernel;
             println!(
                 "// grid ({}, {}, {}), block ({}, {}, {})",
-                k.launch.grid[0], k.launch.grid[1], k.launch.grid[2], k.launch.block[0], k.launch.block[1], k.launch.block[2]
+                k.launch.grid[0],
+                k.launch.grid[1],
+                k.launch.grid[2],
+                k.launch.block[0],
+                k.launch.block[1],
+                k.launch.block[2]
             );
             print!("{}", k.source);
         }

@@ -9,8 +9,8 @@
 //! inputs in the same run and cross-checks its result.
 
 use super::{read, report, Common, FAIL, USAGE};
-use tirc::compile::{compile, Compiled};
 use std::time::{SystemTime, UNIX_EPOCH};
+use tirc::compile::{compile, Compiled};
 use tirc::verify::{default_tolerance, outputs, reference_sim, sizes, widen, written};
 use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
 use tirc_exec::{gpu, reference, sim};
@@ -157,7 +157,8 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     let reference_on;
     let reference: Vec<Vec<f64>>;
     if target == "sim" {
-        sim::run(&c.lowered, &mut run_args, sim::SimOptions::default()).map_err(|e| format!("simulating the kernel: {e}"))?;
+        sim::run(&c.lowered, &mut run_args, sim::SimOptions::default())
+            .map_err(|e| format!("simulating the kernel: {e}"))?;
         reference = reference_sim(f, &inputs)?;
         reference_on = "sim";
     } else {
