@@ -6,8 +6,10 @@ __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { l
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
 extern "C" __global__ void __launch_bounds__(1024) matmul_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
-  C[((int)(blockIdx.x)) * 1024 + ((int)(blockIdx.y)) * 1024 + ((int)(threadIdx.x))] = 0.0f;
+  float C_local[1];
+  C_local[0] = 0.0f;
   for (int k = 0; k < 1024; ++k) {
-    C[((int)(blockIdx.x)) * 1024 + ((int)(blockIdx.y)) * 1024 + ((int)(threadIdx.x))] = C[((int)(blockIdx.x)) * 1024 + ((int)(blockIdx.y)) * 1024 + ((int)(threadIdx.x))] + A[((int)(blockIdx.x)) * 1024 + k] * B[k * 1024 + ((int)(blockIdx.y)) * 1024 + ((int)(threadIdx.x))];
+    C_local[0] = C_local[0] + A[((int)(blockIdx.x)) * 1024 + k] * B[k * 1024 + ((int)(blockIdx.y)) * 1024 + ((int)(threadIdx.x))];
   }
+  C[((int)(blockIdx.x)) * 1024 + ((int)(blockIdx.y)) * 1024 + ((int)(threadIdx.x))] = C_local[0];
 }

@@ -6,18 +6,31 @@ __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { l
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
 extern "C" __global__ void __launch_bounds__(32) matmul_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
+  float C_local[32];
+  #pragma unroll
   for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+    #pragma unroll
     for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
-      C[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + i_1_1_init * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1_init] = 0.0f;
+      C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
     }
   }
   for (int k_0 = 0; k_0 < 32; ++k_0) {
+    #pragma unroll
     for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+      #pragma unroll
       for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+        #pragma unroll
         for (int k_1 = 0; k_1 < 32; ++k_1) {
-          C[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + i_1_1 * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1] = C[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + i_1_1 * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1] + A[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + i_1_1 * 1024 + k_0 * 32 + k_1] * B[k_0 * 32768 + k_1 * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1];
+          C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + i_1_1 * 1024 + k_0 * 32 + k_1] * B[k_0 * 32768 + k_1 * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1];
         }
       }
+    }
+  }
+  #pragma unroll
+  for (int C_t0 = 0; C_t0 < 8; ++C_t0) {
+    #pragma unroll
+    for (int C_t1 = 0; C_t1 < 4; ++C_t1) {
+      C[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + C_t0 * 1024 + C_t1] = C_local[C_t0 * 4 + C_t1];
     }
   }
 }

@@ -9,7 +9,9 @@ pub mod extract_launch;
 pub mod flatten_buffers;
 pub mod lower_blocks;
 pub mod lower_init;
+pub mod promote_accumulators;
 pub mod simplify;
+pub mod unroll_loops;
 
 use tirc_ir::{Diagnostic, PrimFunc};
 
@@ -26,6 +28,8 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "flatten_buffers", run: flatten_buffers::run },
     Pass { name: "extract_launch", run: extract_launch::run },
     Pass { name: "simplify", run: simplify::run },
+    Pass { name: "promote_accumulators", run: promote_accumulators::run },
+    Pass { name: "unroll_loops", run: unroll_loops::run },
 ];
 
 /// Runs every pass in order; `observe(name, ir)` sees the IR after each.
