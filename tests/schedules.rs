@@ -5,7 +5,8 @@
 //! simulator and compared with the unscheduled function.
 
 use tirc::compile::load;
-use tirc::verify::sim_check;
+use tirc::verify::sim_check_with;
+use tirc_exec::sim::SimOptions;
 use tirc_ir::printer::print_func;
 use tirc_passes::schedule::interp::run_schedule_observed;
 use tirc_passes::transform;
@@ -24,9 +25,13 @@ fn primitives_and_passes() {
                 .unwrap_or_else(|e| panic!("{}: {}", s.name, e.message));
             transform::lower(sch.func, |p, f| stages.push((format!("pass {p}"), f.clone())))
                 .unwrap_or_else(|e| panic!("{}: {}", s.name, e.message));
+            // Between extract_launch and insert_barriers, threads share
+            // memory without barriers yet: check the values only there.
+            let unsynced = ["pass extract_launch", "pass simplify"];
             for (i, (what, f)) in stages.iter().enumerate() {
-                let (e, tol) =
-                    sim_check(&original, f, 100 + i as u64).unwrap_or_else(|m| panic!("{} after {what}: {m}", s.name));
+                let opts = SimOptions { ignore_races: unsynced.contains(&what.as_str()), ..Default::default() };
+                let (e, tol) = sim_check_with(&original, f, 100 + i as u64, opts)
+                    .unwrap_or_else(|m| panic!("{} after {what}: {m}", s.name));
                 assert!(e.rel_err <= tol && e.non_finite == 0, "{} after {what}: rel_err {:.3e}", s.name, e.rel_err);
                 text += &format!("# after {what}\n{}", print_func(f));
             }

@@ -36,3 +36,23 @@ pub fn replace_buffers_expr(e: &Expr, map: &[(Buffer, Buffer)]) -> Expr {
         _ => e.map_children(|c| replace_buffers_expr(c, map)),
     }
 }
+
+/// `s` with every load and store of a buffer of `map` redirected to its
+/// replacement, blocks' read and write regions included.
+pub fn replace_buffers_stmt(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
+    swap_targets(&s.map_exprs(&mut |e| replace_buffers_expr(e, map)), map)
+}
+
+fn swap_targets(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
+    let swap = |b: &Buffer| map.iter().find(|(x, _)| x == b).map_or(b.clone(), |(_, y)| y.clone());
+    match s.map_children(|c| swap_targets(c, map)) {
+        Stmt::Store { buffer, indices, value } => Stmt::Store { buffer: swap(&buffer), indices, value },
+        Stmt::Block(mut r) => {
+            for reg in r.block.reads.iter_mut().chain(r.block.writes.iter_mut()) {
+                reg.buffer = swap(&reg.buffer);
+            }
+            Stmt::Block(r)
+        }
+        s => s,
+    }
+}

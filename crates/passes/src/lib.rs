@@ -2,5 +2,6 @@
 //! over tirc's IR, with the integer arithmetic they share (`arith`).
 
 pub mod arith;
+pub mod bounds;
 pub mod schedule;
 pub mod transform;

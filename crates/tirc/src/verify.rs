@@ -82,7 +82,7 @@ pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>,
     for b in &plan.intermediates {
         bufs.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
     }
-    let opts = sim::SimOptions { f64_storage: true };
+    let opts = sim::SimOptions { f64_storage: true, ..Default::default() };
     for k in &plan.kernels {
         sim::run(k, &mut bufs, opts).map_err(|e| format!("simulating the reference: {e}"))?;
     }
@@ -94,6 +94,17 @@ pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>,
 /// every buffer `original` writes with the reference. Returns the worst
 /// error and the tolerance it must meet.
 pub fn sim_check(original: &PrimFunc, candidate: &PrimFunc, seed: u64) -> Result<(ErrorStats, f64), String> {
+    sim_check_with(original, candidate, seed, sim::SimOptions::default())
+}
+
+/// `sim_check` with simulator options (to skip race checks on a kernel whose
+/// barriers are not placed yet).
+pub fn sim_check_with(
+    original: &PrimFunc,
+    candidate: &PrimFunc,
+    seed: u64,
+    opts: sim::SimOptions,
+) -> Result<(ErrorStats, f64), String> {
     let mut rng = Rng::new(seed);
     let sizes = sizes(original)?;
     let outs = outputs(original);
@@ -107,7 +118,7 @@ pub fn sim_check(original: &PrimFunc, candidate: &PrimFunc, seed: u64) -> Result
             poison(d);
         }
     }
-    sim::run(candidate, &mut args, sim::SimOptions::default())?;
+    sim::run(candidate, &mut args, opts)?;
     let reference = reference_sim(original, &inputs)?;
     let mut worst: Option<ErrorStats> = None;
     for (i, w) in written(original).iter().enumerate() {

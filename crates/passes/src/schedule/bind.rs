@@ -7,13 +7,15 @@
 //!    within the axis' limit.
 //! 3. No block under the loop reduces over it: blocks and threads cannot
 //!    combine their partial sums, so a reduction loop stays serial.
-//! 4. No loop around it is bound to the same axis.
+//! 4. No loop around it is bound to the same axis, unless the loop's blocks
+//!    all write shared memory: then the threads share the copy (a
+//!    cooperative fetch), each doing the iterations of its index.
 //! 5. Every loop bound to one axis has the same extent, and the threads of a
 //!    block number at most 1024.
 
 use super::tree::{get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
-use tirc_ir::{ForKind, IterKind, Stmt, ThreadTag};
+use tirc_ir::{ForKind, IterKind, Scope, Stmt, ThreadTag};
 
 pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // 1.
@@ -63,11 +65,21 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     }
     // 4.
     if let Some(outer) = enclosing_bound(&sch.func.body, lp, tag) {
-        return Err(ScheduleError::new(format!(
-            "loop `{}` is inside loop `{outer}`, which is already bound to {}",
-            lp.name(),
-            tag.name()
-        )));
+        // A cooperative fetch: the threads of the outer binding share the
+        // copy into shared memory, each doing its part.
+        let blocks = Stmt::For(Box::new(l.clone()));
+        let blocks = blocks.blocks();
+        let shared_only = !tag.is_block
+            && !blocks.is_empty()
+            && blocks.iter().all(|r| r.block.writes.iter().all(|w| w.buffer.scope() == Scope::Shared));
+        if !shared_only {
+            return Err(ScheduleError::new(format!(
+                "loop `{}` is inside loop `{outer}`, which is already bound to {}",
+                lp.name(),
+                tag.name()
+            ))
+            .help("a loop may be bound again to a thread axis of an enclosing loop only when its blocks write shared memory (a cooperative fetch)"));
+        }
     }
     // 5.
     let mut extents: Vec<(ThreadTag, i64)> = Vec::new();

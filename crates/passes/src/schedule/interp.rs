@@ -8,7 +8,9 @@
 //! span of the expression at fault.
 
 use super::loop_kind::Target;
-use super::{bind, decompose_reduction, fuse, get, loop_kind, reorder, split, Schedule, ScheduleError};
+use super::{
+    bind, cache, compute_at, decompose_reduction, fuse, get, loop_kind, reorder, split, Schedule, ScheduleError,
+};
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
 use tirc_ir::{Attr, Var};
@@ -49,7 +51,7 @@ type R<T> = Result<T, Diagnostic>;
 type CallArgs = (Vec<(Value, Span)>, Vec<(String, Value, Span)>);
 
 /// The primitives tirc implements, for suggestions.
-const PRIMITIVES: [&str; 16] = [
+const PRIMITIVES: [&str; 20] = [
     "get_block",
     "get_sblock",
     "get_loops",
@@ -66,14 +68,14 @@ const PRIMITIVES: [&str; 16] = [
     "decompose_reduction",
     "work_on",
     "get_producers",
-];
-
-/// Primitives of TVM's schedule that tirc does not implement yet.
-const NOT_YET: [&str; 14] = [
     "cache_read",
     "cache_write",
     "compute_at",
     "reverse_compute_at",
+];
+
+/// Primitives of TVM's schedule that tirc does not implement yet.
+const NOT_YET: [&str; 10] = [
     "compute_inline",
     "reverse_compute_inline",
     "storage_align",
@@ -510,6 +512,9 @@ impl Interp<'_> {
             "annotate" => &["block_or_loop", "ann_key", "ann_val"],
             "unannotate" => &["block_or_loop", "ann_key"],
             "decompose_reduction" => &["block", "loop"],
+            "cache_read" => &["block", "read_buffer_index", "storage_scope", "consumer_blocks"],
+            "cache_write" => &["block", "write_buffer_index", "storage_scope", "consumer_blocks"],
+            "compute_at" | "reverse_compute_at" => &["block", "loop", "preserve_unit_loops", "index"],
             "work_on" => &["func_name"],
             _ if NOT_YET.contains(&name) => {
                 return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet")))
@@ -647,6 +652,40 @@ impl Interp<'_> {
                 let (lv, ls) = need(1)?;
                 let l = self.as_loop(&lv, ls)?;
                 decompose_reduction::decompose_reduction(&mut self.sch, &b, &l).map(Value::Block).map_err(fail)
+            }
+            "cache_read" | "cache_write" => {
+                let b = self.as_block(&need(0)?)?;
+                let (iv, is) = need(1)?;
+                let Value::Int(index) = iv else {
+                    return Err(Diagnostic::at(is, format!("the buffer index must be an integer, not {}", iv.kind())));
+                };
+                let (sv, ss) = need(2)?;
+                let Value::Str(scope) = sv else {
+                    return Err(Diagnostic::at(ss, "the storage scope must be a string such as \"shared\""));
+                };
+                if let Some((_, s)) = &a[3] {
+                    return Err(Diagnostic::at(
+                        *s,
+                        "tirc does not take `consumer_blocks` yet: the cache serves the given block",
+                    ));
+                }
+                let r = if name == "cache_read" {
+                    cache::cache_read(&mut self.sch, &b, index, &scope)
+                } else {
+                    cache::cache_write(&mut self.sch, &b, index, &scope)
+                };
+                r.map(Value::Block).map_err(fail)
+            }
+            "compute_at" | "reverse_compute_at" => {
+                let b = self.as_block(&need(0)?)?;
+                let (lv, ls) = need(1)?;
+                let l = self.as_loop(&lv, ls)?;
+                let r = if name == "compute_at" {
+                    compute_at::compute_at(&mut self.sch, &b, &l)
+                } else {
+                    compute_at::reverse_compute_at(&mut self.sch, &b, &l)
+                };
+                r.map(|_| Value::None).map_err(fail)
             }
             _ => Err(Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`"))),
         }

@@ -8,6 +8,8 @@
 //! recorded in `trace`, so a schedule prints as a replayable script.
 
 pub mod bind;
+pub mod cache;
+pub mod compute_at;
 pub mod decompose_reduction;
 pub mod fuse;
 pub mod get;

@@ -5,8 +5,10 @@
 //! `--print-after` takes. Each pass is one file named after it, its contract
 //! at the top.
 
+pub mod compact_buffers;
 pub mod extract_launch;
 pub mod flatten_buffers;
+pub mod insert_barriers;
 pub mod lower_blocks;
 pub mod lower_init;
 pub mod promote_accumulators;
@@ -25,9 +27,11 @@ pub struct Pass {
 pub const PIPELINE: &[Pass] = &[
     Pass { name: "lower_init", run: lower_init::run },
     Pass { name: "lower_blocks", run: lower_blocks::run },
+    Pass { name: "compact_buffers", run: compact_buffers::run },
     Pass { name: "flatten_buffers", run: flatten_buffers::run },
     Pass { name: "extract_launch", run: extract_launch::run },
     Pass { name: "simplify", run: simplify::run },
+    Pass { name: "insert_barriers", run: insert_barriers::run },
     Pass { name: "promote_accumulators", run: promote_accumulators::run },
     Pass { name: "unroll_loops", run: unroll_loops::run },
 ];

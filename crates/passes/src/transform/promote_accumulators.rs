@@ -5,7 +5,9 @@
 //! form `base + c1 * v1 + .. + cn * vn` — `base` made of launch indices only,
 //! the `v` loop variables of the kernel body with constant extents, the same
 //! coefficients and extents everywhere, distinct offsets for distinct
-//! iterations, at most `MAX_TILE` of them — and the kernel holds no barrier,
+//! iterations, at most `MAX_TILE` of them — and, where the kernel holds a
+//! barrier, distinct elements for distinct threads of a block (so no thread
+//! can see another's tile through memory),
 //! the tile is read into a local array at the start, every access goes to
 //! the local array, and the tile is written back at the end. Conditions
 //! around the accesses that depend only on the tile position guard the read
@@ -32,12 +34,21 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         launches.push((var, tag, extent));
         body = *b;
     }
-    if launches.is_empty() || contains_barrier(&body) {
+    if launches.is_empty() {
         return Ok(f);
     }
+    // With barriers, threads of a block may legally exchange data through
+    // the buffer; promotion then needs their tiles to be disjoint.
+    let threads: Option<Vec<(Var, i64)>> = contains_barrier(&body).then(|| {
+        launches
+            .iter()
+            .filter(|(_, t, _)| !t.is_block)
+            .map(|(v, _, e)| (v.clone(), e.as_int().unwrap_or(i64::MAX)))
+            .collect()
+    });
     let launch_vars: Vec<Var> = launches.iter().map(|(v, _, _)| v.clone()).collect();
     for b in f.params.clone() {
-        if let Some(new_body) = promote(&body, &b, &launch_vars) {
+        if let Some(new_body) = promote(&body, &b, &launch_vars, threads.as_deref()) {
             body = new_body;
         }
     }
@@ -171,7 +182,7 @@ fn dims(a: &Access) -> Vec<Var> {
     t.iter().map(|(_, l)| l.var.clone()).collect()
 }
 
-fn promote(body: &Stmt, b: &Buffer, launch_vars: &[Var]) -> Option<Stmt> {
+fn promote(body: &Stmt, b: &Buffer, launch_vars: &[Var], threads: Option<&[(Var, i64)]>) -> Option<Stmt> {
     if b.scope() != Scope::Global || b.ndim() != 1 {
         return None;
     }
@@ -209,6 +220,26 @@ fn promote(body: &Stmt, b: &Buffer, launch_vars: &[Var]) -> Option<Stmt> {
     let size: i64 = tile.iter().map(|(_, e)| e).product();
     if size > MAX_TILE || !distinct_offsets(&tile) {
         return None;
+    }
+    if let Some(threads) = threads {
+        // Every (thread, position) pair must reach its own element: the
+        // thread indices and tile positions as digits of a mixed radix.
+        let mut digits = tile.clone();
+        for (v, e) in threads {
+            match coefficient(&first.base, v) {
+                Some(0) => {}
+                Some(c) => digits.push((c.abs(), *e)),
+                None => return None,
+            }
+        }
+        digits.sort_by_key(|d| d.0);
+        let mut reach = 0i64;
+        for (c, e) in digits {
+            if c <= reach {
+                return None;
+            }
+            reach = reach.saturating_add(c.saturating_mul(e.saturating_sub(1)));
+        }
     }
     // Canonical tile variables, and each access's guard over them.
     let canon: Vec<Var> = (0..tile.len()).map(|i| Var::new(format!("{}_t{i}", b.name()), DType::I32)).collect();

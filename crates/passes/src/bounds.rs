@@ -1,0 +1,130 @@
+//! Symbolic bounds: the interval an index expression spans while some loop
+//! variables run over their ranges and the others stay fixed.
+//!
+//! `relax(e, vars)` returns `(lo, hi)`, both inclusive, as expressions over
+//! the variables that were not relaxed. It is exact for sums of relaxed
+//! variables with constant coefficients and an over-approximation through
+//! `floordiv`, `floormod`, `min` and `max` by constants; anything else that
+//! depends on a relaxed variable (a product of two variables, a load) gives
+//! `None`. `union` merges two intervals when their ends can be compared.
+//! Compute-at, cache placement and buffer compaction size their regions with
+//! these.
+
+use crate::arith::Analyzer;
+use tirc_ir::{BinOp, Expr, Range, Var};
+
+/// A variable and the range it runs over: `min .. min + extent`.
+pub type Relaxed = (Var, Expr, Expr);
+
+/// The inclusive bounds of `e` while each variable of `vars` runs over its
+/// range.
+pub fn relax(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
+    let an = Analyzer::new();
+    let (lo, hi) = go(e, vars)?;
+    Some((an.simplify(&lo), an.simplify(&hi)))
+}
+
+fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
+    let depends = vars.iter().any(|(v, _, _)| e.uses(v));
+    if !depends {
+        return Some((e.clone(), e.clone()));
+    }
+    match e {
+        Expr::Var(v) => {
+            let (_, min, extent) = vars.iter().find(|(x, _, _)| x == v)?;
+            // A relaxed range may itself speak of relaxed variables.
+            let (lo, _) = go(min, vars)?;
+            let (_, hi) = go(&(min.clone() + extent.clone() - Expr::int(1)), vars)?;
+            Some((lo, hi))
+        }
+        Expr::Binary(op, a, b) => {
+            let (al, ah) = go(a, vars)?;
+            match op {
+                BinOp::Add => {
+                    let (bl, bh) = go(b, vars)?;
+                    Some((al + bl, ah + bh))
+                }
+                BinOp::Sub => {
+                    let (bl, bh) = go(b, vars)?;
+                    Some((al - bh, ah - bl))
+                }
+                BinOp::Mul => {
+                    let c = b.as_int()?;
+                    if c >= 0 {
+                        Some((al * Expr::int(c), ah * Expr::int(c)))
+                    } else {
+                        Some((ah * Expr::int(c), al * Expr::int(c)))
+                    }
+                }
+                BinOp::FloorDiv | BinOp::Div if b.as_int().is_some_and(|c| c > 0) => {
+                    let c = Expr::int(b.as_int()?);
+                    Some((Expr::binary(BinOp::FloorDiv, al, c.clone()), Expr::binary(BinOp::FloorDiv, ah, c)))
+                }
+                BinOp::FloorMod if b.as_int().is_some_and(|c| c > 0) => {
+                    let c = b.as_int()?;
+                    Some((Expr::int(0), Expr::int(c - 1)))
+                }
+                BinOp::Min | BinOp::Max => {
+                    let (bl, bh) = go(b, vars)?;
+                    Some((Expr::binary(*op, al, bl), Expr::binary(*op, ah, bh)))
+                }
+                _ => None,
+            }
+        }
+        Expr::Cast(_, x) => go(x, vars),
+        _ => None,
+    }
+}
+
+/// The smallest interval holding both, when their ends can be ordered.
+pub fn union(a: &(Expr, Expr), b: &(Expr, Expr)) -> Option<(Expr, Expr)> {
+    Some((pick(&a.0, &b.0, true)?, pick(&a.1, &b.1, false)?))
+}
+
+/// The smaller (or larger) of two expressions whose difference is constant.
+fn pick(x: &Expr, y: &Expr, smaller: bool) -> Option<Expr> {
+    let an = Analyzer::new();
+    let d = an.simplify(&(x.clone() - y.clone())).as_int()?;
+    Some(if (d <= 0) == smaller { x.clone() } else { y.clone() })
+}
+
+/// `(lo, hi)` as a range, when its extent is a constant.
+pub fn to_range(lo: &Expr, hi: &Expr) -> Option<Range> {
+    let an = Analyzer::new();
+    let extent = an.simplify(&(hi.clone() - lo.clone() + Expr::int(1)));
+    extent.as_int()?;
+    Some(Range::new(lo.clone(), extent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tirc_ir::DType;
+
+    #[test]
+    fn affine_index_over_inner_loops() {
+        let bx = Var::new("bx", DType::I32);
+        let i = Var::new("i", DType::I32);
+        let k = Var::new("k", DType::I32);
+        let e = Expr::var(&bx) * Expr::int(32) + Expr::var(&i) * Expr::int(4) + Expr::var(&k);
+        let (lo, hi) = relax(&e, &[(i, Expr::int(0), Expr::int(8)), (k, Expr::int(0), Expr::int(4))]).unwrap();
+        let r = to_range(&lo, &hi).unwrap();
+        assert_eq!(r.extent.as_int(), Some(32));
+        assert!(tirc_ir::structural_eq::same_expr(&lo, &Analyzer::new().simplify(&(Expr::var(&bx) * Expr::int(32)))));
+    }
+
+    #[test]
+    fn product_of_relaxed_variables_is_unknown() {
+        let i = Var::new("i", DType::I32);
+        let e = Expr::var(&i) * Expr::var(&i);
+        assert!(relax(&e, &[(i, Expr::int(0), Expr::int(8))]).is_none());
+    }
+
+    #[test]
+    fn floordiv_is_monotone() {
+        let f = Var::new("f", DType::I32);
+        let e = Expr::binary(BinOp::FloorDiv, Expr::var(&f), Expr::int(16));
+        let (lo, hi) = relax(&e, &[(f, Expr::int(0), Expr::int(64))]).unwrap();
+        assert_eq!((lo.as_int(), hi.as_int()), (Some(0), Some(3)));
+    }
+}

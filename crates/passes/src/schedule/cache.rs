@@ -1,0 +1,294 @@
+//! `cache_read(block, read_buffer_index, storage_scope)` and
+//! `cache_write(block, write_buffer_index, storage_scope)`: a copy of a
+//! buffer in another memory scope, and a block that moves the data.
+//!
+//! `cache_read` makes `<buffer>_<scope>` (say `A_shared`), inserts a block
+//! of that name copying the whole buffer into it just before the top-level
+//! loop nest that holds `block`, and makes `block` read the copy. The copy
+//! covers the whole buffer until `compute_at` moves it under a loop, which
+//! shrinks it to the region needed there.
+//!
+//! `cache_write` makes `block` write (and, for a reduction, read) the copy,
+//! `<buffer>_<scope>` (say `C_local`), and inserts a block of that name
+//! after the block's top-level loop nest that writes the copy back to the
+//! buffer; `reverse_compute_at` moves it under a loop.
+//!
+//! Preconditions, checked in this order:
+//! 1. The scope is "global", "shared" or "local".
+//! 2. The block is in the function, directly in the root block's scope.
+//! 3. The index names one of the block's read (write) buffers.
+//! 4. For `cache_write`, the buffer is written by no other block: the copy
+//!    back would overwrite their results.
+//!
+//! The copy buffer is allocated by the root block; lowering places it at
+//! the lowest loop that covers its uses and compacts it to what is used.
+
+use super::tree::{find_block, fresh_loop_name};
+use super::{BlockRV, Result, Schedule, ScheduleError};
+use tirc_ir::region::infer_block_regions;
+use tirc_ir::subst::replace_buffers_stmt;
+use tirc_ir::{
+    Block, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, IterKind, IterVar, Range, Scope, Stmt, Var,
+};
+
+pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<BlockRV> {
+    let (sc, top, r) = prepare(sch, block, scope)?;
+    let reads = regions(&r, true);
+    let buf = pick(&reads, index, block, "reads")?;
+    let (copy, name) = new_copy(sch, &buf, sc);
+    let nest = copy_nest(&sch.func.body, &name, &buf, &copy, true);
+    let mut body = Vec::new();
+    for (i, s) in root_stmts(&sch.func.body).into_iter().enumerate() {
+        if i == top {
+            body.push(nest.clone());
+            body.push(redirect_block(&s, block, &buf, &copy));
+        } else {
+            body.push(s);
+        }
+    }
+    set_root(sch, body, copy);
+    sch.record(format!("{name} = sch.cache_read({block}, {index}, \"{}\")", sc.name()));
+    Ok(name)
+}
+
+pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<BlockRV> {
+    let (sc, top, r) = prepare(sch, block, scope)?;
+    let writes = regions(&r, false);
+    let buf = pick(&writes, index, block, "writes")?;
+    // 4.
+    for other in sch.func.body.blocks() {
+        if other.block.name != *block && other.block.name != "root" && regions(other, false).contains(&buf) {
+            return Err(ScheduleError::new(format!(
+                "block `{}` writes `{}` too; the copy back from `{block}`'s cache would overwrite its results",
+                other.block.name,
+                buf.name()
+            )));
+        }
+    }
+    let (copy, name) = new_copy(sch, &buf, sc);
+    let nest = copy_nest(&sch.func.body, &name, &buf, &copy, false);
+    let mut body = Vec::new();
+    for (i, s) in root_stmts(&sch.func.body).into_iter().enumerate() {
+        if i == top {
+            body.push(redirect_block(&s, block, &buf, &copy));
+            body.push(nest.clone());
+        } else {
+            body.push(s);
+        }
+    }
+    set_root(sch, body, copy);
+    sch.record(format!("{name} = sch.cache_write({block}, {index}, \"{}\")", sc.name()));
+    Ok(name)
+}
+
+/// Checks 1 and 2; the scope, the index of the block's top-level statement
+/// in the root body, and the block.
+fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, BlockRealize)> {
+    // 1.
+    let sc = Scope::parse(scope).ok_or_else(|| {
+        ScheduleError::new(format!("unknown storage scope \"{scope}\"")).help("use \"shared\", \"local\" or \"global\"")
+    })?;
+    // 2.
+    let r = find_block(&sch.func.body, block)
+        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .clone();
+    let top = root_stmts(&sch.func.body).iter().position(|s| s.blocks().iter().any(|b| b.block.name == block));
+    let top = match top {
+        Some(t) if block != "root" => t,
+        _ => return Err(ScheduleError::new(format!("block `{block}` is not inside the function's root block"))),
+    };
+    if top_level_owner(&sch.func.body, block).as_deref() != Some("root") {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` is nested in another block; tirc caches buffers of blocks of the root scope only"
+        )));
+    }
+    Ok((sc, top, r))
+}
+
+/// The buffers a block reads (or writes), declared or inferred, in order.
+pub(crate) fn regions(r: &BlockRealize, reads: bool) -> Vec<Buffer> {
+    let declared = if reads { &r.block.reads } else { &r.block.writes };
+    let regs: Vec<BufferRegion> = if declared.is_empty() {
+        let (rd, wr) = infer_block_regions(&r.block);
+        if reads {
+            rd
+        } else {
+            wr
+        }
+    } else {
+        declared.clone()
+    };
+    // As in TVM, a reduction's output is not counted among its reads.
+    let written: Vec<Buffer> = if reads && r.block.init.is_some() { regions(r, false) } else { vec![] };
+    let mut out: Vec<Buffer> = Vec::new();
+    for reg in regs.into_iter().filter(|g| !written.contains(&g.buffer)) {
+        if !out.contains(&reg.buffer) {
+            out.push(reg.buffer);
+        }
+    }
+    out
+}
+
+/// Check 3.
+fn pick(bufs: &[Buffer], index: i64, block: &str, what: &str) -> Result<Buffer> {
+    if index < 0 || index as usize >= bufs.len() {
+        let names: Vec<&str> = bufs.iter().map(|b| b.name()).collect();
+        return Err(ScheduleError::new(format!(
+            "block `{block}` {what} {} buffer(s), so index {index} names none of them",
+            bufs.len()
+        ))
+        .help(format!(
+            "it {what}: {}",
+            names.iter().enumerate().map(|(i, n)| format!("{i}: {n}")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(bufs[index as usize].clone())
+}
+
+/// A new buffer `<buf>_<scope>` (made unique) and the copy block's name.
+fn new_copy(sch: &Schedule, buf: &Buffer, sc: Scope) -> (Buffer, String) {
+    let mut taken: Vec<String> = sch.func.params.iter().map(|b| b.name().to_string()).collect();
+    for r in sch.func.body.blocks() {
+        taken.push(r.block.name.clone());
+        taken.extend(r.block.alloc_buffers.iter().map(|b| b.name().to_string()));
+    }
+    let base = format!("{}_{}", buf.name(), sc.name());
+    let name = if taken.contains(&base) {
+        (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+    } else {
+        base
+    };
+    let copy = buf.with(|n| {
+        n.name = name.clone();
+        n.scope = sc;
+    });
+    (copy, name)
+}
+
+/// `for ax0, ax1.. : with T.block(name): dst[v] = src[v]` over the whole
+/// buffer; `read` says whether the copy reads `buf` (cache_read) or writes it.
+fn copy_nest(root: &Stmt, name: &str, buf: &Buffer, copy: &Buffer, read: bool) -> Stmt {
+    let (src, dst) = if read { (buf, copy) } else { (copy, buf) };
+    let mut loops = Vec::new();
+    let mut iter_vars = Vec::new();
+    let mut taken_root = root.clone();
+    for (d, extent) in buf.shape().iter().enumerate() {
+        let lname = fresh_loop_name(&taken_root, &format!("ax{d}"));
+        let lv = Var::new(lname, DType::I32);
+        // Keep later names fresh against this one too.
+        taken_root = Stmt::seq(vec![
+            taken_root,
+            Stmt::For(Box::new(For {
+                var: lv.clone(),
+                min: Expr::int(0),
+                extent: Expr::int(1),
+                kind: ForKind::Serial,
+                annotations: vec![],
+                body: Stmt::NoOp,
+            })),
+        ]);
+        loops.push((lv, extent.clone()));
+        iter_vars.push(IterVar {
+            var: Var::new(format!("v{d}"), DType::I32),
+            dom: Range::from_extent(extent.clone()),
+            kind: IterKind::Spatial,
+        });
+    }
+    let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
+    let point = |b: &Buffer| BufferRegion {
+        buffer: b.clone(),
+        region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
+    };
+    let block = Block {
+        name: name.to_string(),
+        iter_vars,
+        reads: vec![point(src)],
+        writes: vec![point(dst)],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: Stmt::Store { buffer: dst.clone(), indices: idx.clone(), value: Expr::Load(src.clone(), idx.clone()) },
+    };
+    let mut s = Stmt::Block(Box::new(BlockRealize {
+        iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),
+        predicate: Expr::bool(true),
+        block,
+    }));
+    for (v, extent) in loops.into_iter().rev() {
+        s = Stmt::For(Box::new(For {
+            var: v,
+            min: Expr::int(0),
+            extent,
+            kind: ForKind::Serial,
+            annotations: vec![],
+            body: s,
+        }));
+    }
+    s
+}
+
+/// `s` with the block named `block` (and the blocks in it) accessing `copy`
+/// instead of `buf`.
+fn redirect_block(s: &Stmt, block: &str, buf: &Buffer, copy: &Buffer) -> Stmt {
+    super::tree::rewrite(s, &mut |x| match x {
+        Stmt::Block(r) if r.block.name == block => Some(replace_buffers_stmt(x, &[(buf.clone(), copy.clone())])),
+        _ => None,
+    })
+}
+
+/// The statements of the root block's body.
+pub(crate) fn root_stmts(body: &Stmt) -> Vec<Stmt> {
+    let inner = match body {
+        Stmt::Block(r) if r.block.name == "root" => &r.block.body,
+        s => s,
+    };
+    match inner {
+        Stmt::Seq(v) => v.clone(),
+        s => vec![s.clone()],
+    }
+}
+
+/// Replaces the root block's body by `stmts` and allocates `alloc` there.
+fn set_root(sch: &mut Schedule, stmts: Vec<Stmt>, alloc: Buffer) {
+    let body = Stmt::seq(stmts);
+    sch.func.body = match &sch.func.body {
+        Stmt::Block(r) if r.block.name == "root" => {
+            let mut r = (**r).clone();
+            r.block.body = body;
+            r.block.alloc_buffers.push(alloc);
+            Stmt::Block(Box::new(r))
+        }
+        _ => tirc_ir::resolve::root_block(body, vec![alloc]),
+    };
+}
+
+/// The name of the block whose scope directly holds `block`.
+pub(crate) fn top_level_owner(s: &Stmt, block: &str) -> Option<String> {
+    fn go(s: &Stmt, block: &str, owner: &str) -> Option<String> {
+        match s {
+            Stmt::Block(r) if r.block.name == block => Some(owner.to_string()),
+            Stmt::Block(r) => {
+                let mut out = None;
+                r.block.init.iter().chain(std::iter::once(&r.block.body)).for_each(|c| {
+                    if out.is_none() {
+                        out = go(c, block, &r.block.name);
+                    }
+                });
+                out
+            }
+            _ => {
+                let mut out = None;
+                s.for_each_child(|c| {
+                    if out.is_none() {
+                        out = go(c, block, owner);
+                    }
+                });
+                out
+            }
+        }
+    }
+    match s {
+        Stmt::Block(r) if r.block.name == "root" => go(&r.block.body, block, "root"),
+        s => go(s, block, "root"),
+    }
+}

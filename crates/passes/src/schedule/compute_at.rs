@@ -1,0 +1,319 @@
+//! `compute_at(block, loop)` and `reverse_compute_at(block, loop)`: move a
+//! producer to the start of a loop's body (a consumer to its end), computing
+//! there only the part its consumers (producers) under the loop need.
+//!
+//! The moved block keeps its body; its loops are replaced by new loops
+//! `ax0, ax1, ..`, one per iteration variable, over the region that the
+//! blocks under `loop` read (write) in one iteration of `loop`: their
+//! regions with every loop inside `loop` relaxed to its range and, for a
+//! shared-memory buffer, every loop bound to a thread index relaxed too (the
+//! threads of a GPU block share it). Where that region may leave the moved
+//! block's iteration domain (a tile at a border that no split divides), the
+//! block gets a predicate that keeps it inside.
+//!
+//! Preconditions, checked in this order:
+//! 1. The block and the loop are in the function, and the loop is not
+//!    around the block already.
+//! 2. The block's loops hold nothing but the block (they move with it).
+//! 3. Under the loop, some block reads (writes) a buffer that the block
+//!    writes (reads), and no block outside the loop does (or the moved block
+//!    would no longer run before it).
+//! 4. The producer runs before its consumers in the current order.
+//! 5. The block accesses each such buffer at its iteration variables
+//!    (`X[v0, v1]`), so a region of the buffer is a range of each variable.
+//! 6. The region has a constant size in each dimension.
+
+use super::cache::regions;
+use super::tree::{find_block, find_loop, fresh_loop_name, loops_above, rewrite};
+use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
+use crate::arith::{all_of, Analyzer};
+use crate::bounds::{relax, to_range, union, Relaxed};
+use tirc_ir::region::infer_block_regions;
+use tirc_ir::subst::substitute;
+use tirc_ir::{BinOp, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, Scope, Stmt, Var};
+
+pub fn compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<()> {
+    move_to(sch, block, lp, true)?;
+    sch.record(format!("sch.compute_at({block}, {})", lp.name()));
+    Ok(())
+}
+
+pub fn reverse_compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<()> {
+    move_to(sch, block, lp, false)?;
+    sch.record(format!("sch.reverse_compute_at({block}, {})", lp.name()));
+    Ok(())
+}
+
+fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<()> {
+    let root = sch.func.body.clone();
+    // 1.
+    let r = find_block(&root, block)
+        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .clone();
+    let l = find_loop(&root, lp)
+        .ok_or_else(|| ScheduleError::new(format!("loop `{}` is no longer in the function", lp.name())))?
+        .clone();
+    let path = loops_above(&root, block).unwrap_or_default();
+    if path.iter().any(|x| &x.var == lp) {
+        return Err(ScheduleError::new(format!("loop `{}` is already around block `{block}`", lp.name())));
+    }
+    // 2. The outermost loop whose body is a perfect nest down to the block.
+    let mut subtree: Option<Var> = None;
+    for (i, x) in path.iter().enumerate() {
+        if perfect_nest(&Stmt::For(Box::new(x.clone())), block) {
+            subtree = Some(path[i].var.clone());
+            break;
+        }
+    }
+    if let Some(first) = path.first() {
+        if subtree.is_none() {
+            return Err(ScheduleError::new(format!(
+                "the loops around block `{block}` hold other statements too (loop `{}`), so they cannot move with it",
+                first.var.name()
+            )));
+        }
+    }
+    if let Some(top) = &subtree {
+        if find_loop(&Stmt::For(Box::new(l.clone())), top).is_some()
+            || l.body.blocks().iter().any(|b| b.block.name == block)
+        {
+            return Err(ScheduleError::new(format!("loop `{}` is inside block `{block}`'s own loops", lp.name())));
+        }
+    }
+    // 3.
+    let mine = regions(&r, !producer);
+    let theirs_of = |b: &BlockRealize| regions(b, producer);
+    let under: Vec<BlockRealize> = l
+        .body
+        .blocks()
+        .into_iter()
+        .filter(|b| b.block.name != block && theirs_of(b).iter().any(|x| mine.contains(x)))
+        .cloned()
+        .collect();
+    let (role, other_role, verb) =
+        if producer { ("consumer", "producer", "reads") } else { ("producer", "consumer", "writes") };
+    if under.is_empty() {
+        return Err(ScheduleError::new(format!(
+            "no block under loop `{}` {verb} what block `{block}` {}; the {role} must be under the loop",
+            lp.name(),
+            if producer { "writes" } else { "reads" }
+        )));
+    }
+    let names_under: Vec<&str> = under.iter().map(|b| b.block.name.as_str()).collect();
+    for b in root.blocks() {
+        if b.block.name == block || b.block.name == "root" || names_under.contains(&b.block.name.as_str()) {
+            continue;
+        }
+        if theirs_of(b).iter().any(|x| mine.contains(x)) {
+            return Err(ScheduleError::new(format!(
+                "block `{}` outside loop `{}` also {verb} a buffer that `{block}` {}: the {other_role} must stay where every {role} sees it",
+                b.block.name,
+                lp.name(),
+                if producer { "writes" } else { "reads" }
+            )));
+        }
+    }
+    // 4.
+    let order: Vec<String> = root.blocks().iter().map(|b| b.block.name.clone()).collect();
+    let me = order.iter().position(|n| n == block).unwrap_or(0);
+    for n in &names_under {
+        let them = order.iter().position(|x| x == n).unwrap_or(0);
+        if producer && them < me || !producer && them > me {
+            return Err(ScheduleError::new(format!(
+                "block `{n}` runs before block `{block}`, so `{block}` cannot move to its {}",
+                if producer { "start" } else { "end" }
+            )));
+        }
+    }
+    // The region each shared buffer needs in one iteration of the loop.
+    let an = loop_analyzer(&root);
+    let mut need: Vec<(Buffer, Vec<(Expr, Expr)>)> = Vec::new();
+    for b in &under {
+        let bpath = loops_above(&root, &b.block.name).unwrap_or_default();
+        let at = bpath.iter().position(|x| &x.var == lp).unwrap_or(0);
+        let bind: Vec<(Var, Expr)> =
+            b.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(b.iter_values.iter().cloned()).collect();
+        let regs = if producer { block_regions(b).0 } else { block_regions(b).1 };
+        for reg in regs.iter().filter(|g| mine.contains(&g.buffer)) {
+            let relaxed: Vec<Relaxed> = bpath
+                .iter()
+                .enumerate()
+                .filter(|(i, x)| {
+                    *i > at
+                        || (reg.buffer.scope() == Scope::Shared
+                            && matches!(x.kind, ForKind::ThreadBinding(t) if !t.is_block))
+                })
+                .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
+                .collect();
+            let mut dims = Vec::new();
+            for rg in &reg.region {
+                let lo = substitute(&rg.min, &bind);
+                let hi = substitute(&(rg.min.clone() + rg.extent.clone() - Expr::int(1)), &bind);
+                let (Some((l0, _)), Some((_, h1))) = (relax(&lo, &relaxed), relax(&hi, &relaxed)) else {
+                    return Err(ScheduleError::new(format!(
+                        "cannot bound the region of `{}` that block `{}` accesses",
+                        reg.buffer.name(),
+                        b.block.name
+                    )));
+                };
+                dims.push((l0, h1));
+            }
+            match need.iter_mut().find(|(x, _)| *x == reg.buffer) {
+                Some((_, old)) => {
+                    for (o, n) in old.iter_mut().zip(dims) {
+                        *o = union(o, &n).ok_or_else(|| {
+                            ScheduleError::new(format!(
+                                "the regions of `{}` accessed under loop `{}` cannot be merged into one box",
+                                reg.buffer.name(),
+                                lp.name()
+                            ))
+                        })?;
+                    }
+                }
+                None => need.push((reg.buffer.clone(), dims)),
+            }
+        }
+    }
+    // 5. Each iteration variable's range, from the dimension it indexes.
+    let my_regs = if producer { block_regions(&r).1 } else { block_regions(&r).0 };
+    let mut ranges: Vec<Option<(Expr, Expr)>> = vec![None; r.block.iter_vars.len()];
+    for (buf, dims) in &need {
+        for reg in my_regs.iter().filter(|g| &g.buffer == buf) {
+            for (d, rg) in reg.region.iter().enumerate() {
+                let vi = match (&rg.min, rg.extent.as_int()) {
+                    (Expr::Var(v), Some(1)) => r.block.iter_vars.iter().position(|iv| &iv.var == v),
+                    _ => None,
+                };
+                let Some(vi) = vi else {
+                    return Err(ScheduleError::new(format!(
+                        "block `{block}` does not access `{}` at its iteration variables in dimension {d}, so the region it must cover cannot be mapped to them",
+                        buf.name()
+                    )));
+                };
+                ranges[vi] = Some(match &ranges[vi] {
+                    None => dims[d].clone(),
+                    Some(old) => union(old, &dims[d]).ok_or_else(|| {
+                        ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name()))
+                    })?,
+                });
+            }
+        }
+    }
+    // Remove the block with its loops, and name the new loops
+    // afresh against what remains.
+    let removed = rewrite(&root, &mut |x| match (x, &subtree) {
+        (Stmt::For(f), Some(top)) if &f.var == top => Some(Stmt::NoOp),
+        (Stmt::Block(b), None) if b.block.name == block => Some(Stmt::NoOp),
+        _ => None,
+    });
+    // 6. New loops and bindings.
+    let mut loops: Vec<(Var, i64)> = Vec::new();
+    let mut values = Vec::new();
+    let mut preds = Vec::new();
+    let mut taken = removed.clone();
+    for (iv, rg) in r.block.iter_vars.iter().zip(&ranges) {
+        let (lo, extent) = match rg {
+            Some((lo, hi)) => {
+                let range = to_range(lo, hi).ok_or_else(|| {
+                    ScheduleError::new(format!(
+                        "the region of `{}` needed has no constant size: from {} to {}",
+                        iv.var.name(),
+                        tirc_ir::printer::print_expr(lo),
+                        tirc_ir::printer::print_expr(hi)
+                    ))
+                })?;
+                (range.min, range.extent.as_int().unwrap_or(1))
+            }
+            None => match iv.dom.extent.as_int() {
+                Some(e) => (iv.dom.min.clone(), e),
+                None => {
+                    return Err(ScheduleError::new(format!(
+                        "iteration variable `{}` of block `{block}` has no constant domain",
+                        iv.var.name()
+                    )))
+                }
+            },
+        };
+        let name = fresh_loop_name(&taken, &format!("ax{}", loops.len()));
+        let v = Var::new(name, DType::I32);
+        taken = Stmt::seq(vec![taken, marker(&v)]);
+        let value = an.simplify(&(lo.clone() + Expr::var(&v)));
+        // Keep the block inside its domain where the region may leave it.
+        let end = iv.dom.min.clone() + iv.dom.extent.clone();
+        let last = an.simplify(&(lo.clone() + Expr::int(extent - 1)));
+        if an.prove(&Expr::binary(BinOp::Lt, last, end.clone())) != Some(true) {
+            preds.push(Expr::binary(BinOp::Lt, value.clone(), an.simplify(&end)));
+        }
+        if an.prove(&Expr::binary(BinOp::Ge, lo.clone(), iv.dom.min.clone())) != Some(true) {
+            preds.push(Expr::binary(BinOp::Ge, value.clone(), iv.dom.min.clone()));
+        }
+        loops.push((v, extent));
+        values.push(value);
+    }
+    let mut moved = r.clone();
+    moved.iter_values = values;
+    moved.predicate = all_of(preds);
+    let mut nest = Stmt::Block(Box::new(moved));
+    for (v, e) in loops.into_iter().rev() {
+        nest = Stmt::For(Box::new(For {
+            var: v,
+            min: Expr::int(0),
+            extent: Expr::int(e),
+            kind: ForKind::Serial,
+            annotations: vec![],
+            body: nest,
+        }));
+    }
+    let mut nest = Some(nest);
+    sch.func.body = rewrite(&removed, &mut |x| match x {
+        Stmt::For(f) if &f.var == lp => {
+            let mut f = (**f).clone();
+            let n = nest.take()?;
+            f.body = if producer { Stmt::seq(vec![n, f.body]) } else { Stmt::seq(vec![f.body, n]) };
+            Some(Stmt::For(Box::new(f)))
+        }
+        _ => None,
+    });
+    Ok(())
+}
+
+/// Whether `s` is a chain of loops ending in the block `block` alone.
+fn perfect_nest(s: &Stmt, block: &str) -> bool {
+    match s {
+        Stmt::For(f) => perfect_nest(&f.body, block),
+        Stmt::Block(b) => b.block.name == block,
+        _ => false,
+    }
+}
+
+/// `(reads, writes)` of a block, declared or inferred.
+fn block_regions(b: &BlockRealize) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
+    if b.block.reads.is_empty() && b.block.writes.is_empty() {
+        infer_block_regions(&b.block)
+    } else {
+        (b.block.reads.clone(), b.block.writes.clone())
+    }
+}
+
+/// An analyzer that knows the range of every loop with constant bounds.
+fn loop_analyzer(root: &Stmt) -> Analyzer {
+    let mut an = Analyzer::new();
+    root.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            an.bind_range(&f.var, &f.min, &f.extent);
+        }
+    });
+    an
+}
+
+/// A loop that only reserves a name.
+fn marker(v: &Var) -> Stmt {
+    Stmt::For(Box::new(For {
+        var: v.clone(),
+        min: Expr::int(0),
+        extent: Expr::int(1),
+        kind: ForKind::Serial,
+        annotations: vec![],
+        body: Stmt::NoOp,
+    }))
+}

@@ -1,0 +1,190 @@
+//! `compact_buffers`: each shared or local buffer is allocated at the lowest
+//! loop that holds all its accesses, with the shape of the region used
+//! there.
+//!
+//! A cache made by `cache_read` has the shape of the whole buffer it copies;
+//! under `compute_at` only a tile of it is used in each iteration of the
+//! loop it was moved to. For every allocation of a shared or local buffer,
+//! this pass finds the innermost loop around all accesses (their lowest
+//! common ancestor), the region the accesses cover in one iteration of that
+//! loop — inner loops relaxed to their ranges and, for shared memory, loops
+//! bound to thread indices relaxed too, since the threads of a block share
+//! one copy — and shrinks each dimension with a constant extent to it,
+//! subtracting the region's start from every index. A local allocation
+//! moves to the body of that loop; a shared one stays where it is, once per
+//! GPU block, since the GPU reuses one array for every iteration. A dimension whose region has no constant size
+//! keeps its full extent. Runs after `lower_blocks`, on multi-dimensional
+//! indices.
+
+use crate::bounds::{relax, to_range, union, Relaxed};
+use crate::schedule::tree::rewrite;
+use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut allocs = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() != Scope::Global {
+                allocs.push(buffer.clone());
+            }
+        }
+    });
+    for b in allocs {
+        f.body = compact(&f.body, &b);
+    }
+    Ok(f)
+}
+
+/// One access: its indices and the loops around it, outermost first.
+struct Access {
+    indices: Vec<Expr>,
+    loops: Vec<For>,
+}
+
+fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
+    let exprs = |e: &Expr, loops: &Vec<For>, out: &mut Vec<Access>| {
+        e.walk(&mut |x| {
+            if let Expr::Load(lb, idx) = x {
+                if lb == b {
+                    out.push(Access { indices: idx.clone(), loops: loops.clone() });
+                }
+            }
+        })
+    };
+    match s {
+        Stmt::For(l) => {
+            exprs(&l.min, loops, out);
+            exprs(&l.extent, loops, out);
+            loops.push((**l).clone());
+            collect(&l.body, b, loops, out);
+            loops.pop();
+        }
+        Stmt::Store { buffer, indices, value } => {
+            for i in indices {
+                exprs(i, loops, out);
+            }
+            exprs(value, loops, out);
+            if buffer == b {
+                out.push(Access { indices: indices.clone(), loops: loops.clone() });
+            }
+        }
+        _ => {
+            s.for_each_expr(|e| exprs(e, loops, out));
+            s.for_each_child(|c| collect(c, b, loops, out));
+        }
+    }
+}
+
+fn compact(root: &Stmt, b: &Buffer) -> Stmt {
+    // The allocation's body.
+    let mut body = None;
+    root.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, body: inner } = s {
+            if buffer == b {
+                body = Some((**inner).clone());
+            }
+        }
+    });
+    let Some(body) = body else { return root.clone() };
+    let mut acc = Vec::new();
+    collect(&body, b, &mut Vec::new(), &mut acc);
+    if acc.is_empty() {
+        return root.clone();
+    }
+    // The lowest common ancestor: the common prefix of the loop stacks.
+    let mut depth = acc[0].loops.len();
+    for a in &acc[1..] {
+        depth = depth.min(a.loops.iter().zip(&acc[0].loops).take_while(|(x, y)| x.var == y.var).count());
+    }
+    let shared = b.scope() == Scope::Shared;
+    let mut region: Vec<Option<(Expr, Expr)>> = Vec::new();
+    for (n, a) in acc.iter().enumerate() {
+        let relaxed: Vec<Relaxed> = a
+            .loops
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| *i >= depth || shared && matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block))
+            .map(|(_, l)| (l.var.clone(), l.min.clone(), l.extent.clone()))
+            .collect();
+        for (d, idx) in a.indices.iter().enumerate() {
+            let r = relax(idx, &relaxed);
+            if n == 0 {
+                region.push(r);
+            } else {
+                region[d] = match (&region[d], r) {
+                    (Some(old), Some(new)) => union(old, &new),
+                    _ => None,
+                };
+            }
+        }
+    }
+    // The new shape and the offset of each dimension.
+    let mut shape = Vec::new();
+    let mut offset = Vec::new();
+    let mut changed = false;
+    for (d, r) in region.iter().enumerate() {
+        let full = b.shape()[d].clone();
+        let range = r.as_ref().and_then(|(lo, hi)| to_range(lo, hi));
+        match range {
+            Some(rg) if rg.extent.as_int() < full.as_int() || full.as_int().is_none() => {
+                shape.push(rg.extent);
+                offset.push(rg.min);
+                changed = true;
+            }
+            _ => {
+                shape.push(full);
+                offset.push(Expr::int(0));
+            }
+        }
+    }
+    let nb = if changed { b.with(|n| n.shape = shape) } else { b.clone() };
+    let an = crate::arith::Analyzer::new();
+    let shift = |idx: &[Expr]| -> Vec<Expr> {
+        idx.iter().zip(&offset).map(|(i, o)| an.simplify(&(i.clone() - o.clone()))).collect()
+    };
+    let new_body = body.map_exprs(&mut |e| retarget(e, b, &nb, &shift));
+    let new_body = retarget_stores(&new_body, b, &nb, &shift);
+    // Shared memory stays allocated where it was, once per GPU block: a
+    // tile reused by every iteration of a loop is one array on the GPU,
+    // and a barrier must guard its reuse.
+    let lca: Option<Var> = if depth > 0 && !shared { Some(acc[0].loops[depth - 1].var.clone()) } else { None };
+    // Drop the old allocation, then allocate at the common loop.
+    let without = rewrite(root, &mut |s| match s {
+        Stmt::Allocate { buffer, .. } if buffer == b => Some(if lca.is_some() {
+            new_body.clone()
+        } else {
+            Stmt::Allocate { buffer: nb.clone(), body: Box::new(new_body.clone()) }
+        }),
+        _ => None,
+    });
+    match lca {
+        None => without,
+        Some(v) => rewrite(&without, &mut |s| match s {
+            Stmt::For(l) if l.var == v => {
+                let mut l = (**l).clone();
+                l.body = Stmt::Allocate { buffer: nb.clone(), body: Box::new(l.body) };
+                Some(Stmt::For(Box::new(l)))
+            }
+            _ => None,
+        }),
+    }
+}
+
+fn retarget(e: &Expr, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
+    match e {
+        Expr::Load(lb, idx) if lb == b => {
+            let idx: Vec<Expr> = idx.iter().map(|i| retarget(i, b, nb, shift)).collect();
+            Expr::Load(nb.clone(), shift(&idx))
+        }
+        _ => e.map_children(|c| retarget(c, b, nb, shift)),
+    }
+}
+
+fn retarget_stores(s: &Stmt, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Stmt {
+    match s.map_children(|c| retarget_stores(c, b, nb, shift)) {
+        Stmt::Store { buffer, indices, value } if &buffer == b => {
+            Stmt::Store { buffer: nb.clone(), indices: shift(&indices), value }
+        }
+        s => s,
+    }
+}

@@ -1,0 +1,119 @@
+//! `insert_barriers`: `__syncthreads()` wherever a thread may read shared
+//! memory that another thread wrote, or overwrite what another thread may
+//! still read, since the last barrier.
+//!
+//! The kernel body is walked in program order with the sets of shared
+//! buffers written and read since the last barrier. A statement that reads a
+//! buffer written since then (read after write), or writes one read since
+//! then (write after read: a tile overwritten while it is still in use),
+//! gets a barrier before it, and the sets start again. A loop whose bounds
+//! are the same for every thread and whose body both writes and reads some
+//! shared buffer is entered: its body is walked twice, the second time with
+//! what the end of the body left, so that a conflict between the end of one
+//! iteration and the start of the next gets its barrier too. Other
+//! statements are taken whole — in particular conditionals, so that no
+//! barrier lands where only some threads would reach it. A buffer is
+//! tracked as a whole, so two threads touching different words of one
+//! buffer still get a barrier between them. Runs after `extract_launch`.
+
+use std::collections::HashSet;
+use tirc_ir::{Buffer, Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut heads = Vec::new();
+    let mut body = f.body.clone();
+    while let Stmt::Launch { var, tag, extent, body: b } = body {
+        heads.push((var, tag, extent));
+        body = *b;
+    }
+    let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
+    let mut st = State::default();
+    let mut body = sync(&body, &mut st, &threads);
+    for (var, tag, extent) in heads.into_iter().rev() {
+        body = Stmt::Launch { var, tag, extent, body: Box::new(body) };
+    }
+    f.body = body;
+    Ok(f)
+}
+
+#[derive(Clone, Default)]
+struct State {
+    written: HashSet<Buffer>,
+    read: HashSet<Buffer>,
+}
+
+/// The shared buffers `s` reads and writes.
+fn accesses(s: &Stmt) -> (HashSet<Buffer>, HashSet<Buffer>) {
+    let mut r = HashSet::new();
+    let mut w = HashSet::new();
+    s.walk(&mut |x| {
+        x.for_each_expr(|e| {
+            e.walk(&mut |y| {
+                if let Expr::Load(b, _) = y {
+                    if b.scope() == Scope::Shared {
+                        r.insert(b.clone());
+                    }
+                }
+            })
+        });
+        if let Stmt::Store { buffer, .. } = x {
+            if buffer.scope() == Scope::Shared {
+                w.insert(buffer.clone());
+            }
+        }
+    });
+    (r, w)
+}
+
+fn sync(s: &Stmt, st: &mut State, threads: &[Var]) -> Stmt {
+    match s {
+        Stmt::Seq(v) => Stmt::seq(v.iter().map(|c| sync(c, st, threads)).collect()),
+        Stmt::Allocate { buffer, body } => {
+            Stmt::Allocate { buffer: buffer.clone(), body: Box::new(sync(body, st, threads)) }
+        }
+        Stmt::Let { var, value, body } => {
+            Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(sync(body, st, threads)) }
+        }
+        Stmt::For(l) if enter(l, threads) => {
+            let mut first = st.clone();
+            let _ = sync(&l.body, &mut first, threads);
+            let mut second = State {
+                written: st.written.union(&first.written).cloned().collect(),
+                read: st.read.union(&first.read).cloned().collect(),
+            };
+            let body = sync(&l.body, &mut second, threads);
+            // The loop may also run no iteration at all.
+            st.written.extend(second.written);
+            st.read.extend(second.read);
+            let mut l = (**l).clone();
+            l.body = body;
+            Stmt::For(Box::new(l))
+        }
+        _ => {
+            let (r, w) = accesses(s);
+            if r.iter().any(|b| st.written.contains(b)) || w.iter().any(|b| st.read.contains(b)) {
+                *st = State::default();
+                st.written.extend(w);
+                st.read.extend(r);
+                return Stmt::seq(vec![Stmt::Barrier, s.clone()]);
+            }
+            st.written.extend(w);
+            st.read.extend(r);
+            s.clone()
+        }
+    }
+}
+
+/// Whether to walk into a loop: its bounds are uniform across threads and
+/// its body both writes and reads some shared buffer.
+fn enter(l: &tirc_ir::For, threads: &[Var]) -> bool {
+    if uses_any(&l.min, threads) || uses_any(&l.extent, threads) {
+        return false;
+    }
+    let (r, w) = accesses(&l.body);
+    r.intersection(&w).next().is_some()
+}
+
+fn uses_any(e: &Expr, vars: &[Var]) -> bool {
+    vars.iter().any(|v| e.uses(v))
+}
