@@ -4,7 +4,7 @@
 //! match the unscheduled function evaluated in float64. From the pass that
 //! places barriers on, shared memory must also be free of races.
 
-use tirc::compile::{load, Request};
+use tirc::compile::load;
 use tirc::verify::sim_check_with;
 use tirc_exec::sim::SimOptions;
 use tirc_ir::PrimFunc;
@@ -24,9 +24,13 @@ fn check(what: &str, original: &PrimFunc, f: &PrimFunc, seed: u64, ignore_races:
     }
 }
 
+/// One function to check: what it is, the reference, the seed, and whether
+/// races are ignored.
+type Job = (String, PrimFunc, PrimFunc, u64, bool);
+
 #[test]
 fn every_primitive_and_pass_preserves_the_result() {
-    let mut checks = 0;
+    let mut jobs: Vec<Job> = Vec::new();
     for ex in examples() {
         let src = read(&ex);
         let sizes = test_sizes(&src);
@@ -38,23 +42,33 @@ fn every_primitive_and_pass_preserves_the_result() {
             let mut steps: Vec<(String, PrimFunc)> = Vec::new();
             let sch = run_schedule_observed(&module, s, &[], &mut |step, f| steps.push((step.to_string(), f.clone())))
                 .unwrap_or_else(|e| panic!("{} {}: {}", ex.display(), s.name, e.message));
-            for (step, f) in &steps {
+            for (step, f) in steps {
                 seed += 1;
-                check(&format!("{} {} after `{step}`", ex.display(), s.name), &original, f, seed, false);
-                checks += 1;
+                jobs.push((format!("{} {} after `{step}`", ex.display(), s.name), original.clone(), f, seed, false));
             }
             let mut after = Vec::new();
             transform::lower(sch.func, |p, f| after.push((p, f.clone()))).unwrap_or_else(|e| panic!("{}", e.message));
             // Between extract_launch and insert_barriers, threads of a block
             // share memory without barriers yet: check the values only.
             let barriers = transform::pass_names().iter().position(|p| *p == "insert_barriers").unwrap_or(0);
-            for (i, (pass, f)) in after.iter().enumerate() {
+            for (i, (pass, f)) in after.into_iter().enumerate() {
                 seed += 1;
-                check(&format!("{} {} after pass {pass}", ex.display(), s.name), &original, f, seed, i < barriers);
-                checks += 1;
+                let what = format!("{} {} after pass {pass}", ex.display(), s.name);
+                jobs.push((what, original.clone(), f, seed, i < barriers));
             }
         }
-        let _ = Request::default();
     }
-    assert!(checks > 0);
+    assert!(!jobs.is_empty());
+    // The checks are independent: spread them over the machine's cores.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((what, original, f, seed, ignore)) = jobs.get(i) else { break };
+                check(what, original, f, *seed, *ignore);
+            });
+        }
+    });
 }

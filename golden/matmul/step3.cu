@@ -14,8 +14,8 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
       C_local[C_t0 * 4 + C_t1] = C[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 8192 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + C_t0 * 1024 + C_t1];
     }
   }
-  __shared__ float A_shared[1024];
-  __shared__ float B_shared[1024];
+  __shared__ __align__(16) float A_shared[1024];
+  __shared__ __align__(16) float B_shared[1024];
   #pragma unroll
   for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
     #pragma unroll

@@ -17,6 +17,7 @@
 //! every float at f64, for references.
 
 use crate::data::HostData;
+use smallvec::{smallvec, SmallVec};
 use std::collections::HashMap;
 use tirc_ir::{BinOp, Buffer, DType, Expr, Intrinsic, PrimFunc, Scope, Stmt};
 use tirc_passes::transform::extract_launch::launch_config;
@@ -91,7 +92,7 @@ pub fn run(f: &PrimFunc, args: &mut [HostData], opts: SimOptions) -> Result<SimS
                     } else {
                         m.tid.iter().map(|t| t[tag.dim as usize]).collect()
                     };
-                    m.vars.insert(v.key(), Col::I(col));
+                    m.vars.insert(v.key(), Col::I(col.into()));
                 }
                 m.track.clear();
                 m.exec(body, &all)?;
@@ -118,9 +119,13 @@ fn write_back(d: &mut HostData, data: &[f64]) {
 /// Values of one expression for the active threads, in their order.
 #[derive(Clone, Debug)]
 enum Col {
-    I(Vec<i64>),
-    F(Vec<f64>),
+    I(Lanes<i64>),
+    F(Lanes<f64>),
 }
+
+/// One value per active thread; a few live inline, without allocating (the
+/// one-thread case of unlaunched functions is the common one).
+type Lanes<T> = SmallVec<[T; 4]>;
 
 impl Col {
     fn len(&self) -> usize {
@@ -244,9 +249,9 @@ impl Machine {
                     } else {
                         active.iter().enumerate().filter(|(k, _)| it < ext.i(*k)).map(|(_, t)| *t).collect()
                     };
-                    let col = self.vars.entry(key).or_insert_with(|| Col::I(vec![0; 0]));
+                    let col = self.vars.entry(key).or_insert_with(|| Col::I(smallvec![0; 0]));
                     if col.len() != self.nthreads {
-                        *col = Col::I(vec![0; self.nthreads]);
+                        *col = Col::I(smallvec![0; self.nthreads]);
                     }
                     if let Col::I(v) = col {
                         for (k, &t) in active.iter().enumerate() {
@@ -259,8 +264,8 @@ impl Machine {
             Stmt::Let { var, value, body } => {
                 let v = self.eval(value, active)?;
                 let mut col = match &v {
-                    Col::I(_) => Col::I(vec![0; self.nthreads]),
-                    Col::F(_) => Col::F(vec![0.0; self.nthreads]),
+                    Col::I(_) => Col::I(smallvec![0; self.nthreads]),
+                    Col::F(_) => Col::F(smallvec![0.0; self.nthreads]),
                 };
                 for (k, &t) in active.iter().enumerate() {
                     match &mut col {
@@ -310,7 +315,7 @@ impl Machine {
             for (k, &t) in active.iter().enumerate() {
                 col[t] = val.i(k);
             }
-            self.vars.insert(iv.var.key(), Col::I(col));
+            self.vars.insert(iv.var.key(), Col::I(col.into()));
             if iv.kind == tirc_ir::IterKind::Reduce {
                 let min = self.eval(&iv.dom.min, active)?;
                 for (k, s) in at_start.iter_mut().enumerate() {
@@ -320,14 +325,17 @@ impl Machine {
         }
         let p = self.eval(&r.predicate, active)?;
         let on: Vec<usize> = active.iter().enumerate().filter(|(k, _)| p.i(*k) != 0).map(|(_, t)| *t).collect();
-        let mut body = r.block.body.clone();
-        for b in r.block.alloc_buffers.iter().rev() {
-            body = Stmt::Allocate { buffer: b.clone(), body: Box::new(body) };
-        }
         if let Some(init) = &r.block.init {
             let first: Vec<usize> =
                 active.iter().enumerate().filter(|(k, _)| p.i(*k) != 0 && at_start[*k]).map(|(_, t)| *t).collect();
             self.exec(init, &first)?;
+        }
+        if r.block.alloc_buffers.is_empty() {
+            return self.exec(&r.block.body, &on);
+        }
+        let mut body = r.block.body.clone();
+        for b in r.block.alloc_buffers.iter().rev() {
+            body = Stmt::Allocate { buffer: b.clone(), body: Box::new(body) };
         }
         self.exec(&body, &on)
     }
@@ -356,7 +364,7 @@ impl Machine {
                 *a = *a * shape[d] + v;
             }
         }
-        Ok(Col::I(acc))
+        Ok(Col::I(acc.into()))
     }
 
     fn address(&self, mi: usize, idx: i64, thread: usize) -> Result<usize, SimError> {
@@ -416,8 +424,8 @@ impl Machine {
     fn eval(&mut self, e: &Expr, active: &[usize]) -> Result<Col, SimError> {
         let n = active.len();
         Ok(match e {
-            Expr::Int(v, _) => Col::I(vec![*v; n]),
-            Expr::Float(v, _) => Col::F(vec![*v; n]),
+            Expr::Int(v, _) => Col::I(smallvec![*v; n]),
+            Expr::Float(v, _) => Col::F(smallvec![*v; n]),
             Expr::Var(v) => {
                 let col = self.vars.get(&v.key()).ok_or_else(|| format!("variable {} has no value", v.name()))?;
                 match col {
@@ -459,7 +467,7 @@ impl Machine {
             Expr::Load(b, idx) => {
                 let i = self.linear_index(b, idx, active)?;
                 let mi = self.mem_index(b)?;
-                let mut out = Vec::with_capacity(n);
+                let mut out: Lanes<f64> = SmallVec::with_capacity(n);
                 for (k, &t) in active.iter().enumerate() {
                     let a = self.address(mi, i.i(k), t)?;
                     if self.mems[mi].shared {
@@ -576,7 +584,7 @@ fn binary(op: BinOp, t: DType, x: &Col, y: &Col, f64_storage: bool) -> Result<Co
             BinOp::And | BinOp::Or => return Err("a logical operator on floats".into()),
         });
     }
-    let mut out = Vec::with_capacity(n);
+    let mut out: Lanes<i64> = SmallVec::with_capacity(n);
     for k in 0..n {
         let (a, b) = (x.i(k), y.i(k));
         let v = match op {

@@ -265,8 +265,22 @@ impl Analyzer {
                 }
             }
             _ => {
-                let re = self.sum_to_expr(&r);
-                Some(Expr::binary(op, re, Expr::int(c)))
+                // With g the gcd of the remaining coefficients, dividing c,
+                // and a constant below g: (g*y + k) // c == y // (c/g) and
+                // (g*y + k) % c == g * (y % (c/g)) + k.
+                let g = r.terms.iter().fold(c, |g, (k, _)| gcd(g, k.abs()));
+                if g > 1 && r.constant < g {
+                    let y = Sum { terms: r.terms.iter().map(|(k, t)| (k / g, t.clone())).collect(), constant: 0 };
+                    let inner = self.simplify(&Expr::binary(op, self.sum_to_expr(&y), Expr::int(c / g)));
+                    if op == BinOp::FloorDiv {
+                        Some(inner)
+                    } else {
+                        Some(self.simplify(&(inner * Expr::int(g) + Expr::int(r.constant))))
+                    }
+                } else {
+                    let re = self.sum_to_expr(&r);
+                    Some(Expr::binary(op, re, Expr::int(c)))
+                }
             }
         };
         Some(match (op, rest) {
@@ -339,4 +353,12 @@ pub fn conjuncts(e: &Expr) -> Vec<Expr> {
 /// The `and` of conditions (true when empty).
 pub fn all_of(parts: impl IntoIterator<Item = Expr>) -> Expr {
     parts.into_iter().fold(Expr::bool(true), Expr::and)
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
