@@ -27,6 +27,9 @@ pub(crate) enum Binding {
     View(Buffer, Vec<Expr>),
     /// A `T.handle` parameter not yet matched to a buffer.
     Handle,
+    /// `x = T.env_thread("threadIdx.x")`: a thread index that a later
+    /// `T.launch_thread(x, extent)` launches.
+    Thread(Var, ThreadTag),
 }
 
 pub(crate) struct FuncResolver<'a> {
@@ -101,7 +104,12 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
     let has_blocks = !body_stmt.blocks().is_empty();
     let body = if has_blocks || !r.root_allocs.is_empty() {
         match body_stmt {
-            Stmt::Block(b) if b.block.name == "root" && r.root_allocs.is_empty() => Stmt::Block(b),
+            Stmt::Block(mut b) if b.block.name == "root" && r.root_allocs.is_empty() && b.iter_values.is_empty() => {
+                // The root block's signature is empty, as in TVM.
+                b.block.reads.clear();
+                b.block.writes.clear();
+                Stmt::Block(b)
+            }
             body => root_block(body, std::mem::take(&mut r.root_allocs)),
         }
     } else {
@@ -179,6 +187,7 @@ impl FuncResolver<'_> {
         let mut shape = None;
         let mut dtype = DType::F32;
         let mut scope = scope;
+        let mut strides = None;
         let mut pos = 0;
         for a in args {
             match a {
@@ -195,8 +204,8 @@ impl FuncResolver<'_> {
                     "shape" => shape = Some(self.shape(e)?),
                     "dtype" => dtype = self.dtype_arg(e)?,
                     "scope" => scope = self.scope_arg(e)?,
-                    "data" | "strides" | "elem_offset" | "align" | "offset_factor" | "buffer_type"
-                    | "axis_separators" => {}
+                    "strides" => strides = Some(e),
+                    "data" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
                     other => {
                         return Err(did_you_mean(
                             Diagnostic::at(k.span, format!("unknown buffer argument `{other}`")),
@@ -213,7 +222,34 @@ impl FuncResolver<'_> {
         let Some(shape) = shape else {
             return Err(Diagnostic::at(span, "a buffer needs a shape"));
         };
+        if let Some(st) = strides {
+            self.check_strides(st, &shape)?;
+        }
         Ok(Buffer::new(name, dtype, shape, scope))
+    }
+
+    /// `strides=` must be those of a compact row-major buffer, the only
+    /// layout tirc has (an empty list means the same).
+    fn check_strides(&mut self, e: &ast::Expr, shape: &[Expr]) -> R<()> {
+        let items: Vec<&ast::Expr> = match &e.kind {
+            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
+            _ => vec![e],
+        };
+        if items.is_empty() {
+            return Ok(());
+        }
+        let dims: Vec<i64> = shape.iter().filter_map(|d| d.as_int()).collect();
+        let compact: Vec<i64> = (0..dims.len()).map(|d| dims[d + 1..].iter().product()).collect();
+        let mut given = Vec::new();
+        for it in &items {
+            given.push(self.expr(it)?.as_int());
+        }
+        if given.len() != compact.len() || given.iter().zip(&compact).any(|(g, c)| *g != Some(*c)) {
+            let want: Vec<String> = compact.iter().map(|c| c.to_string()).collect();
+            return Err(Diagnostic::at(e.span, "tirc supports compact row-major buffers only")
+                .help(format!("the strides of this shape are ({}), or leave `strides=` out", want.join(", "))));
+        }
+        Ok(())
     }
 
     fn shape(&mut self, e: &ast::Expr) -> R<Vec<Expr>> {
@@ -303,8 +339,8 @@ impl FuncResolver<'_> {
                 let ExprKind::Call { func, args } = &value.kind else { return Ok(None) };
                 let f = dotted(func).unwrap_or_default();
                 match f.as_str() {
-                    "T.launch_thread" | "T.env_thread" => {
-                        let (tag, extent) = self.launch_args(args, value.span)?;
+                    "T.launch_thread" => {
+                        let (tag, extent, _) = self.launch_args(args, value.span)?;
                         let var = Var::new(name.clone(), DType::I32);
                         let body = self.scoped(|r| {
                             r.bind(name, Binding::Var(var.clone()));
@@ -312,7 +348,7 @@ impl FuncResolver<'_> {
                         });
                         Ok(Some(Stmt::Launch { var, tag, extent, body: Box::new(body) }))
                     }
-                    "T.decl_buffer" | "T.allocate" => {
+                    "T.decl_buffer" | "T.allocate" if !has_keyword(args, "data") => {
                         let buffer = if f == "T.allocate" {
                             self.allocate_args(name, args, value.span)?
                         } else {
@@ -327,6 +363,26 @@ impl FuncResolver<'_> {
                     _ => Ok(None),
                 }
             }
+            StmtKind::Expr(ast::Expr { kind: ExprKind::Call { func, args }, span }) => match dotted(func).as_deref() {
+                Some("T.launch_thread") => {
+                    let (tag, extent, var) = self.launch_args(args, *span)?;
+                    let Some(var) = var else {
+                        return Err(Diagnostic::at(*span, "this launch gives its thread index no name")
+                            .help("write `x = T.launch_thread(\"threadIdx.x\", n)`"));
+                    };
+                    let body = self.scoped(|r| r.stmts_in_scope(rest));
+                    Ok(Some(Stmt::Launch { var, tag, extent, body: Box::new(body) }))
+                }
+                Some("T.attr") => {
+                    let launch = self.attr_stmt(args, *span)?;
+                    let body = self.scoped(|r| r.stmts_in_scope(rest));
+                    Ok(Some(match launch {
+                        Some((var, tag, extent)) => Stmt::Launch { var, tag, extent, body: Box::new(body) },
+                        None => body,
+                    }))
+                }
+                _ => Ok(None),
+            },
             StmtKind::AnnAssign { target, annotation, value: Some(value) } => {
                 let ExprKind::Name(name) = &target.kind else {
                     return Err(Diagnostic::at(target.span, "expected a name"));
@@ -345,20 +401,59 @@ impl FuncResolver<'_> {
         }
     }
 
-    fn launch_args(&mut self, args: &[Arg], span: Span) -> R<(ThreadTag, Expr)> {
-        let pos: Vec<&ast::Expr> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Positional(e) => Some(e),
-                _ => None,
-            })
-            .collect();
+    /// `T.launch_thread("threadIdx.x", n)` or `T.launch_thread(x, n)` of a
+    /// thread `x` from `T.env_thread`: the tag, the extent, and the thread
+    /// variable in the second form.
+    fn launch_args(&mut self, args: &[Arg], span: Span) -> R<(ThreadTag, Expr, Option<Var>)> {
+        let pos = positional(args, "T.launch_thread")?;
         let [tag_e, ext_e] = pos[..] else {
             return Err(Diagnostic::at(span, "T.launch_thread takes a thread tag and an extent"));
         };
-        let tag = self.thread_tag(tag_e)?;
+        let (tag, var) = self.thread_ref(tag_e)?;
         let extent = self.expr(ext_e)?;
-        Ok((tag, extent))
+        if !extent.dtype().is_int() {
+            return Err(Diagnostic::at(
+                ext_e.span,
+                format!("a thread extent must be an integer, not {}", extent.dtype()),
+            ));
+        }
+        Ok((tag, extent, var))
+    }
+
+    /// A thread tag string, or the name of a thread from `T.env_thread`.
+    fn thread_ref(&mut self, e: &ast::Expr) -> R<(ThreadTag, Option<Var>)> {
+        if let ExprKind::Name(n) = &e.kind {
+            return match self.lookup(n) {
+                Some(Binding::Thread(v, t)) => Ok((*t, Some(v.clone()))),
+                Some(_) => Err(Diagnostic::at(e.span, format!("`{n}` is not a thread from `T.env_thread`"))),
+                None => {
+                    let names = self.visible_names();
+                    Err(did_you_mean(Diagnostic::at(e.span, format!("unknown thread `{n}`")), n, names))
+                }
+            };
+        }
+        Ok((self.thread_tag(e)?, None))
+    }
+
+    /// `T.attr(node, "key", value)`: a launch when the key is
+    /// `thread_extent`; any other attribute is a hint that tirc drops.
+    fn attr_stmt(&mut self, args: &[Arg], span: Span) -> R<Option<(Var, ThreadTag, Expr)>> {
+        let pos = positional(args, "T.attr")?;
+        let [node, key, value] = pos[..] else {
+            return Err(Diagnostic::at(span, "T.attr takes a node, a key and a value"));
+        };
+        let ExprKind::Str(k) = &key.kind else {
+            return Err(Diagnostic::at(key.span, "the key of `T.attr` must be a string"));
+        };
+        if k != "thread_extent" {
+            return Ok(None);
+        }
+        let (tag, var) = self.thread_ref(node)?;
+        let Some(var) = var else {
+            return Err(Diagnostic::at(node.span, "`thread_extent` needs a thread from `T.env_thread`"));
+        };
+        let extent = self.expr(value)?;
+        Ok(Some((var, tag, extent)))
     }
 
     pub(crate) fn thread_tag(&self, e: &ast::Expr) -> R<ThreadTag> {
@@ -426,7 +521,12 @@ impl FuncResolver<'_> {
             "T.reads" | "T.writes" | "T.where" | "T.block_attr" | "T.sblock_attr" => {
                 Err(Diagnostic::at(e.span, format!("`{f}` must come at the start of a block, before its body")))
             }
-            _ => Err(Diagnostic::at(e.span, format!("`{f}(...)` is not a statement tirc knows"))),
+            "T.launch_thread" | "T.attr" => Err(Diagnostic::at(e.span, format!("`{f}` needs a body"))),
+            _ => Err(did_you_mean(
+                Diagnostic::at(func.span, format!("`{f}(...)` is not a statement tirc knows")),
+                &f,
+                ["T.func_attr", "T.evaluate", "T.tvm_storage_sync", "T.reads", "T.writes", "T.where", "T.block_attr"],
+            )),
         }
     }
 
@@ -469,12 +569,25 @@ impl FuncResolver<'_> {
                         self.scopes[0].push((name.clone(), Binding::Buffer(b)));
                         Ok(Stmt::NoOp)
                     }
-                    "T.Buffer" => {
+                    "T.Buffer" | "T.decl_buffer" => {
                         let b = self.buffer_view(name, args, value.span)?;
                         self.bind(name, b);
                         Ok(Stmt::NoOp)
                     }
-                    _ => Err(Diagnostic::at(value.span, format!("`{f}(...)` cannot be assigned to a name here"))),
+                    "T.env_thread" => {
+                        let pos = positional(args, "T.env_thread")?;
+                        let [tag] = pos[..] else {
+                            return Err(Diagnostic::at(value.span, "T.env_thread takes a thread tag"));
+                        };
+                        let tag = self.thread_tag(tag)?;
+                        self.bind(name, Binding::Thread(Var::new(name.clone(), DType::I32), tag));
+                        Ok(Stmt::NoOp)
+                    }
+                    _ => Err(did_you_mean(
+                        Diagnostic::at(value.span, format!("`{f}(...)` cannot be assigned to a name here")),
+                        &f,
+                        ASSIGNABLE,
+                    )),
                 }
             }
             _ => Err(Diagnostic::at(target.span, "cannot assign to this")),
@@ -501,6 +614,17 @@ impl FuncResolver<'_> {
             _ => return Err(Diagnostic::at(data.span, "`data=` must name a buffer's data")),
         };
         let view = self.buffer_decl(name, args, span, base.scope())?;
+        if view.scope() != base.scope() {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "`{name}` is declared in {} memory, but the data of `{}` is in {} memory",
+                    view.scope().name(),
+                    base.name(),
+                    base.scope().name()
+                ),
+            ));
+        }
         if view.dtype() != base.dtype() {
             return Err(Diagnostic::at(span, format!("`{name}` has another data type than `{}`", base.name())));
         }
@@ -664,16 +788,31 @@ impl FuncResolver<'_> {
                 self.block(name, body, s.span)
             }
             "T.launch_thread" => {
-                let (tag, extent) = self.launch_args(args, item.context.span)?;
-                let Some(n) = target_name else {
-                    return Err(Diagnostic::at(s.span, "write `with T.launch_thread(...) as name:`"));
+                let (tag, extent, thread) = self.launch_args(args, item.context.span)?;
+                let (var, n) = match (thread, target_name) {
+                    (Some(v), None) => (v, None),
+                    (None, Some(n)) => (Var::new(n.clone(), DType::I32), Some(n)),
+                    (Some(_), Some(_)) => {
+                        return Err(Diagnostic::at(s.span, "this launch names its thread twice")
+                            .help("drop the `as` name: the thread variable is already named"))
+                    }
+                    (None, None) => return Err(Diagnostic::at(s.span, "write `with T.launch_thread(...) as name:`")),
                 };
-                let var = Var::new(n.clone(), DType::I32);
                 let b = self.scoped(|r| {
-                    r.bind(&n, Binding::Var(var.clone()));
+                    if let Some(n) = &n {
+                        r.bind(n, Binding::Var(var.clone()));
+                    }
                     r.stmts(body)
                 });
                 Ok(Stmt::Launch { var, tag, extent, body: Box::new(b) })
+            }
+            "T.attr" => {
+                let launch = self.attr_stmt(args, item.context.span)?;
+                let b = self.stmts(body);
+                Ok(match launch {
+                    Some((var, tag, extent)) => Stmt::Launch { var, tag, extent, body: Box::new(b) },
+                    None => b,
+                })
             }
             "T.decl_buffer" | "T.allocate" => {
                 let Some(n) = target_name else {
@@ -702,7 +841,16 @@ impl FuncResolver<'_> {
             _ => Err(did_you_mean(
                 Diagnostic::at(func.span, format!("unknown context `{f}`")),
                 &f,
-                ["T.block", "T.sblock", "T.init", "T.launch_thread", "T.decl_buffer"],
+                [
+                    "T.block",
+                    "T.sblock",
+                    "T.init",
+                    "T.launch_thread",
+                    "T.decl_buffer",
+                    "T.allocate",
+                    "T.attr",
+                    "T.LetStmt",
+                ],
             )),
         }
     }
@@ -744,10 +892,112 @@ impl FuncResolver<'_> {
         let mut block =
             Block { name, iter_vars, reads: vec![], writes: vec![], init, alloc_buffers: allocs, annotations, body };
         let (r_inf, w_inf) = infer_block_regions(&block);
-        block.reads = reads.unwrap_or(r_inf);
-        block.writes = writes.unwrap_or(w_inf);
-        let _ = span;
+        self.check_declared(&block, &r_inf, &w_inf, reads.as_ref(), writes.as_ref())?;
+        block.reads = reads.map_or(r_inf, |r| r.0);
+        block.writes = writes.map_or(w_inf, |w| w.0);
+        self.check_bindings(&block, &iter_values, &predicate, span)?;
         Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
+    }
+
+    /// Declared `T.reads`/`T.writes` must name every buffer the block
+    /// accesses (a buffer the block writes may be left out of its reads, as
+    /// TVM's `te.create_prim_func` leaves out the buffer a reduction updates).
+    fn check_declared(
+        &self,
+        block: &Block,
+        r_inf: &[BufferRegion],
+        w_inf: &[BufferRegion],
+        reads: Option<&(Vec<BufferRegion>, Span)>,
+        writes: Option<&(Vec<BufferRegion>, Span)>,
+    ) -> R<()> {
+        if block.name == "root" && block.iter_vars.is_empty() {
+            // The root block's signature is empty by convention.
+            return Ok(());
+        }
+        let names = |v: &[BufferRegion]| v.iter().map(|r| r.buffer.name().to_string()).collect::<Vec<_>>().join(", ");
+        let declared_writes: &[BufferRegion] = writes.map_or(w_inf, |w| &w.0[..]);
+        if let Some((ws, span)) = writes {
+            if let Some(missing) = w_inf.iter().find(|w| !ws.iter().any(|d| d.buffer == w.buffer)) {
+                return Err(Diagnostic::at(
+                    *span,
+                    format!(
+                        "block `{}` writes `{}`, but its `T.writes` does not name it",
+                        block.name,
+                        missing.buffer.name()
+                    ),
+                )
+                .label(format!("declares: {}", names(ws)))
+                .help(format!(
+                    "add `{}` to `T.writes`, or leave `T.writes` out to have it inferred",
+                    missing.buffer.name()
+                )));
+            }
+        }
+        if let Some((rs, span)) = reads {
+            let declared = |b: &Buffer| rs.iter().chain(declared_writes).any(|d| &d.buffer == b);
+            if let Some(missing) = r_inf.iter().find(|r| !declared(&r.buffer)) {
+                return Err(Diagnostic::at(
+                    *span,
+                    format!(
+                        "block `{}` reads `{}`, but its `T.reads` does not name it",
+                        block.name,
+                        missing.buffer.name()
+                    ),
+                )
+                .label(format!("declares: {}", names(rs)))
+                .help(format!(
+                    "add `{}` to `T.reads`, or leave `T.reads` out to have it inferred",
+                    missing.buffer.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each block variable is bound to an integer expression of the
+    /// enclosing loops (not of the block's own variables) that stays inside
+    /// its domain where that can be seen at once: a plain loop variable whose
+    /// constant extent is larger than the domain, without `T.where`, is an
+    /// error.
+    fn check_bindings(&self, block: &Block, values: &[Expr], predicate: &Expr, span: Span) -> R<()> {
+        for (iv, v) in block.iter_vars.iter().zip(values) {
+            if !v.dtype().is_int() {
+                return Err(Diagnostic::at(
+                    span,
+                    format!("block variable `{}` is bound to a {} value", iv.var.name(), v.dtype()),
+                ));
+            }
+            if let Some(other) = block.iter_vars.iter().find(|o| v.uses(&o.var)) {
+                return Err(Diagnostic::at(
+                    span,
+                    format!(
+                        "block variable `{}` is bound to an expression of block variable `{}`",
+                        iv.var.name(),
+                        other.var.name()
+                    ),
+                )
+                .help("bind block variables to expressions of the loops around the block"));
+            }
+            let (Some(ext), Some(dom)) =
+                (v.as_var().and_then(|x| self.loop_extent_of(&Expr::Var(x.clone()))), iv.dom.extent.as_int())
+            else {
+                continue;
+            };
+            if let (Some(e), Some(0)) = (ext.as_int(), iv.dom.min.as_int()) {
+                if e > dom && predicate.as_bool() == Some(true) {
+                    return Err(Diagnostic::at(
+                        span,
+                        format!(
+                            "block variable `{}` has domain 0..{dom}, but its loop `{}` runs {e} times",
+                            iv.var.name(),
+                            v.as_var().map_or("?", |x| x.name())
+                        ),
+                    )
+                    .help("make the domain match the loop, or guard the block with `T.where`"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Consumes one block-header statement; `false` when `s` starts the body.
@@ -758,8 +1008,8 @@ impl FuncResolver<'_> {
         iter_vars: &mut Vec<IterVar>,
         iter_values: &mut Vec<Expr>,
         predicate: &mut Expr,
-        reads: &mut Option<Vec<BufferRegion>>,
-        writes: &mut Option<Vec<BufferRegion>>,
+        reads: &mut Option<(Vec<BufferRegion>, Span)>,
+        writes: &mut Option<(Vec<BufferRegion>, Span)>,
         annotations: &mut Annotations,
         allocs: &mut Vec<Buffer>,
         init: &mut Option<Stmt>,
@@ -793,8 +1043,8 @@ impl FuncResolver<'_> {
                         let c = self.expr(c)?;
                         *predicate = self.to_bool(c, *span)?;
                     }
-                    "T.reads" => *reads = Some(self.regions(args)?),
-                    "T.writes" => *writes = Some(self.regions(args)?),
+                    "T.reads" => *reads = Some((self.regions(args)?, *span)),
+                    "T.writes" => *writes = Some((self.regions(args)?, *span)),
                     "T.block_attr" | "T.sblock_attr" => {
                         let [Arg::Positional(d)] = &args[..] else {
                             return Err(Diagnostic::at(*span, "T.block_attr takes one dict"));
@@ -1029,6 +1279,34 @@ impl FuncResolver<'_> {
             },
         })
     }
+}
+
+/// What `name = T.<f>(...)` may assign, for suggestions.
+const ASSIGNABLE: [&str; 8] = [
+    "T.match_buffer",
+    "T.alloc_buffer",
+    "T.sblock_alloc_buffer",
+    "T.Buffer",
+    "T.decl_buffer",
+    "T.allocate",
+    "T.env_thread",
+    "T.launch_thread",
+];
+
+/// Whether a call passes the keyword argument `name`.
+fn has_keyword(args: &[Arg], name: &str) -> bool {
+    args.iter().any(|a| matches!(a, Arg::Keyword(k, _) if k.name == name))
+}
+
+/// The positional arguments of a call that takes no others.
+fn positional<'a>(args: &'a [Arg], f: &str) -> R<Vec<&'a ast::Expr>> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Positional(e) => Ok(e),
+            Arg::Keyword(k, _) => Err(Diagnostic::at(k.span, format!("`{f}` takes no argument `{}`", k.name))),
+            Arg::Star(e) | Arg::DoubleStar(e) => Err(Diagnostic::at(e.span, "`*` arguments are not allowed here")),
+        })
+        .collect()
 }
 
 pub(crate) fn plural(n: usize) -> &'static str {
