@@ -240,6 +240,28 @@ impl ModuleResolver<'_> {
     }
 }
 
+/// The name and the source span (decorators included) of every
+/// `@T.prim_func` definition of a file, at top level or in an
+/// `@I.ir_module` class, in source order.
+pub fn prim_func_defs(m: &ast::Module) -> Vec<(String, Span)> {
+    fn walk(body: &[ast::Stmt], out: &mut Vec<(String, Span)>) {
+        for s in body {
+            match &s.kind {
+                StmtKind::FunctionDef { name, decorators, .. }
+                    if decorators.iter().filter_map(decorator).any(|(n, _)| is_prim_func_decorator(&n)) =>
+                {
+                    out.push((name.name.clone(), s.span))
+                }
+                StmtKind::ClassDef { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&m.body, &mut out);
+    out
+}
+
 fn is_prim_func_decorator(n: &str) -> bool {
     matches!(n, "T.prim_func" | "tvm.script.tir.prim_func" | "tir.prim_func")
 }
