@@ -76,9 +76,7 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
                 // Keep the name known, so that its uses do not each report
                 // it again.
                 r.errors.push(e);
-                let b = Buffer::new(&p.name.name, DType::F32, vec![], Scope::Global);
-                r.bind(&p.name.name, Binding::Buffer(b.clone()));
-                r.poisoned.push(b.clone());
+                let b = r.poison(&p.name.name);
                 bufs.push(Some(b));
             }
         }
@@ -142,6 +140,15 @@ impl FuncResolver<'_> {
         if let Some(scope) = self.scopes.last_mut() {
             scope.push((name.to_string(), b));
         }
+    }
+
+    /// Binds `name` to a stand-in buffer after the error in its
+    /// declaration, so that its uses are not each reported again.
+    pub(crate) fn poison(&mut self, name: &str) -> Buffer {
+        let b = Buffer::new(name, DType::F32, vec![], Scope::Global);
+        self.bind(name, Binding::Buffer(b.clone()));
+        self.poisoned.push(b.clone());
+        b
     }
 
     pub(crate) fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -258,10 +265,20 @@ impl FuncResolver<'_> {
             _ => vec![e],
         };
         let mut out = Vec::new();
+        let mut elements: i64 = 1;
         for it in items {
             let v = self.expr(it)?;
             match v.as_int() {
-                Some(n) if n > 0 => out.push(Expr::int(n)),
+                Some(n) if n > 0 => {
+                    elements = match elements.checked_mul(n) {
+                        Some(e) if e <= MAX_ELEMENTS => e,
+                        _ => {
+                            return Err(Diagnostic::at(e.span, "this buffer is too large")
+                                .help(format!("a buffer may hold at most 2^40 ({MAX_ELEMENTS}) elements")))
+                        }
+                    };
+                    out.push(Expr::int(n))
+                }
                 Some(n) => return Err(Diagnostic::at(it.span, format!("a buffer extent must be positive, not {n}"))),
                 None => {
                     return Err(Diagnostic::at(it.span, "buffer extents must be constants")
@@ -319,15 +336,30 @@ impl FuncResolver<'_> {
                 Ok(None) => {}
                 Err(e) => {
                     self.errors.push(e);
+                    self.poison_target(s);
                     continue;
                 }
             }
             match self.stmt(s) {
                 Ok(st) => out.push(st),
-                Err(e) => self.errors.push(e),
+                Err(e) => {
+                    self.errors.push(e);
+                    self.poison_target(s);
+                }
             }
         }
         Stmt::seq(out)
+    }
+
+    /// After an error in `name = T.f(...)`, binds `name` to a stand-in.
+    fn poison_target(&mut self, s: &ast::Stmt) {
+        if let StmtKind::Assign { targets, value: ast::Expr { kind: ExprKind::Call { .. }, .. } } = &s.kind {
+            if let [ast::Expr { kind: ExprKind::Name(n), .. }] = &targets[..] {
+                if self.lookup(n).is_none() {
+                    self.poison(n);
+                }
+            }
+        }
     }
 
     /// A statement that scopes over the rest of its body, resolved together
@@ -613,6 +645,9 @@ impl FuncResolver<'_> {
             Some(Binding::View(b, _)) => b.clone(),
             _ => return Err(Diagnostic::at(data.span, "`data=` must name a buffer's data")),
         };
+        if self.poisoned.contains(&base) {
+            return Ok(Binding::Buffer(base));
+        }
         let view = self.buffer_decl(name, args, span, base.scope())?;
         if view.scope() != base.scope() {
             return Err(Diagnostic::at(
@@ -629,15 +664,12 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(span, format!("`{name}` has another data type than `{}`", base.name())));
         }
         if view.num_elements() != base.num_elements() {
+            let count = |b: &Buffer| b.num_elements().map_or("a symbolic number of".to_string(), |n| n.to_string());
             return Err(Diagnostic::at(
                 span,
-                format!(
-                    "`{name}` has {:?} elements but `{}` has {:?}",
-                    view.num_elements(),
-                    base.name(),
-                    base.num_elements()
-                ),
-            ));
+                format!("`{name}` has {} elements, but `{}` has {}", count(&view), base.name(), count(&base)),
+            )
+            .help("a view must cover its buffer's memory exactly"));
         }
         let same_shape = view.const_shape() == base.const_shape();
         Ok(if same_shape { Binding::Buffer(base) } else { Binding::View(base, view.shape().to_vec()) })
@@ -1280,6 +1312,10 @@ impl FuncResolver<'_> {
         })
     }
 }
+
+/// The most elements a buffer may hold, so that every index computed over
+/// it fits in 64 bits.
+const MAX_ELEMENTS: i64 = 1 << 40;
 
 /// What `name = T.<f>(...)` may assign, for suggestions.
 const ASSIGNABLE: [&str; 8] = [
