@@ -9,12 +9,9 @@ use super::{dotted, span_of_args};
 use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::dtype::DType;
-use crate::expr::{Expr, Range, Var};
+use crate::expr::{Expr, Var};
 use crate::func::PrimFunc;
-use crate::region::infer_block_regions;
-use crate::stmt::{
-    Annotations, Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Stmt, ThreadTag,
-};
+use crate::stmt::{Annotations, Attr, Block, BlockRealize, For, ForKind, Stmt, ThreadTag};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 pub(crate) type R<T> = Result<T, Diagnostic>;
@@ -36,11 +33,13 @@ pub(crate) struct FuncResolver<'a> {
     pub consts: &'a [(String, i64)],
     pub scopes: Vec<Vec<(String, Binding)>>,
     pub errors: Vec<Diagnostic>,
-    attrs: Annotations,
-    root_allocs: Vec<Buffer>,
-    handles: Vec<(String, Option<Buffer>)>,
+    pub(crate) attrs: Annotations,
+    pub(crate) root_allocs: Vec<Buffer>,
+    pub(crate) handles: Vec<(String, Option<Buffer>)>,
     /// Loops being resolved, outermost first, for `T.axis.remap`.
-    loop_extents: Vec<(Var, Expr)>,
+    pub(crate) loop_extents: Vec<(Var, Expr)>,
+    /// The spans of the `T.axis` bindings of the block being resolved.
+    pub(crate) axis_spans: Vec<Span>,
     /// Stand-ins for parameters whose declaration was in error: their uses
     /// are not checked, so that one mistake is reported once.
     pub poisoned: Vec<Buffer>,
@@ -58,6 +57,7 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
         root_allocs: vec![],
         handles: vec![],
         loop_extents: vec![],
+        axis_spans: vec![],
         poisoned: vec![],
     };
     let mut bufs = Vec::new();
@@ -161,7 +161,7 @@ impl FuncResolver<'_> {
         v
     }
 
-    fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+    pub(crate) fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         self.scopes.push(vec![]);
         let out = f(self);
         self.scopes.pop();
@@ -189,143 +189,12 @@ impl FuncResolver<'_> {
         self.buffer_decl(&p.name.name, &args, span, Scope::Global).map(Some)
     }
 
-    /// Reads `(shape, dtype, scope=.., data=..)` into a new buffer.
-    pub(crate) fn buffer_decl(&mut self, name: &str, args: &[Arg], span: Span, scope: Scope) -> R<Buffer> {
-        let mut shape = None;
-        let mut dtype = DType::F32;
-        let mut scope = scope;
-        let mut strides = None;
-        let mut pos = 0;
-        for a in args {
-            match a {
-                Arg::Positional(e) => {
-                    match pos {
-                        0 => shape = Some(self.shape(e)?),
-                        1 => dtype = self.dtype_arg(e)?,
-                        2 => scope = self.scope_arg(e)?,
-                        _ => return Err(Diagnostic::at(e.span, "too many arguments for a buffer declaration")),
-                    }
-                    pos += 1;
-                }
-                Arg::Keyword(k, e) => match k.name.as_str() {
-                    "shape" => shape = Some(self.shape(e)?),
-                    "dtype" => dtype = self.dtype_arg(e)?,
-                    "scope" => scope = self.scope_arg(e)?,
-                    "strides" => strides = Some(e),
-                    "data" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
-                    other => {
-                        return Err(did_you_mean(
-                            Diagnostic::at(k.span, format!("unknown buffer argument `{other}`")),
-                            other,
-                            ["shape", "dtype", "scope", "data", "strides", "elem_offset", "align", "offset_factor"],
-                        ))
-                    }
-                },
-                Arg::Star(e) | Arg::DoubleStar(e) => {
-                    return Err(Diagnostic::at(e.span, "`*` arguments are not allowed here"))
-                }
-            }
-        }
-        let Some(shape) = shape else {
-            return Err(Diagnostic::at(span, "a buffer needs a shape"));
-        };
-        if let Some(st) = strides {
-            self.check_strides(st, &shape)?;
-        }
-        Ok(Buffer::new(name, dtype, shape, scope))
-    }
-
-    /// `strides=` must be those of a compact row-major buffer, the only
-    /// layout tirc has (an empty list means the same).
-    fn check_strides(&mut self, e: &ast::Expr, shape: &[Expr]) -> R<()> {
-        let items: Vec<&ast::Expr> = match &e.kind {
-            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
-            _ => vec![e],
-        };
-        if items.is_empty() {
-            return Ok(());
-        }
-        let dims: Vec<i64> = shape.iter().filter_map(|d| d.as_int()).collect();
-        let compact: Vec<i64> = (0..dims.len()).map(|d| dims[d + 1..].iter().product()).collect();
-        let mut given = Vec::new();
-        for it in &items {
-            given.push(self.expr(it)?.as_int());
-        }
-        if given.len() != compact.len() || given.iter().zip(&compact).any(|(g, c)| *g != Some(*c)) {
-            let want: Vec<String> = compact.iter().map(|c| c.to_string()).collect();
-            return Err(Diagnostic::at(e.span, "tirc supports compact row-major buffers only")
-                .help(format!("the strides of this shape are ({}), or leave `strides=` out", want.join(", "))));
-        }
-        Ok(())
-    }
-
-    fn shape(&mut self, e: &ast::Expr) -> R<Vec<Expr>> {
-        let items: Vec<&ast::Expr> = match &e.kind {
-            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
-            _ => vec![e],
-        };
-        let mut out = Vec::new();
-        let mut elements: i64 = 1;
-        for it in items {
-            let v = self.expr(it)?;
-            match v.as_int() {
-                Some(n) if n > 0 => {
-                    elements = match elements.checked_mul(n) {
-                        Some(e) if e <= MAX_ELEMENTS => e,
-                        _ => {
-                            return Err(Diagnostic::at(e.span, "this buffer is too large")
-                                .help(format!("a buffer may hold at most 2^40 ({MAX_ELEMENTS}) elements")))
-                        }
-                    };
-                    out.push(Expr::int(n))
-                }
-                Some(n) => return Err(Diagnostic::at(it.span, format!("a buffer extent must be positive, not {n}"))),
-                None => {
-                    return Err(Diagnostic::at(it.span, "buffer extents must be constants")
-                        .help("define the size as a module constant, e.g. `M = 1024`"))
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    pub(crate) fn dtype_arg(&self, e: &ast::Expr) -> R<DType> {
-        let name = match &e.kind {
-            ExprKind::Str(s) => s.clone(),
-            _ => match dotted(e) {
-                Some(d) if d.starts_with("T.") => d[2..].to_string(),
-                _ => return Err(Diagnostic::at(e.span, "expected a data type such as \"float32\"")),
-            },
-        };
-        DType::parse(&name).ok_or_else(|| {
-            let names: Vec<String> = DType::ALL.iter().map(|d| d.name()).collect();
-            did_you_mean(
-                Diagnostic::at(e.span, format!("unknown data type `{name}`")),
-                &name,
-                names.iter().map(|s| s.as_str()),
-            )
-        })
-    }
-
-    fn scope_arg(&self, e: &ast::Expr) -> R<Scope> {
-        let ExprKind::Str(s) = &e.kind else {
-            return Err(Diagnostic::at(e.span, "expected a storage scope such as \"shared\""));
-        };
-        Scope::parse(s).ok_or_else(|| {
-            did_you_mean(
-                Diagnostic::at(e.span, format!("unknown storage scope `{s}`")),
-                s,
-                ["global", "shared", "local"],
-            )
-        })
-    }
-
     /// Resolves a body; errors are collected and the bad statement dropped.
     pub(crate) fn stmts(&mut self, body: &[ast::Stmt]) -> Stmt {
         self.scoped(|r| r.stmts_in_scope(body))
     }
 
-    fn stmts_in_scope(&mut self, body: &[ast::Stmt]) -> Stmt {
+    pub(crate) fn stmts_in_scope(&mut self, body: &[ast::Stmt]) -> Stmt {
         let mut out = Vec::new();
         for (i, s) in body.iter().enumerate() {
             match self.scoping_stmt(s, &body[i + 1..]) {
@@ -502,11 +371,6 @@ impl FuncResolver<'_> {
         })
     }
 
-    /// `T.allocate([n], "float32", "shared")`.
-    fn allocate_args(&mut self, name: &str, args: &[Arg], span: Span) -> R<Buffer> {
-        self.buffer_decl(name, args, span, Scope::Global)
-    }
-
     fn stmt(&mut self, s: &ast::Stmt) -> R<Stmt> {
         match &s.kind {
             StmtKind::Pass => Ok(Stmt::NoOp),
@@ -587,7 +451,20 @@ impl FuncResolver<'_> {
                         let ExprKind::Name(hname) = &h.kind else {
                             return Err(Diagnostic::at(h.span, "expected a handle parameter"));
                         };
-                        let b = self.buffer_decl(name, rest, value.span, Scope::Global)?;
+                        if !self.handles.iter().any(|(n, _)| n == hname) {
+                            return Err(Diagnostic::at(h.span, format!("`{hname}` is not a handle parameter")));
+                        }
+                        let b = match self.buffer_decl(name, rest, value.span, Scope::Global) {
+                            Ok(b) => b,
+                            Err(e) => {
+                                // The handle is matched, to a stand-in.
+                                let stand_in = self.poison(name);
+                                if let Some(slot) = self.handles.iter_mut().find(|(n, _)| n == hname) {
+                                    slot.1 = Some(stand_in);
+                                }
+                                return Err(e);
+                            }
+                        };
                         let Some(slot) = self.handles.iter_mut().find(|(n, _)| n == hname) else {
                             return Err(Diagnostic::at(h.span, format!("`{hname}` is not a handle parameter")));
                         };
@@ -624,55 +501,6 @@ impl FuncResolver<'_> {
             }
             _ => Err(Diagnostic::at(target.span, "cannot assign to this")),
         }
-    }
-
-    /// `X = T.Buffer(shape, data=Y.data)`: another name for `Y`'s memory.
-    fn buffer_view(&mut self, name: &str, args: &[Arg], span: Span) -> R<Binding> {
-        let data = args.iter().find_map(|a| match a {
-            Arg::Keyword(k, e) if k.name == "data" => Some(e),
-            _ => None,
-        });
-        let Some(data) = data else {
-            return Err(Diagnostic::at(span, "a buffer declared in a body needs `data=`"));
-        };
-        let base_name = match &data.kind {
-            ExprKind::Attribute { value, attr } if attr.name == "data" => dotted(value),
-            ExprKind::Name(n) => Some(n.clone()),
-            _ => None,
-        };
-        let base = match base_name.as_deref().and_then(|n| self.lookup(n)) {
-            Some(Binding::Buffer(b)) => b.clone(),
-            Some(Binding::View(b, _)) => b.clone(),
-            _ => return Err(Diagnostic::at(data.span, "`data=` must name a buffer's data")),
-        };
-        if self.poisoned.contains(&base) {
-            return Ok(Binding::Buffer(base));
-        }
-        let view = self.buffer_decl(name, args, span, base.scope())?;
-        if view.scope() != base.scope() {
-            return Err(Diagnostic::at(
-                span,
-                format!(
-                    "`{name}` is declared in {} memory, but the data of `{}` is in {} memory",
-                    view.scope().name(),
-                    base.name(),
-                    base.scope().name()
-                ),
-            ));
-        }
-        if view.dtype() != base.dtype() {
-            return Err(Diagnostic::at(span, format!("`{name}` has another data type than `{}`", base.name())));
-        }
-        if view.num_elements() != base.num_elements() {
-            let count = |b: &Buffer| b.num_elements().map_or("a symbolic number of".to_string(), |n| n.to_string());
-            return Err(Diagnostic::at(
-                span,
-                format!("`{name}` has {} elements, but `{}` has {}", count(&view), base.name(), count(&base)),
-            )
-            .help("a view must cover its buffer's memory exactly"));
-        }
-        let same_shape = view.const_shape() == base.const_shape();
-        Ok(if same_shape { Binding::Buffer(base) } else { Binding::View(base, view.shape().to_vec()) })
     }
 
     fn for_loop(&mut self, target: &ast::Expr, iter: &ast::Expr, body: &[ast::Stmt]) -> R<Stmt> {
@@ -887,386 +715,6 @@ impl FuncResolver<'_> {
         }
     }
 
-    fn block(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
-        self.scopes.push(vec![]);
-        let out = self.block_in_scope(name, body, span);
-        self.scopes.pop();
-        out
-    }
-
-    fn block_in_scope(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
-        let mut iter_vars = Vec::new();
-        let mut iter_values = Vec::new();
-        let mut predicate = Expr::bool(true);
-        let mut reads = None;
-        let mut writes = None;
-        let mut annotations = vec![];
-        let mut allocs = vec![];
-        let mut init = None;
-        let mut rest = body;
-        while let Some((s, tail)) = rest.split_first() {
-            if !self.block_header_stmt(
-                s,
-                &mut iter_vars,
-                &mut iter_values,
-                &mut predicate,
-                &mut reads,
-                &mut writes,
-                &mut annotations,
-                &mut allocs,
-                &mut init,
-            )? {
-                break;
-            }
-            rest = tail;
-        }
-        let body = self.stmts(rest);
-        let mut block =
-            Block { name, iter_vars, reads: vec![], writes: vec![], init, alloc_buffers: allocs, annotations, body };
-        let (r_inf, w_inf) = infer_block_regions(&block);
-        self.check_declared(&block, &r_inf, &w_inf, reads.as_ref(), writes.as_ref())?;
-        block.reads = reads.map_or(r_inf, |r| r.0);
-        block.writes = writes.map_or(w_inf, |w| w.0);
-        self.check_bindings(&block, &iter_values, &predicate, span)?;
-        Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
-    }
-
-    /// Declared `T.reads`/`T.writes` must name every buffer the block
-    /// accesses (a buffer the block writes may be left out of its reads, as
-    /// TVM's `te.create_prim_func` leaves out the buffer a reduction updates).
-    fn check_declared(
-        &self,
-        block: &Block,
-        r_inf: &[BufferRegion],
-        w_inf: &[BufferRegion],
-        reads: Option<&(Vec<BufferRegion>, Span)>,
-        writes: Option<&(Vec<BufferRegion>, Span)>,
-    ) -> R<()> {
-        if block.name == "root" && block.iter_vars.is_empty() {
-            // The root block's signature is empty by convention.
-            return Ok(());
-        }
-        let names = |v: &[BufferRegion]| v.iter().map(|r| r.buffer.name().to_string()).collect::<Vec<_>>().join(", ");
-        let declared_writes: &[BufferRegion] = writes.map_or(w_inf, |w| &w.0[..]);
-        if let Some((ws, span)) = writes {
-            if let Some(missing) = w_inf.iter().find(|w| !ws.iter().any(|d| d.buffer == w.buffer)) {
-                return Err(Diagnostic::at(
-                    *span,
-                    format!(
-                        "block `{}` writes `{}`, but its `T.writes` does not name it",
-                        block.name,
-                        missing.buffer.name()
-                    ),
-                )
-                .label(format!("declares: {}", names(ws)))
-                .help(format!(
-                    "add `{}` to `T.writes`, or leave `T.writes` out to have it inferred",
-                    missing.buffer.name()
-                )));
-            }
-        }
-        if let Some((rs, span)) = reads {
-            let declared = |b: &Buffer| rs.iter().chain(declared_writes).any(|d| &d.buffer == b);
-            if let Some(missing) = r_inf.iter().find(|r| !declared(&r.buffer)) {
-                return Err(Diagnostic::at(
-                    *span,
-                    format!(
-                        "block `{}` reads `{}`, but its `T.reads` does not name it",
-                        block.name,
-                        missing.buffer.name()
-                    ),
-                )
-                .label(format!("declares: {}", names(rs)))
-                .help(format!(
-                    "add `{}` to `T.reads`, or leave `T.reads` out to have it inferred",
-                    missing.buffer.name()
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Each block variable is bound to an integer expression of the
-    /// enclosing loops (not of the block's own variables) that stays inside
-    /// its domain where that can be seen at once: a plain loop variable whose
-    /// constant extent is larger than the domain, without `T.where`, is an
-    /// error.
-    fn check_bindings(&self, block: &Block, values: &[Expr], predicate: &Expr, span: Span) -> R<()> {
-        for (iv, v) in block.iter_vars.iter().zip(values) {
-            if !v.dtype().is_int() {
-                return Err(Diagnostic::at(
-                    span,
-                    format!("block variable `{}` is bound to a {} value", iv.var.name(), v.dtype()),
-                ));
-            }
-            if let Some(other) = block.iter_vars.iter().find(|o| v.uses(&o.var)) {
-                return Err(Diagnostic::at(
-                    span,
-                    format!(
-                        "block variable `{}` is bound to an expression of block variable `{}`",
-                        iv.var.name(),
-                        other.var.name()
-                    ),
-                )
-                .help("bind block variables to expressions of the loops around the block"));
-            }
-            let (Some(ext), Some(dom)) =
-                (v.as_var().and_then(|x| self.loop_extent_of(&Expr::Var(x.clone()))), iv.dom.extent.as_int())
-            else {
-                continue;
-            };
-            if let (Some(e), Some(0)) = (ext.as_int(), iv.dom.min.as_int()) {
-                if e > dom && predicate.as_bool() == Some(true) {
-                    return Err(Diagnostic::at(
-                        span,
-                        format!(
-                            "block variable `{}` has domain 0..{dom}, but its loop `{}` runs {e} times",
-                            iv.var.name(),
-                            v.as_var().map_or("?", |x| x.name())
-                        ),
-                    )
-                    .help("make the domain match the loop, or guard the block with `T.where`"));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Consumes one block-header statement; `false` when `s` starts the body.
-    #[allow(clippy::too_many_arguments)]
-    fn block_header_stmt(
-        &mut self,
-        s: &ast::Stmt,
-        iter_vars: &mut Vec<IterVar>,
-        iter_values: &mut Vec<Expr>,
-        predicate: &mut Expr,
-        reads: &mut Option<(Vec<BufferRegion>, Span)>,
-        writes: &mut Option<(Vec<BufferRegion>, Span)>,
-        annotations: &mut Annotations,
-        allocs: &mut Vec<Buffer>,
-        init: &mut Option<Stmt>,
-    ) -> R<bool> {
-        match &s.kind {
-            StmtKind::Assign { targets, value } if targets.len() == 1 => {
-                let ExprKind::Call { func, args } = &value.kind else { return Ok(false) };
-                let f = dotted(func).unwrap_or_default();
-                if let Some(kind) = f.strip_prefix("T.axis.") {
-                    self.axis(kind, &targets[0], args, value.span, iter_vars, iter_values)?;
-                    return Ok(true);
-                }
-                if f == "T.alloc_buffer" || f == "T.sblock_alloc_buffer" {
-                    let ExprKind::Name(n) = &targets[0].kind else {
-                        return Err(Diagnostic::at(targets[0].span, "expected a name"));
-                    };
-                    let b = self.buffer_decl(n, args, value.span, Scope::Global)?;
-                    self.bind(n, Binding::Buffer(b.clone()));
-                    allocs.push(b);
-                    return Ok(true);
-                }
-                Ok(false)
-            }
-            StmtKind::Expr(ast::Expr { kind: ExprKind::Call { func, args }, span }) => {
-                let f = dotted(func).unwrap_or_default();
-                match f.as_str() {
-                    "T.where" => {
-                        let [Arg::Positional(c)] = &args[..] else {
-                            return Err(Diagnostic::at(*span, "T.where takes one condition"));
-                        };
-                        let c = self.expr(c)?;
-                        *predicate = self.to_bool(c, *span)?;
-                    }
-                    "T.reads" => *reads = Some((self.regions(args)?, *span)),
-                    "T.writes" => *writes = Some((self.regions(args)?, *span)),
-                    "T.block_attr" | "T.sblock_attr" => {
-                        let [Arg::Positional(d)] = &args[..] else {
-                            return Err(Diagnostic::at(*span, "T.block_attr takes one dict"));
-                        };
-                        *annotations = self.attr_dict(d)?;
-                    }
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            }
-            StmtKind::With { items, body } if items.len() == 1 => {
-                let ExprKind::Call { func, .. } = &items[0].context.kind else { return Ok(false) };
-                if dotted(func).as_deref() != Some("T.init") {
-                    return Ok(false);
-                }
-                *init = Some(self.stmts(body));
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    fn axis(
-        &mut self,
-        kind: &str,
-        target: &ast::Expr,
-        args: &[Arg],
-        span: Span,
-        iter_vars: &mut Vec<IterVar>,
-        iter_values: &mut Vec<Expr>,
-    ) -> R<()> {
-        let pos: Vec<&ast::Expr> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Positional(e) => Some(e),
-                _ => None,
-            })
-            .collect();
-        if kind == "remap" {
-            let [kinds, vals] = pos[..] else {
-                return Err(Diagnostic::at(span, "T.axis.remap takes a kind string and a list of loop variables"));
-            };
-            let ExprKind::Str(ks) = &kinds.kind else {
-                return Err(Diagnostic::at(kinds.span, "expected a string of S and R, such as \"SSR\""));
-            };
-            let (ExprKind::List(vs) | ExprKind::Tuple(vs)) = &vals.kind else {
-                return Err(Diagnostic::at(vals.span, "expected a list of loop variables"));
-            };
-            let names: Vec<&ast::Expr> = match &target.kind {
-                ExprKind::Tuple(v) => v.iter().collect(),
-                _ => vec![target],
-            };
-            if ks.chars().count() != vs.len() || vs.len() != names.len() {
-                return Err(Diagnostic::at(
-                    span,
-                    format!(
-                        "T.axis.remap has {} kinds, {} values and {} variables; they must match",
-                        ks.chars().count(),
-                        vs.len(),
-                        names.len()
-                    ),
-                ));
-            }
-            for ((k, v), n) in ks.chars().zip(vs).zip(names) {
-                let kind = match k {
-                    'S' => IterKind::Spatial,
-                    'R' => IterKind::Reduce,
-                    _ => return Err(Diagnostic::at(kinds.span, format!("unknown axis kind `{k}`: use S or R"))),
-                };
-                let value = self.expr(v)?;
-                let extent = self.loop_extent_of(&value).ok_or_else(|| {
-                    Diagnostic::at(v.span, "T.axis.remap takes loop variables of the enclosing loops")
-                })?;
-                self.new_axis(n, kind, Range::from_extent(extent), value, iter_vars, iter_values)?;
-            }
-            return Ok(());
-        }
-        let kind = match kind {
-            "spatial" | "S" => IterKind::Spatial,
-            "reduce" | "R" => IterKind::Reduce,
-            _ => {
-                return Err(did_you_mean(
-                    Diagnostic::at(span, format!("unknown axis kind `T.axis.{kind}`")),
-                    kind,
-                    ["spatial", "reduce", "remap"],
-                ))
-            }
-        };
-        let [dom, value] = pos[..] else {
-            return Err(Diagnostic::at(span, "T.axis.spatial takes a domain and a value"));
-        };
-        let dom = match &dom.kind {
-            ExprKind::Tuple(v) if v.len() == 2 => {
-                let lo = self.expr(&v[0])?;
-                let hi = self.expr(&v[1])?;
-                let ext = match (lo.as_int(), hi.as_int()) {
-                    (Some(a), Some(b)) => Expr::int(b - a),
-                    _ => hi - lo.clone(),
-                };
-                Range::new(lo, ext)
-            }
-            _ => Range::from_extent(self.expr(dom)?),
-        };
-        let v = self.expr(value)?;
-        self.new_axis(target, kind, dom, v, iter_vars, iter_values)
-    }
-
-    fn new_axis(
-        &mut self,
-        name: &ast::Expr,
-        kind: IterKind,
-        dom: Range,
-        value: Expr,
-        iter_vars: &mut Vec<IterVar>,
-        iter_values: &mut Vec<Expr>,
-    ) -> R<()> {
-        let ExprKind::Name(n) = &name.kind else {
-            return Err(Diagnostic::at(name.span, "a block variable must be a name"));
-        };
-        let var = Var::new(n.clone(), DType::I32);
-        self.bind(n, Binding::Var(var.clone()));
-        iter_vars.push(IterVar { var, dom, kind });
-        iter_values.push(value);
-        Ok(())
-    }
-
-    /// The extent of the loop whose variable `e` is, found in the IR built
-    /// so far by looking the variable up among the loops being resolved.
-    fn loop_extent_of(&self, e: &Expr) -> Option<Expr> {
-        let v = e.as_var()?;
-        self.loop_extents.iter().rev().find(|(x, _)| x == v).map(|(_, e)| e.clone())
-    }
-
-    fn regions(&mut self, args: &[Arg]) -> R<Vec<BufferRegion>> {
-        let mut out = Vec::new();
-        for a in args {
-            let Arg::Positional(e) = a else {
-                return Err(Diagnostic::at(
-                    span_of_args(std::slice::from_ref(a), Span::default()),
-                    "expected a buffer region",
-                ));
-            };
-            let items: Vec<&ast::Expr> = match &e.kind {
-                ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().collect(),
-                _ => vec![e],
-            };
-            for it in items {
-                out.push(self.region(it)?);
-            }
-        }
-        Ok(out)
-    }
-
-    fn region(&mut self, e: &ast::Expr) -> R<BufferRegion> {
-        let (buffer, parts) = match &e.kind {
-            ExprKind::Subscript { value, indices } => (self.buffer_ref(value)?, indices.as_slice()),
-            ExprKind::Name(_) => {
-                let b = self.buffer_ref(e)?;
-                let region = b.shape().iter().map(|d| Range::from_extent(d.clone())).collect();
-                return Ok(BufferRegion { buffer: b, region });
-            }
-            _ => return Err(Diagnostic::at(e.span, "expected a buffer region such as `A[vi, 0:64]`")),
-        };
-        if parts.len() != buffer.ndim() {
-            return Err(self.rank_error(&buffer, parts.len(), e.span));
-        }
-        let mut region = Vec::new();
-        for p in parts {
-            region.push(match &p.kind {
-                ExprKind::Slice { lo, hi, step: None } => {
-                    let lo = match lo {
-                        Some(x) => self.expr(x)?,
-                        None => Expr::int(0),
-                    };
-                    let Some(hi) = hi else {
-                        return Err(Diagnostic::at(p.span, "a region slice needs an end"));
-                    };
-                    let hi = self.expr(hi)?;
-                    let ext = match (lo.as_int(), hi.as_int()) {
-                        (Some(a), Some(b)) => Expr::int(b - a),
-                        _ => hi.clone() - lo.clone(),
-                    };
-                    Range::new(lo, ext)
-                }
-                _ => Range::new(self.expr(p)?, Expr::int(1)),
-            });
-        }
-        Ok(BufferRegion { buffer, region })
-    }
-
     pub(crate) fn rank_error(&self, b: &Buffer, given: usize, span: Span) -> Diagnostic {
         Diagnostic::at(
             span,
@@ -1315,7 +763,7 @@ impl FuncResolver<'_> {
 
 /// The most elements a buffer may hold, so that every index computed over
 /// it fits in 64 bits.
-const MAX_ELEMENTS: i64 = 1 << 40;
+pub(crate) const MAX_ELEMENTS: i64 = 1 << 40;
 
 /// What `name = T.<f>(...)` may assign, for suggestions.
 const ASSIGNABLE: [&str; 8] = [
