@@ -31,6 +31,45 @@ pub fn print_module(m: &Module) -> String {
     out
 }
 
+/// The canonical text of a whole file: `src` with each `@T.prim_func`
+/// definition (`defs`: name and span, from `resolve::prim_func_defs`)
+/// replaced by the print of the function of that name in `module`, indented
+/// as the definition was. Everything else (comments, module constants,
+/// schedules, an `@I.ir_module` class line) is kept as written. Sizes print
+/// as numbers: a function that used module constants prints with their
+/// values, as TVM prints it.
+pub fn format_file(src: &str, defs: &[(String, tirc_parser::ast::Span)], module: &Module) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    let mut used = vec![false; module.funcs.len()];
+    for (name, span) in defs {
+        // Functions of one name are matched in order.
+        let Some(i) = module.funcs.iter().enumerate().position(|(i, f)| !used[i] && &f.name == name) else {
+            continue;
+        };
+        used[i] = true;
+        let (Some(before), Some(_)) = (src.get(at..span.start), src.get(span.start..span.end)) else {
+            continue;
+        };
+        out.push_str(before);
+        let line_start = src[..span.start].rfind('\n').map_or(0, |p| p + 1);
+        let indent = " ".repeat(src[line_start..span.start].chars().count());
+        let text = print_func(&module.funcs[i]);
+        for (n, line) in text.lines().enumerate() {
+            if n > 0 {
+                out.push('\n');
+                if !line.is_empty() {
+                    out.push_str(&indent);
+                }
+            }
+            out.push_str(line);
+        }
+        at = span.end;
+    }
+    out.push_str(src.get(at..).unwrap_or(""));
+    out
+}
+
 /// Prints one expression, naming variables as they are named.
 pub fn print_expr(e: &Expr) -> String {
     let mut p = Printer::default();
@@ -466,7 +505,7 @@ impl Printer {
             }
             Expr::Select(c, a, b) => {
                 let (c, a, b) = (self.expr(c, 0), self.expr(a, 0), self.expr(b, 0));
-                format!("T.Select({c}, {a}, {b})")
+                format!("T.if_then_else({c}, {a}, {b})")
             }
             Expr::Cast(t, a) => format!("T.Cast(\"{t}\", {})", self.expr(a, 0)),
             Expr::Load(b, idx) => {

@@ -24,6 +24,8 @@ enum Cmd {
     Run(commands::run::Args),
     /// Parse and validate a file; print nothing when it is good.
     Check(commands::check::Args),
+    /// Print the file in canonical form; with --check, exit 1 when it is not.
+    Fmt(commands::fmt::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Cmd::Lower(a) => commands::lower::main(a),
         Cmd::Run(a) => commands::run::main(a),
         Cmd::Check(a) => commands::check::main(a),
+        Cmd::Fmt(a) => commands::fmt::main(a),
     };
     ExitCode::from(code)
 }

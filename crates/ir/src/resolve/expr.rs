@@ -14,9 +14,14 @@ use crate::expr::{BinOp, Expr, Intrinsic};
 use tirc_parser::ast::{self, Arg, ExprKind, Span};
 
 /// The `T.` functions an expression may call, for suggestions.
-const T_FUNCS: [&str; 16] = [
+const T_FUNCS: [&str; 22] = [
     "T.float32",
+    "T.float16",
     "T.int32",
+    "T.int64",
+    "T.min_value",
+    "T.max_value",
+    "T.ceildiv",
     "T.Cast",
     "T.cast",
     "T.max",
@@ -31,6 +36,7 @@ const T_FUNCS: [&str; 16] = [
     "T.sqrt",
     "T.tanh",
     "T.bool",
+    "T.uint8",
 ];
 
 impl FuncResolver<'_> {
@@ -120,7 +126,7 @@ impl FuncResolver<'_> {
 
     fn name(&mut self, n: &str, span: Span) -> R<Expr> {
         match self.lookup(n) {
-            Some(Binding::Var(v)) => Ok(Expr::Var(v.clone())),
+            Some(Binding::Var(v) | Binding::Thread(v, _)) => Ok(Expr::Var(v.clone())),
             Some(Binding::Buffer(_) | Binding::View(..)) => {
                 Err(Diagnostic::at(span, format!("`{n}` is a buffer, not a value"))
                     .help(format!("index it, e.g. `{n}[i, j]`")))
@@ -238,7 +244,7 @@ impl FuncResolver<'_> {
         if let (Some(0), BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div) = (b.as_int(), bop) {
             return Err(Diagnostic::at(span, "division by zero"));
         }
-        Ok(Expr::binary(bop, a, b))
+        Ok(fold(bop, a, b))
     }
 
     /// `e` as a value of type `t`: literals are retyped, other values must
@@ -309,7 +315,37 @@ impl FuncResolver<'_> {
                     "floormod" => BinOp::FloorMod,
                     _ => BinOp::Div,
                 };
-                Ok(Expr::binary(op, a, b))
+                if op != BinOp::Max && op != BinOp::Min {
+                    if !a.dtype().is_int() {
+                        return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
+                    }
+                    if b.as_int() == Some(0) {
+                        return Err(Diagnostic::at(pos[1].span, "division by zero"));
+                    }
+                }
+                Ok(fold(op, a, b))
+            }
+            "ceildiv" => {
+                arity(2)?;
+                let a = self.expr(pos[0])?;
+                let b = self.expr(pos[1])?;
+                let (a, b) = self.unify(a, b, span)?;
+                if !a.dtype().is_int() {
+                    return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
+                }
+                if b.as_int() == Some(0) {
+                    return Err(Diagnostic::at(pos[1].span, "division by zero"));
+                }
+                // ceil(a / b) = floor((a + b - 1) / b) for a positive divisor.
+                let t = a.dtype();
+                let num = fold(BinOp::Sub, fold(BinOp::Add, a, b.clone()), Expr::Int(1, t));
+                Ok(fold(BinOp::FloorDiv, num, b))
+            }
+            "min_value" | "max_value" => {
+                arity(1)?;
+                let t = self.dtype_arg(pos[0])?;
+                limit(t, name == "max_value")
+                    .ok_or_else(|| Diagnostic::at(pos[0].span, format!("`{f}` of {t} is not supported")))
             }
             "if_then_else" | "Select" => {
                 arity(3)?;
@@ -358,6 +394,51 @@ impl FuncResolver<'_> {
         let v = self.expr(arg)?;
         Ok(if is_literal(&v) || v.dtype() == t { retype(v, t) } else { Expr::Cast(t, Box::new(v)) })
     }
+}
+
+/// `a op b`, computed when both are integer literals of one type and the
+/// result fits; TVM folds such constants as it builds expressions too.
+fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
+    if let (Expr::Int(x, t), Expr::Int(y, u)) = (&a, &b) {
+        if t == u && matches!(t, DType::Int(32) | DType::Int(64)) {
+            let (x, y) = (*x, *y);
+            let v = match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => x.checked_mul(y),
+                BinOp::FloorDiv if y != 0 => Some(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
+                BinOp::FloorMod if y != 0 => Some(x - y * (x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0))),
+                BinOp::Min => Some(x.min(y)),
+                BinOp::Max => Some(x.max(y)),
+                _ => None,
+            };
+            let fits = |v: i64| match t {
+                DType::Int(32) => i32::try_from(v).is_ok(),
+                _ => true,
+            };
+            if let Some(v) = v.filter(|v| fits(*v)) {
+                return Expr::Int(v, *t);
+            }
+        }
+    }
+    Expr::binary(op, a, b)
+}
+
+/// The lowest (or highest) value of a type, as `T.min_value` gives it.
+fn limit(t: DType, max: bool) -> Option<Expr> {
+    let pick = |lo: f64, hi: f64| Expr::Float(if max { hi } else { lo }, t);
+    Some(match t {
+        DType::Float(16) => pick(-65504.0, 65504.0),
+        DType::BFloat16 => pick(-3.3895313892515355e38, 3.3895313892515355e38),
+        DType::Float(32) => pick(f32::MIN as f64, f32::MAX as f64),
+        DType::Float(64) => pick(f64::MIN, f64::MAX),
+        DType::Int(8) => Expr::Int(if max { i8::MAX as i64 } else { i8::MIN as i64 }, t),
+        DType::Int(16) => Expr::Int(if max { i16::MAX as i64 } else { i16::MIN as i64 }, t),
+        DType::Int(32) => Expr::Int(if max { i32::MAX as i64 } else { i32::MIN as i64 }, t),
+        DType::Int(64) => Expr::Int(if max { i64::MAX } else { i64::MIN }, t),
+        DType::UInt(b) if b < 64 => Expr::Int(if max { (1i64 << b) - 1 } else { 0 }, t),
+        _ => return None,
+    })
 }
 
 fn is_literal(e: &Expr) -> bool {

@@ -9,12 +9,9 @@ use super::{dotted, span_of_args};
 use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::dtype::DType;
-use crate::expr::{Expr, Range, Var};
+use crate::expr::{Expr, Var};
 use crate::func::PrimFunc;
-use crate::region::infer_block_regions;
-use crate::stmt::{
-    Annotations, Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Stmt, ThreadTag,
-};
+use crate::stmt::{Annotations, Attr, Block, BlockRealize, For, ForKind, Stmt, ThreadTag};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 pub(crate) type R<T> = Result<T, Diagnostic>;
@@ -27,17 +24,22 @@ pub(crate) enum Binding {
     View(Buffer, Vec<Expr>),
     /// A `T.handle` parameter not yet matched to a buffer.
     Handle,
+    /// `x = T.env_thread("threadIdx.x")`: a thread index that a later
+    /// `T.launch_thread(x, extent)` launches.
+    Thread(Var, ThreadTag),
 }
 
 pub(crate) struct FuncResolver<'a> {
     pub consts: &'a [(String, i64)],
     pub scopes: Vec<Vec<(String, Binding)>>,
     pub errors: Vec<Diagnostic>,
-    attrs: Annotations,
-    root_allocs: Vec<Buffer>,
-    handles: Vec<(String, Option<Buffer>)>,
+    pub(crate) attrs: Annotations,
+    pub(crate) root_allocs: Vec<Buffer>,
+    pub(crate) handles: Vec<(String, Option<Buffer>)>,
     /// Loops being resolved, outermost first, for `T.axis.remap`.
-    loop_extents: Vec<(Var, Expr)>,
+    pub(crate) loop_extents: Vec<(Var, Expr)>,
+    /// The spans of the `T.axis` bindings of the block being resolved.
+    pub(crate) axis_spans: Vec<Span>,
     /// Stand-ins for parameters whose declaration was in error: their uses
     /// are not checked, so that one mistake is reported once.
     pub poisoned: Vec<Buffer>,
@@ -55,6 +57,7 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
         root_allocs: vec![],
         handles: vec![],
         loop_extents: vec![],
+        axis_spans: vec![],
         poisoned: vec![],
     };
     let mut bufs = Vec::new();
@@ -73,9 +76,7 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
                 // Keep the name known, so that its uses do not each report
                 // it again.
                 r.errors.push(e);
-                let b = Buffer::new(&p.name.name, DType::F32, vec![], Scope::Global);
-                r.bind(&p.name.name, Binding::Buffer(b.clone()));
-                r.poisoned.push(b.clone());
+                let b = r.poison(&p.name.name);
                 bufs.push(Some(b));
             }
         }
@@ -101,7 +102,12 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
     let has_blocks = !body_stmt.blocks().is_empty();
     let body = if has_blocks || !r.root_allocs.is_empty() {
         match body_stmt {
-            Stmt::Block(b) if b.block.name == "root" && r.root_allocs.is_empty() => Stmt::Block(b),
+            Stmt::Block(mut b) if b.block.name == "root" && r.root_allocs.is_empty() && b.iter_values.is_empty() => {
+                // The root block's signature is empty, as in TVM.
+                b.block.reads.clear();
+                b.block.writes.clear();
+                Stmt::Block(b)
+            }
             body => root_block(body, std::mem::take(&mut r.root_allocs)),
         }
     } else {
@@ -136,6 +142,15 @@ impl FuncResolver<'_> {
         }
     }
 
+    /// Binds `name` to a stand-in buffer after the error in its
+    /// declaration, so that its uses are not each reported again.
+    pub(crate) fn poison(&mut self, name: &str) -> Buffer {
+        let b = Buffer::new(name, DType::F32, vec![], Scope::Global);
+        self.bind(name, Binding::Buffer(b.clone()));
+        self.poisoned.push(b.clone());
+        b
+    }
+
     pub(crate) fn lookup(&self, name: &str) -> Option<&Binding> {
         self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|(_, b)| b)
     }
@@ -146,7 +161,7 @@ impl FuncResolver<'_> {
         v
     }
 
-    fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+    pub(crate) fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         self.scopes.push(vec![]);
         let out = f(self);
         self.scopes.pop();
@@ -174,105 +189,12 @@ impl FuncResolver<'_> {
         self.buffer_decl(&p.name.name, &args, span, Scope::Global).map(Some)
     }
 
-    /// Reads `(shape, dtype, scope=.., data=..)` into a new buffer.
-    pub(crate) fn buffer_decl(&mut self, name: &str, args: &[Arg], span: Span, scope: Scope) -> R<Buffer> {
-        let mut shape = None;
-        let mut dtype = DType::F32;
-        let mut scope = scope;
-        let mut pos = 0;
-        for a in args {
-            match a {
-                Arg::Positional(e) => {
-                    match pos {
-                        0 => shape = Some(self.shape(e)?),
-                        1 => dtype = self.dtype_arg(e)?,
-                        2 => scope = self.scope_arg(e)?,
-                        _ => return Err(Diagnostic::at(e.span, "too many arguments for a buffer declaration")),
-                    }
-                    pos += 1;
-                }
-                Arg::Keyword(k, e) => match k.name.as_str() {
-                    "shape" => shape = Some(self.shape(e)?),
-                    "dtype" => dtype = self.dtype_arg(e)?,
-                    "scope" => scope = self.scope_arg(e)?,
-                    "data" | "strides" | "elem_offset" | "align" | "offset_factor" | "buffer_type"
-                    | "axis_separators" => {}
-                    other => {
-                        return Err(did_you_mean(
-                            Diagnostic::at(k.span, format!("unknown buffer argument `{other}`")),
-                            other,
-                            ["shape", "dtype", "scope", "data", "strides", "elem_offset", "align", "offset_factor"],
-                        ))
-                    }
-                },
-                Arg::Star(e) | Arg::DoubleStar(e) => {
-                    return Err(Diagnostic::at(e.span, "`*` arguments are not allowed here"))
-                }
-            }
-        }
-        let Some(shape) = shape else {
-            return Err(Diagnostic::at(span, "a buffer needs a shape"));
-        };
-        Ok(Buffer::new(name, dtype, shape, scope))
-    }
-
-    fn shape(&mut self, e: &ast::Expr) -> R<Vec<Expr>> {
-        let items: Vec<&ast::Expr> = match &e.kind {
-            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
-            _ => vec![e],
-        };
-        let mut out = Vec::new();
-        for it in items {
-            let v = self.expr(it)?;
-            match v.as_int() {
-                Some(n) if n > 0 => out.push(Expr::int(n)),
-                Some(n) => return Err(Diagnostic::at(it.span, format!("a buffer extent must be positive, not {n}"))),
-                None => {
-                    return Err(Diagnostic::at(it.span, "buffer extents must be constants")
-                        .help("define the size as a module constant, e.g. `M = 1024`"))
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    pub(crate) fn dtype_arg(&self, e: &ast::Expr) -> R<DType> {
-        let name = match &e.kind {
-            ExprKind::Str(s) => s.clone(),
-            _ => match dotted(e) {
-                Some(d) if d.starts_with("T.") => d[2..].to_string(),
-                _ => return Err(Diagnostic::at(e.span, "expected a data type such as \"float32\"")),
-            },
-        };
-        DType::parse(&name).ok_or_else(|| {
-            let names: Vec<String> = DType::ALL.iter().map(|d| d.name()).collect();
-            did_you_mean(
-                Diagnostic::at(e.span, format!("unknown data type `{name}`")),
-                &name,
-                names.iter().map(|s| s.as_str()),
-            )
-        })
-    }
-
-    fn scope_arg(&self, e: &ast::Expr) -> R<Scope> {
-        let ExprKind::Str(s) = &e.kind else {
-            return Err(Diagnostic::at(e.span, "expected a storage scope such as \"shared\""));
-        };
-        Scope::parse(s).ok_or_else(|| {
-            did_you_mean(
-                Diagnostic::at(e.span, format!("unknown storage scope `{s}`")),
-                s,
-                ["global", "shared", "local"],
-            )
-        })
-    }
-
     /// Resolves a body; errors are collected and the bad statement dropped.
     pub(crate) fn stmts(&mut self, body: &[ast::Stmt]) -> Stmt {
         self.scoped(|r| r.stmts_in_scope(body))
     }
 
-    fn stmts_in_scope(&mut self, body: &[ast::Stmt]) -> Stmt {
+    pub(crate) fn stmts_in_scope(&mut self, body: &[ast::Stmt]) -> Stmt {
         let mut out = Vec::new();
         for (i, s) in body.iter().enumerate() {
             match self.scoping_stmt(s, &body[i + 1..]) {
@@ -283,15 +205,30 @@ impl FuncResolver<'_> {
                 Ok(None) => {}
                 Err(e) => {
                     self.errors.push(e);
+                    self.poison_target(s);
                     continue;
                 }
             }
             match self.stmt(s) {
                 Ok(st) => out.push(st),
-                Err(e) => self.errors.push(e),
+                Err(e) => {
+                    self.errors.push(e);
+                    self.poison_target(s);
+                }
             }
         }
         Stmt::seq(out)
+    }
+
+    /// After an error in `name = T.f(...)`, binds `name` to a stand-in.
+    fn poison_target(&mut self, s: &ast::Stmt) {
+        if let StmtKind::Assign { targets, value: ast::Expr { kind: ExprKind::Call { .. }, .. } } = &s.kind {
+            if let [ast::Expr { kind: ExprKind::Name(n), .. }] = &targets[..] {
+                if self.lookup(n).is_none() {
+                    self.poison(n);
+                }
+            }
+        }
     }
 
     /// A statement that scopes over the rest of its body, resolved together
@@ -303,8 +240,8 @@ impl FuncResolver<'_> {
                 let ExprKind::Call { func, args } = &value.kind else { return Ok(None) };
                 let f = dotted(func).unwrap_or_default();
                 match f.as_str() {
-                    "T.launch_thread" | "T.env_thread" => {
-                        let (tag, extent) = self.launch_args(args, value.span)?;
+                    "T.launch_thread" => {
+                        let (tag, extent, _) = self.launch_args(args, value.span)?;
                         let var = Var::new(name.clone(), DType::I32);
                         let body = self.scoped(|r| {
                             r.bind(name, Binding::Var(var.clone()));
@@ -312,7 +249,7 @@ impl FuncResolver<'_> {
                         });
                         Ok(Some(Stmt::Launch { var, tag, extent, body: Box::new(body) }))
                     }
-                    "T.decl_buffer" | "T.allocate" => {
+                    "T.decl_buffer" | "T.allocate" if !has_keyword(args, "data") => {
                         let buffer = if f == "T.allocate" {
                             self.allocate_args(name, args, value.span)?
                         } else {
@@ -327,6 +264,26 @@ impl FuncResolver<'_> {
                     _ => Ok(None),
                 }
             }
+            StmtKind::Expr(ast::Expr { kind: ExprKind::Call { func, args }, span }) => match dotted(func).as_deref() {
+                Some("T.launch_thread") => {
+                    let (tag, extent, var) = self.launch_args(args, *span)?;
+                    let Some(var) = var else {
+                        return Err(Diagnostic::at(*span, "this launch gives its thread index no name")
+                            .help("write `x = T.launch_thread(\"threadIdx.x\", n)`"));
+                    };
+                    let body = self.scoped(|r| r.stmts_in_scope(rest));
+                    Ok(Some(Stmt::Launch { var, tag, extent, body: Box::new(body) }))
+                }
+                Some("T.attr") => {
+                    let launch = self.attr_stmt(args, *span)?;
+                    let body = self.scoped(|r| r.stmts_in_scope(rest));
+                    Ok(Some(match launch {
+                        Some((var, tag, extent)) => Stmt::Launch { var, tag, extent, body: Box::new(body) },
+                        None => body,
+                    }))
+                }
+                _ => Ok(None),
+            },
             StmtKind::AnnAssign { target, annotation, value: Some(value) } => {
                 let ExprKind::Name(name) = &target.kind else {
                     return Err(Diagnostic::at(target.span, "expected a name"));
@@ -345,20 +302,59 @@ impl FuncResolver<'_> {
         }
     }
 
-    fn launch_args(&mut self, args: &[Arg], span: Span) -> R<(ThreadTag, Expr)> {
-        let pos: Vec<&ast::Expr> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Positional(e) => Some(e),
-                _ => None,
-            })
-            .collect();
+    /// `T.launch_thread("threadIdx.x", n)` or `T.launch_thread(x, n)` of a
+    /// thread `x` from `T.env_thread`: the tag, the extent, and the thread
+    /// variable in the second form.
+    fn launch_args(&mut self, args: &[Arg], span: Span) -> R<(ThreadTag, Expr, Option<Var>)> {
+        let pos = positional(args, "T.launch_thread")?;
         let [tag_e, ext_e] = pos[..] else {
             return Err(Diagnostic::at(span, "T.launch_thread takes a thread tag and an extent"));
         };
-        let tag = self.thread_tag(tag_e)?;
+        let (tag, var) = self.thread_ref(tag_e)?;
         let extent = self.expr(ext_e)?;
-        Ok((tag, extent))
+        if !extent.dtype().is_int() {
+            return Err(Diagnostic::at(
+                ext_e.span,
+                format!("a thread extent must be an integer, not {}", extent.dtype()),
+            ));
+        }
+        Ok((tag, extent, var))
+    }
+
+    /// A thread tag string, or the name of a thread from `T.env_thread`.
+    fn thread_ref(&mut self, e: &ast::Expr) -> R<(ThreadTag, Option<Var>)> {
+        if let ExprKind::Name(n) = &e.kind {
+            return match self.lookup(n) {
+                Some(Binding::Thread(v, t)) => Ok((*t, Some(v.clone()))),
+                Some(_) => Err(Diagnostic::at(e.span, format!("`{n}` is not a thread from `T.env_thread`"))),
+                None => {
+                    let names = self.visible_names();
+                    Err(did_you_mean(Diagnostic::at(e.span, format!("unknown thread `{n}`")), n, names))
+                }
+            };
+        }
+        Ok((self.thread_tag(e)?, None))
+    }
+
+    /// `T.attr(node, "key", value)`: a launch when the key is
+    /// `thread_extent`; any other attribute is a hint that tirc drops.
+    fn attr_stmt(&mut self, args: &[Arg], span: Span) -> R<Option<(Var, ThreadTag, Expr)>> {
+        let pos = positional(args, "T.attr")?;
+        let [node, key, value] = pos[..] else {
+            return Err(Diagnostic::at(span, "T.attr takes a node, a key and a value"));
+        };
+        let ExprKind::Str(k) = &key.kind else {
+            return Err(Diagnostic::at(key.span, "the key of `T.attr` must be a string"));
+        };
+        if k != "thread_extent" {
+            return Ok(None);
+        }
+        let (tag, var) = self.thread_ref(node)?;
+        let Some(var) = var else {
+            return Err(Diagnostic::at(node.span, "`thread_extent` needs a thread from `T.env_thread`"));
+        };
+        let extent = self.expr(value)?;
+        Ok(Some((var, tag, extent)))
     }
 
     pub(crate) fn thread_tag(&self, e: &ast::Expr) -> R<ThreadTag> {
@@ -373,11 +369,6 @@ impl FuncResolver<'_> {
                 names.iter().map(|s| s.as_str()),
             )
         })
-    }
-
-    /// `T.allocate([n], "float32", "shared")`.
-    fn allocate_args(&mut self, name: &str, args: &[Arg], span: Span) -> R<Buffer> {
-        self.buffer_decl(name, args, span, Scope::Global)
     }
 
     fn stmt(&mut self, s: &ast::Stmt) -> R<Stmt> {
@@ -426,7 +417,12 @@ impl FuncResolver<'_> {
             "T.reads" | "T.writes" | "T.where" | "T.block_attr" | "T.sblock_attr" => {
                 Err(Diagnostic::at(e.span, format!("`{f}` must come at the start of a block, before its body")))
             }
-            _ => Err(Diagnostic::at(e.span, format!("`{f}(...)` is not a statement tirc knows"))),
+            "T.launch_thread" | "T.attr" => Err(Diagnostic::at(e.span, format!("`{f}` needs a body"))),
+            _ => Err(did_you_mean(
+                Diagnostic::at(func.span, format!("`{f}(...)` is not a statement tirc knows")),
+                &f,
+                ["T.func_attr", "T.evaluate", "T.tvm_storage_sync", "T.reads", "T.writes", "T.where", "T.block_attr"],
+            )),
         }
     }
 
@@ -455,7 +451,20 @@ impl FuncResolver<'_> {
                         let ExprKind::Name(hname) = &h.kind else {
                             return Err(Diagnostic::at(h.span, "expected a handle parameter"));
                         };
-                        let b = self.buffer_decl(name, rest, value.span, Scope::Global)?;
+                        if !self.handles.iter().any(|(n, _)| n == hname) {
+                            return Err(Diagnostic::at(h.span, format!("`{hname}` is not a handle parameter")));
+                        }
+                        let b = match self.buffer_decl(name, rest, value.span, Scope::Global) {
+                            Ok(b) => b,
+                            Err(e) => {
+                                // The handle is matched, to a stand-in.
+                                let stand_in = self.poison(name);
+                                if let Some(slot) = self.handles.iter_mut().find(|(n, _)| n == hname) {
+                                    slot.1 = Some(stand_in);
+                                }
+                                return Err(e);
+                            }
+                        };
                         let Some(slot) = self.handles.iter_mut().find(|(n, _)| n == hname) else {
                             return Err(Diagnostic::at(h.span, format!("`{hname}` is not a handle parameter")));
                         };
@@ -469,54 +478,29 @@ impl FuncResolver<'_> {
                         self.scopes[0].push((name.clone(), Binding::Buffer(b)));
                         Ok(Stmt::NoOp)
                     }
-                    "T.Buffer" => {
+                    "T.Buffer" | "T.decl_buffer" => {
                         let b = self.buffer_view(name, args, value.span)?;
                         self.bind(name, b);
                         Ok(Stmt::NoOp)
                     }
-                    _ => Err(Diagnostic::at(value.span, format!("`{f}(...)` cannot be assigned to a name here"))),
+                    "T.env_thread" => {
+                        let pos = positional(args, "T.env_thread")?;
+                        let [tag] = pos[..] else {
+                            return Err(Diagnostic::at(value.span, "T.env_thread takes a thread tag"));
+                        };
+                        let tag = self.thread_tag(tag)?;
+                        self.bind(name, Binding::Thread(Var::new(name.clone(), DType::I32), tag));
+                        Ok(Stmt::NoOp)
+                    }
+                    _ => Err(did_you_mean(
+                        Diagnostic::at(value.span, format!("`{f}(...)` cannot be assigned to a name here")),
+                        &f,
+                        ASSIGNABLE,
+                    )),
                 }
             }
             _ => Err(Diagnostic::at(target.span, "cannot assign to this")),
         }
-    }
-
-    /// `X = T.Buffer(shape, data=Y.data)`: another name for `Y`'s memory.
-    fn buffer_view(&mut self, name: &str, args: &[Arg], span: Span) -> R<Binding> {
-        let data = args.iter().find_map(|a| match a {
-            Arg::Keyword(k, e) if k.name == "data" => Some(e),
-            _ => None,
-        });
-        let Some(data) = data else {
-            return Err(Diagnostic::at(span, "a buffer declared in a body needs `data=`"));
-        };
-        let base_name = match &data.kind {
-            ExprKind::Attribute { value, attr } if attr.name == "data" => dotted(value),
-            ExprKind::Name(n) => Some(n.clone()),
-            _ => None,
-        };
-        let base = match base_name.as_deref().and_then(|n| self.lookup(n)) {
-            Some(Binding::Buffer(b)) => b.clone(),
-            Some(Binding::View(b, _)) => b.clone(),
-            _ => return Err(Diagnostic::at(data.span, "`data=` must name a buffer's data")),
-        };
-        let view = self.buffer_decl(name, args, span, base.scope())?;
-        if view.dtype() != base.dtype() {
-            return Err(Diagnostic::at(span, format!("`{name}` has another data type than `{}`", base.name())));
-        }
-        if view.num_elements() != base.num_elements() {
-            return Err(Diagnostic::at(
-                span,
-                format!(
-                    "`{name}` has {:?} elements but `{}` has {:?}",
-                    view.num_elements(),
-                    base.name(),
-                    base.num_elements()
-                ),
-            ));
-        }
-        let same_shape = view.const_shape() == base.const_shape();
-        Ok(if same_shape { Binding::Buffer(base) } else { Binding::View(base, view.shape().to_vec()) })
     }
 
     fn for_loop(&mut self, target: &ast::Expr, iter: &ast::Expr, body: &[ast::Stmt]) -> R<Stmt> {
@@ -664,16 +648,31 @@ impl FuncResolver<'_> {
                 self.block(name, body, s.span)
             }
             "T.launch_thread" => {
-                let (tag, extent) = self.launch_args(args, item.context.span)?;
-                let Some(n) = target_name else {
-                    return Err(Diagnostic::at(s.span, "write `with T.launch_thread(...) as name:`"));
+                let (tag, extent, thread) = self.launch_args(args, item.context.span)?;
+                let (var, n) = match (thread, target_name) {
+                    (Some(v), None) => (v, None),
+                    (None, Some(n)) => (Var::new(n.clone(), DType::I32), Some(n)),
+                    (Some(_), Some(_)) => {
+                        return Err(Diagnostic::at(s.span, "this launch names its thread twice")
+                            .help("drop the `as` name: the thread variable is already named"))
+                    }
+                    (None, None) => return Err(Diagnostic::at(s.span, "write `with T.launch_thread(...) as name:`")),
                 };
-                let var = Var::new(n.clone(), DType::I32);
                 let b = self.scoped(|r| {
-                    r.bind(&n, Binding::Var(var.clone()));
+                    if let Some(n) = &n {
+                        r.bind(n, Binding::Var(var.clone()));
+                    }
                     r.stmts(body)
                 });
                 Ok(Stmt::Launch { var, tag, extent, body: Box::new(b) })
+            }
+            "T.attr" => {
+                let launch = self.attr_stmt(args, item.context.span)?;
+                let b = self.stmts(body);
+                Ok(match launch {
+                    Some((var, tag, extent)) => Stmt::Launch { var, tag, extent, body: Box::new(b) },
+                    None => b,
+                })
             }
             "T.decl_buffer" | "T.allocate" => {
                 let Some(n) = target_name else {
@@ -702,287 +701,18 @@ impl FuncResolver<'_> {
             _ => Err(did_you_mean(
                 Diagnostic::at(func.span, format!("unknown context `{f}`")),
                 &f,
-                ["T.block", "T.sblock", "T.init", "T.launch_thread", "T.decl_buffer"],
+                [
+                    "T.block",
+                    "T.sblock",
+                    "T.init",
+                    "T.launch_thread",
+                    "T.decl_buffer",
+                    "T.allocate",
+                    "T.attr",
+                    "T.LetStmt",
+                ],
             )),
         }
-    }
-
-    fn block(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
-        self.scopes.push(vec![]);
-        let out = self.block_in_scope(name, body, span);
-        self.scopes.pop();
-        out
-    }
-
-    fn block_in_scope(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
-        let mut iter_vars = Vec::new();
-        let mut iter_values = Vec::new();
-        let mut predicate = Expr::bool(true);
-        let mut reads = None;
-        let mut writes = None;
-        let mut annotations = vec![];
-        let mut allocs = vec![];
-        let mut init = None;
-        let mut rest = body;
-        while let Some((s, tail)) = rest.split_first() {
-            if !self.block_header_stmt(
-                s,
-                &mut iter_vars,
-                &mut iter_values,
-                &mut predicate,
-                &mut reads,
-                &mut writes,
-                &mut annotations,
-                &mut allocs,
-                &mut init,
-            )? {
-                break;
-            }
-            rest = tail;
-        }
-        let body = self.stmts(rest);
-        let mut block =
-            Block { name, iter_vars, reads: vec![], writes: vec![], init, alloc_buffers: allocs, annotations, body };
-        let (r_inf, w_inf) = infer_block_regions(&block);
-        block.reads = reads.unwrap_or(r_inf);
-        block.writes = writes.unwrap_or(w_inf);
-        let _ = span;
-        Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
-    }
-
-    /// Consumes one block-header statement; `false` when `s` starts the body.
-    #[allow(clippy::too_many_arguments)]
-    fn block_header_stmt(
-        &mut self,
-        s: &ast::Stmt,
-        iter_vars: &mut Vec<IterVar>,
-        iter_values: &mut Vec<Expr>,
-        predicate: &mut Expr,
-        reads: &mut Option<Vec<BufferRegion>>,
-        writes: &mut Option<Vec<BufferRegion>>,
-        annotations: &mut Annotations,
-        allocs: &mut Vec<Buffer>,
-        init: &mut Option<Stmt>,
-    ) -> R<bool> {
-        match &s.kind {
-            StmtKind::Assign { targets, value } if targets.len() == 1 => {
-                let ExprKind::Call { func, args } = &value.kind else { return Ok(false) };
-                let f = dotted(func).unwrap_or_default();
-                if let Some(kind) = f.strip_prefix("T.axis.") {
-                    self.axis(kind, &targets[0], args, value.span, iter_vars, iter_values)?;
-                    return Ok(true);
-                }
-                if f == "T.alloc_buffer" || f == "T.sblock_alloc_buffer" {
-                    let ExprKind::Name(n) = &targets[0].kind else {
-                        return Err(Diagnostic::at(targets[0].span, "expected a name"));
-                    };
-                    let b = self.buffer_decl(n, args, value.span, Scope::Global)?;
-                    self.bind(n, Binding::Buffer(b.clone()));
-                    allocs.push(b);
-                    return Ok(true);
-                }
-                Ok(false)
-            }
-            StmtKind::Expr(ast::Expr { kind: ExprKind::Call { func, args }, span }) => {
-                let f = dotted(func).unwrap_or_default();
-                match f.as_str() {
-                    "T.where" => {
-                        let [Arg::Positional(c)] = &args[..] else {
-                            return Err(Diagnostic::at(*span, "T.where takes one condition"));
-                        };
-                        let c = self.expr(c)?;
-                        *predicate = self.to_bool(c, *span)?;
-                    }
-                    "T.reads" => *reads = Some(self.regions(args)?),
-                    "T.writes" => *writes = Some(self.regions(args)?),
-                    "T.block_attr" | "T.sblock_attr" => {
-                        let [Arg::Positional(d)] = &args[..] else {
-                            return Err(Diagnostic::at(*span, "T.block_attr takes one dict"));
-                        };
-                        *annotations = self.attr_dict(d)?;
-                    }
-                    _ => return Ok(false),
-                }
-                Ok(true)
-            }
-            StmtKind::With { items, body } if items.len() == 1 => {
-                let ExprKind::Call { func, .. } = &items[0].context.kind else { return Ok(false) };
-                if dotted(func).as_deref() != Some("T.init") {
-                    return Ok(false);
-                }
-                *init = Some(self.stmts(body));
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    fn axis(
-        &mut self,
-        kind: &str,
-        target: &ast::Expr,
-        args: &[Arg],
-        span: Span,
-        iter_vars: &mut Vec<IterVar>,
-        iter_values: &mut Vec<Expr>,
-    ) -> R<()> {
-        let pos: Vec<&ast::Expr> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Positional(e) => Some(e),
-                _ => None,
-            })
-            .collect();
-        if kind == "remap" {
-            let [kinds, vals] = pos[..] else {
-                return Err(Diagnostic::at(span, "T.axis.remap takes a kind string and a list of loop variables"));
-            };
-            let ExprKind::Str(ks) = &kinds.kind else {
-                return Err(Diagnostic::at(kinds.span, "expected a string of S and R, such as \"SSR\""));
-            };
-            let (ExprKind::List(vs) | ExprKind::Tuple(vs)) = &vals.kind else {
-                return Err(Diagnostic::at(vals.span, "expected a list of loop variables"));
-            };
-            let names: Vec<&ast::Expr> = match &target.kind {
-                ExprKind::Tuple(v) => v.iter().collect(),
-                _ => vec![target],
-            };
-            if ks.chars().count() != vs.len() || vs.len() != names.len() {
-                return Err(Diagnostic::at(
-                    span,
-                    format!(
-                        "T.axis.remap has {} kinds, {} values and {} variables; they must match",
-                        ks.chars().count(),
-                        vs.len(),
-                        names.len()
-                    ),
-                ));
-            }
-            for ((k, v), n) in ks.chars().zip(vs).zip(names) {
-                let kind = match k {
-                    'S' => IterKind::Spatial,
-                    'R' => IterKind::Reduce,
-                    _ => return Err(Diagnostic::at(kinds.span, format!("unknown axis kind `{k}`: use S or R"))),
-                };
-                let value = self.expr(v)?;
-                let extent = self.loop_extent_of(&value).ok_or_else(|| {
-                    Diagnostic::at(v.span, "T.axis.remap takes loop variables of the enclosing loops")
-                })?;
-                self.new_axis(n, kind, Range::from_extent(extent), value, iter_vars, iter_values)?;
-            }
-            return Ok(());
-        }
-        let kind = match kind {
-            "spatial" | "S" => IterKind::Spatial,
-            "reduce" | "R" => IterKind::Reduce,
-            _ => {
-                return Err(did_you_mean(
-                    Diagnostic::at(span, format!("unknown axis kind `T.axis.{kind}`")),
-                    kind,
-                    ["spatial", "reduce", "remap"],
-                ))
-            }
-        };
-        let [dom, value] = pos[..] else {
-            return Err(Diagnostic::at(span, "T.axis.spatial takes a domain and a value"));
-        };
-        let dom = match &dom.kind {
-            ExprKind::Tuple(v) if v.len() == 2 => {
-                let lo = self.expr(&v[0])?;
-                let hi = self.expr(&v[1])?;
-                let ext = match (lo.as_int(), hi.as_int()) {
-                    (Some(a), Some(b)) => Expr::int(b - a),
-                    _ => hi - lo.clone(),
-                };
-                Range::new(lo, ext)
-            }
-            _ => Range::from_extent(self.expr(dom)?),
-        };
-        let v = self.expr(value)?;
-        self.new_axis(target, kind, dom, v, iter_vars, iter_values)
-    }
-
-    fn new_axis(
-        &mut self,
-        name: &ast::Expr,
-        kind: IterKind,
-        dom: Range,
-        value: Expr,
-        iter_vars: &mut Vec<IterVar>,
-        iter_values: &mut Vec<Expr>,
-    ) -> R<()> {
-        let ExprKind::Name(n) = &name.kind else {
-            return Err(Diagnostic::at(name.span, "a block variable must be a name"));
-        };
-        let var = Var::new(n.clone(), DType::I32);
-        self.bind(n, Binding::Var(var.clone()));
-        iter_vars.push(IterVar { var, dom, kind });
-        iter_values.push(value);
-        Ok(())
-    }
-
-    /// The extent of the loop whose variable `e` is, found in the IR built
-    /// so far by looking the variable up among the loops being resolved.
-    fn loop_extent_of(&self, e: &Expr) -> Option<Expr> {
-        let v = e.as_var()?;
-        self.loop_extents.iter().rev().find(|(x, _)| x == v).map(|(_, e)| e.clone())
-    }
-
-    fn regions(&mut self, args: &[Arg]) -> R<Vec<BufferRegion>> {
-        let mut out = Vec::new();
-        for a in args {
-            let Arg::Positional(e) = a else {
-                return Err(Diagnostic::at(
-                    span_of_args(std::slice::from_ref(a), Span::default()),
-                    "expected a buffer region",
-                ));
-            };
-            let items: Vec<&ast::Expr> = match &e.kind {
-                ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().collect(),
-                _ => vec![e],
-            };
-            for it in items {
-                out.push(self.region(it)?);
-            }
-        }
-        Ok(out)
-    }
-
-    fn region(&mut self, e: &ast::Expr) -> R<BufferRegion> {
-        let (buffer, parts) = match &e.kind {
-            ExprKind::Subscript { value, indices } => (self.buffer_ref(value)?, indices.as_slice()),
-            ExprKind::Name(_) => {
-                let b = self.buffer_ref(e)?;
-                let region = b.shape().iter().map(|d| Range::from_extent(d.clone())).collect();
-                return Ok(BufferRegion { buffer: b, region });
-            }
-            _ => return Err(Diagnostic::at(e.span, "expected a buffer region such as `A[vi, 0:64]`")),
-        };
-        if parts.len() != buffer.ndim() {
-            return Err(self.rank_error(&buffer, parts.len(), e.span));
-        }
-        let mut region = Vec::new();
-        for p in parts {
-            region.push(match &p.kind {
-                ExprKind::Slice { lo, hi, step: None } => {
-                    let lo = match lo {
-                        Some(x) => self.expr(x)?,
-                        None => Expr::int(0),
-                    };
-                    let Some(hi) = hi else {
-                        return Err(Diagnostic::at(p.span, "a region slice needs an end"));
-                    };
-                    let hi = self.expr(hi)?;
-                    let ext = match (lo.as_int(), hi.as_int()) {
-                        (Some(a), Some(b)) => Expr::int(b - a),
-                        _ => hi.clone() - lo.clone(),
-                    };
-                    Range::new(lo, ext)
-                }
-                _ => Range::new(self.expr(p)?, Expr::int(1)),
-            });
-        }
-        Ok(BufferRegion { buffer, region })
     }
 
     pub(crate) fn rank_error(&self, b: &Buffer, given: usize, span: Span) -> Diagnostic {
@@ -1029,6 +759,38 @@ impl FuncResolver<'_> {
             },
         })
     }
+}
+
+/// The most elements a buffer may hold, so that every index computed over
+/// it fits in 64 bits.
+pub(crate) const MAX_ELEMENTS: i64 = 1 << 40;
+
+/// What `name = T.<f>(...)` may assign, for suggestions.
+const ASSIGNABLE: [&str; 8] = [
+    "T.match_buffer",
+    "T.alloc_buffer",
+    "T.sblock_alloc_buffer",
+    "T.Buffer",
+    "T.decl_buffer",
+    "T.allocate",
+    "T.env_thread",
+    "T.launch_thread",
+];
+
+/// Whether a call passes the keyword argument `name`.
+fn has_keyword(args: &[Arg], name: &str) -> bool {
+    args.iter().any(|a| matches!(a, Arg::Keyword(k, _) if k.name == name))
+}
+
+/// The positional arguments of a call that takes no others.
+fn positional<'a>(args: &'a [Arg], f: &str) -> R<Vec<&'a ast::Expr>> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Positional(e) => Ok(e),
+            Arg::Keyword(k, _) => Err(Diagnostic::at(k.span, format!("`{f}` takes no argument `{}`", k.name))),
+            Arg::Star(e) | Arg::DoubleStar(e) => Err(Diagnostic::at(e.span, "`*` arguments are not allowed here")),
+        })
+        .collect()
 }
 
 pub(crate) fn plural(n: usize) -> &'static str {

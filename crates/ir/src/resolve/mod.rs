@@ -7,12 +7,14 @@
 //! `Diagnostic` with the span of the construct at fault; independent errors
 //! (one per function or statement) are all collected.
 
+mod block;
+mod buffer;
 mod expr;
 mod func;
 
 pub use func::root_block;
 
-use crate::diag::{did_you_mean, Diagnostic};
+use crate::diag::{did_you_mean, suggest, Diagnostic};
 use crate::func::{Constant, Module, ParamValue, ScheduleDef, ScheduleParam};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
@@ -100,13 +102,20 @@ impl ModuleResolver<'_> {
                         Err(e) => self.errors.push(e),
                     }
                 } else {
-                    self.errors.push(
-                        Diagnostic::at(
-                            name.span,
-                            format!("function `{}` is neither a prim_func nor a schedule", name.name),
-                        )
-                        .help("decorate it with `@T.prim_func` or `@tirc.schedule(\"<prim_func name>\")`"),
+                    let d = Diagnostic::at(
+                        name.span,
+                        format!("function `{}` is neither a prim_func nor a schedule", name.name),
                     );
+                    // A misspelt decorator gets its correction; no
+                    // decorator gets both choices.
+                    let near = kinds.iter().find_map(|(n, _)| suggest(n, ["T.prim_func", "tirc.schedule"]));
+                    self.errors.push(match (near, decorators.first()) {
+                        (Some(near), Some(dec)) => {
+                            Diagnostic::at(dec.span, format!("unknown decorator on `{}`", name.name))
+                                .help(format!("did you mean `@{near}`?"))
+                        }
+                        _ => d.help("decorate it with `@T.prim_func` or `@tirc.schedule(\"<prim_func name>\")`"),
+                    });
                 }
             }
             _ => self.errors.push(Diagnostic::at(s.span, "unexpected statement at module level").help(
@@ -238,6 +247,28 @@ impl ModuleResolver<'_> {
         }
         Ok(out)
     }
+}
+
+/// The name and the source span (decorators included) of every
+/// `@T.prim_func` definition of a file, at top level or in an
+/// `@I.ir_module` class, in source order.
+pub fn prim_func_defs(m: &ast::Module) -> Vec<(String, Span)> {
+    fn walk(body: &[ast::Stmt], out: &mut Vec<(String, Span)>) {
+        for s in body {
+            match &s.kind {
+                StmtKind::FunctionDef { name, decorators, .. }
+                    if decorators.iter().filter_map(decorator).any(|(n, _)| is_prim_func_decorator(&n)) =>
+                {
+                    out.push((name.name.clone(), s.span))
+                }
+                StmtKind::ClassDef { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&m.body, &mut out);
+    out
 }
 
 fn is_prim_func_decorator(n: &str) -> bool {

@@ -38,9 +38,10 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
     if let Some(bad) = factors.iter().flatten().find(|f| **f <= 0) {
         return Err(ScheduleError::new(format!("a split factor must be positive, not {bad}")));
     }
-    let known: i64 = factors.iter().flatten().product();
-    let sizes: Vec<i64> = factors.iter().map(|f| f.unwrap_or((extent + known - 1) / known)).collect();
-    let product: i64 = sizes.iter().product();
+    let too_large = || ScheduleError::new("the split factors multiply to more than a 64-bit integer holds");
+    let known = factors.iter().flatten().try_fold(1i64, |a, &f| a.checked_mul(f)).ok_or_else(too_large)?;
+    let sizes: Vec<i64> = factors.iter().map(|f| f.unwrap_or((extent - 1).max(0) / known + 1)).collect();
+    let product = sizes.iter().try_fold(1i64, |a, &f| a.checked_mul(f)).ok_or_else(too_large)?;
     // 4.
     if product < extent {
         return Err(ScheduleError::new(format!(

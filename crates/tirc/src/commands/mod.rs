@@ -2,6 +2,7 @@
 //! `-p`, printing diagnostics.
 
 pub mod check;
+pub mod fmt;
 pub mod lower;
 pub mod run;
 

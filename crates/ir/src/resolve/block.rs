@@ -1,0 +1,403 @@
+//! Resolve of blocks: `T.block`/`T.sblock` with their header (`T.axis.*`,
+//! `T.where`, `T.reads`/`T.writes`, `T.block_attr`, `T.alloc_buffer`,
+//! `T.init`) and body. Regions that are not declared are inferred; declared
+//! ones must name every buffer the body accesses, and block variables must be
+//! bound consistently with their domains.
+
+use super::dotted;
+use super::func::{Binding, FuncResolver, R};
+use super::span_of_args;
+use crate::buffer::{Buffer, Scope};
+use crate::diag::{did_you_mean, Diagnostic};
+use crate::dtype::DType;
+use crate::expr::{Expr, Range, Var};
+use crate::region::infer_block_regions;
+use crate::stmt::{Annotations, Block, BlockRealize, BufferRegion, IterKind, IterVar, Stmt};
+use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
+
+impl FuncResolver<'_> {
+    pub(crate) fn block(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
+        self.scopes.push(vec![]);
+        let out = self.block_in_scope(name, body, span);
+        self.scopes.pop();
+        out
+    }
+
+    pub(crate) fn block_in_scope(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
+        let mut iter_vars = Vec::new();
+        let mut iter_values = Vec::new();
+        let mut predicate = Expr::bool(true);
+        let mut reads = None;
+        let mut writes = None;
+        let mut annotations = vec![];
+        let mut allocs = vec![];
+        let mut init = None;
+        let mut rest = body;
+        while let Some((s, tail)) = rest.split_first() {
+            if !self.block_header_stmt(
+                s,
+                &mut iter_vars,
+                &mut iter_values,
+                &mut predicate,
+                &mut reads,
+                &mut writes,
+                &mut annotations,
+                &mut allocs,
+                &mut init,
+            )? {
+                break;
+            }
+            rest = tail;
+        }
+        let axis_spans = std::mem::take(&mut self.axis_spans);
+        let body = self.stmts(rest);
+        let mut block =
+            Block { name, iter_vars, reads: vec![], writes: vec![], init, alloc_buffers: allocs, annotations, body };
+        let (r_inf, w_inf) = infer_block_regions(&block);
+        self.check_declared(&block, &r_inf, &w_inf, reads.as_ref(), writes.as_ref())?;
+        block.reads = reads.map_or(r_inf, |r| r.0);
+        block.writes = writes.map_or(w_inf, |w| w.0);
+        let _ = span;
+        self.check_bindings(&block, &iter_values, &predicate, &axis_spans)?;
+        Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
+    }
+
+    /// Declared `T.reads`/`T.writes` must name every buffer the block
+    /// accesses (a buffer the block writes may be left out of its reads, as
+    /// TVM's `te.create_prim_func` leaves out the buffer a reduction updates).
+    pub(crate) fn check_declared(
+        &self,
+        block: &Block,
+        r_inf: &[BufferRegion],
+        w_inf: &[BufferRegion],
+        reads: Option<&(Vec<BufferRegion>, Span)>,
+        writes: Option<&(Vec<BufferRegion>, Span)>,
+    ) -> R<()> {
+        if block.name == "root" && block.iter_vars.is_empty() {
+            // The root block's signature is empty by convention.
+            return Ok(());
+        }
+        let names = |v: &[BufferRegion]| v.iter().map(|r| r.buffer.name().to_string()).collect::<Vec<_>>().join(", ");
+        let declared_writes: &[BufferRegion] = writes.map_or(w_inf, |w| &w.0[..]);
+        if let Some((ws, span)) = writes {
+            if let Some(missing) = w_inf.iter().find(|w| !ws.iter().any(|d| d.buffer == w.buffer)) {
+                return Err(Diagnostic::at(
+                    *span,
+                    format!(
+                        "block `{}` writes `{}`, but its `T.writes` does not name it",
+                        block.name,
+                        missing.buffer.name()
+                    ),
+                )
+                .label(format!("declares: {}", names(ws)))
+                .help(format!(
+                    "add `{}` to `T.writes`, or leave `T.writes` out to have it inferred",
+                    missing.buffer.name()
+                )));
+            }
+        }
+        if let Some((rs, span)) = reads {
+            let declared = |b: &Buffer| rs.iter().chain(declared_writes).any(|d| &d.buffer == b);
+            if let Some(missing) = r_inf.iter().find(|r| !declared(&r.buffer)) {
+                return Err(Diagnostic::at(
+                    *span,
+                    format!(
+                        "block `{}` reads `{}`, but its `T.reads` does not name it",
+                        block.name,
+                        missing.buffer.name()
+                    ),
+                )
+                .label(format!("declares: {}", names(rs)))
+                .help(format!(
+                    "add `{}` to `T.reads`, or leave `T.reads` out to have it inferred",
+                    missing.buffer.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each block variable is bound to an integer expression of the
+    /// enclosing loops (not of the block's own variables) that stays inside
+    /// its domain where that can be seen at once: a plain loop variable whose
+    /// constant extent is larger than the domain, without `T.where`, is an
+    /// error.
+    pub(crate) fn check_bindings(&self, block: &Block, values: &[Expr], predicate: &Expr, spans: &[Span]) -> R<()> {
+        for (k, (iv, v)) in block.iter_vars.iter().zip(values).enumerate() {
+            let span = spans.get(k).copied().unwrap_or_default();
+            if !v.dtype().is_int() {
+                return Err(Diagnostic::at(
+                    span,
+                    format!("block variable `{}` is bound to a {} value", iv.var.name(), v.dtype()),
+                ));
+            }
+            if let Some(other) = block.iter_vars.iter().find(|o| v.uses(&o.var)) {
+                return Err(Diagnostic::at(
+                    span,
+                    format!(
+                        "block variable `{}` is bound to an expression of block variable `{}`",
+                        iv.var.name(),
+                        other.var.name()
+                    ),
+                )
+                .help("bind block variables to expressions of the loops around the block"));
+            }
+            let (Some(ext), Some(dom)) =
+                (v.as_var().and_then(|x| self.loop_extent_of(&Expr::Var(x.clone()))), iv.dom.extent.as_int())
+            else {
+                continue;
+            };
+            if let (Some(e), Some(0)) = (ext.as_int(), iv.dom.min.as_int()) {
+                if e > dom && predicate.as_bool() == Some(true) {
+                    return Err(Diagnostic::at(
+                        span,
+                        format!(
+                            "block variable `{}` has domain 0..{dom}, but its loop `{}` runs {e} times",
+                            iv.var.name(),
+                            v.as_var().map_or("?", |x| x.name())
+                        ),
+                    )
+                    .help("make the domain match the loop, or guard the block with `T.where`"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Consumes one block-header statement; `false` when `s` starts the body.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn block_header_stmt(
+        &mut self,
+        s: &ast::Stmt,
+        iter_vars: &mut Vec<IterVar>,
+        iter_values: &mut Vec<Expr>,
+        predicate: &mut Expr,
+        reads: &mut Option<(Vec<BufferRegion>, Span)>,
+        writes: &mut Option<(Vec<BufferRegion>, Span)>,
+        annotations: &mut Annotations,
+        allocs: &mut Vec<Buffer>,
+        init: &mut Option<Stmt>,
+    ) -> R<bool> {
+        match &s.kind {
+            StmtKind::Assign { targets, value } if targets.len() == 1 => {
+                let ExprKind::Call { func, args } = &value.kind else { return Ok(false) };
+                let f = dotted(func).unwrap_or_default();
+                if let Some(kind) = f.strip_prefix("T.axis.") {
+                    self.axis(kind, &targets[0], args, value.span, iter_vars, iter_values)?;
+                    return Ok(true);
+                }
+                if f == "T.alloc_buffer" || f == "T.sblock_alloc_buffer" {
+                    let ExprKind::Name(n) = &targets[0].kind else {
+                        return Err(Diagnostic::at(targets[0].span, "expected a name"));
+                    };
+                    let b = self.buffer_decl(n, args, value.span, Scope::Global)?;
+                    self.bind(n, Binding::Buffer(b.clone()));
+                    allocs.push(b);
+                    return Ok(true);
+                }
+                Ok(false)
+            }
+            StmtKind::Expr(ast::Expr { kind: ExprKind::Call { func, args }, span }) => {
+                let f = dotted(func).unwrap_or_default();
+                match f.as_str() {
+                    "T.where" => {
+                        let [Arg::Positional(c)] = &args[..] else {
+                            return Err(Diagnostic::at(*span, "T.where takes one condition"));
+                        };
+                        let c = self.expr(c)?;
+                        *predicate = self.to_bool(c, *span)?;
+                    }
+                    "T.reads" => *reads = Some((self.regions(args)?, *span)),
+                    "T.writes" => *writes = Some((self.regions(args)?, *span)),
+                    "T.block_attr" | "T.sblock_attr" => {
+                        let [Arg::Positional(d)] = &args[..] else {
+                            return Err(Diagnostic::at(*span, "T.block_attr takes one dict"));
+                        };
+                        *annotations = self.attr_dict(d)?;
+                    }
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+            StmtKind::With { items, body } if items.len() == 1 => {
+                let ExprKind::Call { func, .. } = &items[0].context.kind else { return Ok(false) };
+                if dotted(func).as_deref() != Some("T.init") {
+                    return Ok(false);
+                }
+                *init = Some(self.stmts(body));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    pub(crate) fn axis(
+        &mut self,
+        kind: &str,
+        target: &ast::Expr,
+        args: &[Arg],
+        span: Span,
+        iter_vars: &mut Vec<IterVar>,
+        iter_values: &mut Vec<Expr>,
+    ) -> R<()> {
+        let pos: Vec<&ast::Expr> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Positional(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        if kind == "remap" {
+            let [kinds, vals] = pos[..] else {
+                return Err(Diagnostic::at(span, "T.axis.remap takes a kind string and a list of loop variables"));
+            };
+            let ExprKind::Str(ks) = &kinds.kind else {
+                return Err(Diagnostic::at(kinds.span, "expected a string of S and R, such as \"SSR\""));
+            };
+            let (ExprKind::List(vs) | ExprKind::Tuple(vs)) = &vals.kind else {
+                return Err(Diagnostic::at(vals.span, "expected a list of loop variables"));
+            };
+            let names: Vec<&ast::Expr> = match &target.kind {
+                ExprKind::Tuple(v) => v.iter().collect(),
+                _ => vec![target],
+            };
+            if ks.chars().count() != vs.len() || vs.len() != names.len() {
+                return Err(Diagnostic::at(
+                    span,
+                    format!(
+                        "T.axis.remap has {} kinds, {} values and {} variables; they must match",
+                        ks.chars().count(),
+                        vs.len(),
+                        names.len()
+                    ),
+                ));
+            }
+            for ((k, v), n) in ks.chars().zip(vs).zip(names) {
+                let kind = match k {
+                    'S' => IterKind::Spatial,
+                    'R' => IterKind::Reduce,
+                    _ => return Err(Diagnostic::at(kinds.span, format!("unknown axis kind `{k}`: use S or R"))),
+                };
+                let value = self.expr(v)?;
+                let extent = self.loop_extent_of(&value).ok_or_else(|| {
+                    Diagnostic::at(v.span, "T.axis.remap takes loop variables of the enclosing loops")
+                })?;
+                self.axis_spans.push(v.span);
+                self.new_axis(n, kind, Range::from_extent(extent), value, iter_vars, iter_values)?;
+            }
+            return Ok(());
+        }
+        let kind = match kind {
+            "spatial" | "S" => IterKind::Spatial,
+            "reduce" | "R" => IterKind::Reduce,
+            _ => {
+                return Err(did_you_mean(
+                    Diagnostic::at(span, format!("unknown axis kind `T.axis.{kind}`")),
+                    kind,
+                    ["spatial", "reduce", "remap"],
+                ))
+            }
+        };
+        let [dom, value] = pos[..] else {
+            return Err(Diagnostic::at(span, "T.axis.spatial takes a domain and a value"));
+        };
+        let dom = match &dom.kind {
+            ExprKind::Tuple(v) if v.len() == 2 => {
+                let lo = self.expr(&v[0])?;
+                let hi = self.expr(&v[1])?;
+                let ext = match (lo.as_int(), hi.as_int()) {
+                    (Some(a), Some(b)) => Expr::int(b - a),
+                    _ => hi - lo.clone(),
+                };
+                Range::new(lo, ext)
+            }
+            _ => Range::from_extent(self.expr(dom)?),
+        };
+        let v = self.expr(value)?;
+        self.axis_spans.push(span);
+        self.new_axis(target, kind, dom, v, iter_vars, iter_values)
+    }
+
+    pub(crate) fn new_axis(
+        &mut self,
+        name: &ast::Expr,
+        kind: IterKind,
+        dom: Range,
+        value: Expr,
+        iter_vars: &mut Vec<IterVar>,
+        iter_values: &mut Vec<Expr>,
+    ) -> R<()> {
+        let ExprKind::Name(n) = &name.kind else {
+            return Err(Diagnostic::at(name.span, "a block variable must be a name"));
+        };
+        let var = Var::new(n.clone(), DType::I32);
+        self.bind(n, Binding::Var(var.clone()));
+        iter_vars.push(IterVar { var, dom, kind });
+        iter_values.push(value);
+        Ok(())
+    }
+
+    /// The extent of the loop whose variable `e` is, found in the IR built
+    /// so far by looking the variable up among the loops being resolved.
+    pub(crate) fn loop_extent_of(&self, e: &Expr) -> Option<Expr> {
+        let v = e.as_var()?;
+        self.loop_extents.iter().rev().find(|(x, _)| x == v).map(|(_, e)| e.clone())
+    }
+
+    pub(crate) fn regions(&mut self, args: &[Arg]) -> R<Vec<BufferRegion>> {
+        let mut out = Vec::new();
+        for a in args {
+            let Arg::Positional(e) = a else {
+                return Err(Diagnostic::at(
+                    span_of_args(std::slice::from_ref(a), Span::default()),
+                    "expected a buffer region",
+                ));
+            };
+            let items: Vec<&ast::Expr> = match &e.kind {
+                ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().collect(),
+                _ => vec![e],
+            };
+            for it in items {
+                out.push(self.region(it)?);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn region(&mut self, e: &ast::Expr) -> R<BufferRegion> {
+        let (buffer, parts) = match &e.kind {
+            ExprKind::Subscript { value, indices } => (self.buffer_ref(value)?, indices.as_slice()),
+            ExprKind::Name(_) => {
+                let b = self.buffer_ref(e)?;
+                let region = b.shape().iter().map(|d| Range::from_extent(d.clone())).collect();
+                return Ok(BufferRegion { buffer: b, region });
+            }
+            _ => return Err(Diagnostic::at(e.span, "expected a buffer region such as `A[vi, 0:64]`")),
+        };
+        if parts.len() != buffer.ndim() {
+            return Err(self.rank_error(&buffer, parts.len(), e.span));
+        }
+        let mut region = Vec::new();
+        for p in parts {
+            region.push(match &p.kind {
+                ExprKind::Slice { lo, hi, step: None } => {
+                    let lo = match lo {
+                        Some(x) => self.expr(x)?,
+                        None => Expr::int(0),
+                    };
+                    let Some(hi) = hi else {
+                        return Err(Diagnostic::at(p.span, "a region slice needs an end"));
+                    };
+                    let hi = self.expr(hi)?;
+                    let ext = match (lo.as_int(), hi.as_int()) {
+                        (Some(a), Some(b)) => Expr::int(b - a),
+                        _ => hi.clone() - lo.clone(),
+                    };
+                    Range::new(lo, ext)
+                }
+                _ => Range::new(self.expr(p)?, Expr::int(1)),
+            });
+        }
+        Ok(BufferRegion { buffer, region })
+    }
+}

@@ -1,0 +1,198 @@
+//! Resolve of buffer declarations: parameters' `T.Buffer(...)`,
+//! `T.match_buffer`, `T.alloc_buffer`, `T.decl_buffer`, `T.allocate`, and
+//! views of another buffer's memory (`T.Buffer(shape, data=A.data)`).
+
+use super::dotted;
+use super::func::{Binding, FuncResolver, MAX_ELEMENTS, R};
+use crate::buffer::{Buffer, Scope};
+use crate::diag::{did_you_mean, Diagnostic};
+use crate::dtype::DType;
+use crate::expr::Expr;
+use tirc_parser::ast::{self, Arg, ExprKind, Span};
+
+impl FuncResolver<'_> {
+    /// Reads `(shape, dtype, scope=.., data=..)` into a new buffer.
+    pub(crate) fn buffer_decl(&mut self, name: &str, args: &[Arg], span: Span, scope: Scope) -> R<Buffer> {
+        let mut shape = None;
+        let mut dtype = DType::F32;
+        let mut scope = scope;
+        let mut strides = None;
+        let mut pos = 0;
+        for a in args {
+            match a {
+                Arg::Positional(e) => {
+                    match pos {
+                        0 => shape = Some(self.shape(e)?),
+                        1 => dtype = self.dtype_arg(e)?,
+                        2 => scope = self.scope_arg(e)?,
+                        _ => return Err(Diagnostic::at(e.span, "too many arguments for a buffer declaration")),
+                    }
+                    pos += 1;
+                }
+                Arg::Keyword(k, e) => match k.name.as_str() {
+                    "shape" => shape = Some(self.shape(e)?),
+                    "dtype" => dtype = self.dtype_arg(e)?,
+                    "scope" => scope = self.scope_arg(e)?,
+                    "strides" => strides = Some(e),
+                    "data" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
+                    other => {
+                        return Err(did_you_mean(
+                            Diagnostic::at(k.span, format!("unknown buffer argument `{other}`")),
+                            other,
+                            ["shape", "dtype", "scope", "data", "strides", "elem_offset", "align", "offset_factor"],
+                        ))
+                    }
+                },
+                Arg::Star(e) | Arg::DoubleStar(e) => {
+                    return Err(Diagnostic::at(e.span, "`*` arguments are not allowed here"))
+                }
+            }
+        }
+        let Some(shape) = shape else {
+            return Err(Diagnostic::at(span, "a buffer needs a shape"));
+        };
+        if let Some(st) = strides {
+            self.check_strides(st, &shape)?;
+        }
+        Ok(Buffer::new(name, dtype, shape, scope))
+    }
+
+    /// `strides=` must be those of a compact row-major buffer, the only
+    /// layout tirc has (an empty list means the same).
+    pub(crate) fn check_strides(&mut self, e: &ast::Expr, shape: &[Expr]) -> R<()> {
+        let items: Vec<&ast::Expr> = match &e.kind {
+            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
+            _ => vec![e],
+        };
+        if items.is_empty() {
+            return Ok(());
+        }
+        let dims: Vec<i64> = shape.iter().filter_map(|d| d.as_int()).collect();
+        let compact: Vec<i64> = (0..dims.len()).map(|d| dims[d + 1..].iter().product()).collect();
+        let mut given = Vec::new();
+        for it in &items {
+            given.push(self.expr(it)?.as_int());
+        }
+        if given.len() != compact.len() || given.iter().zip(&compact).any(|(g, c)| *g != Some(*c)) {
+            let want: Vec<String> = compact.iter().map(|c| c.to_string()).collect();
+            return Err(Diagnostic::at(e.span, "tirc supports compact row-major buffers only")
+                .help(format!("the strides of this shape are ({}), or leave `strides=` out", want.join(", "))));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn shape(&mut self, e: &ast::Expr) -> R<Vec<Expr>> {
+        let items: Vec<&ast::Expr> = match &e.kind {
+            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
+            _ => vec![e],
+        };
+        let mut out = Vec::new();
+        let mut elements: i64 = 1;
+        for it in items {
+            let v = self.expr(it)?;
+            match v.as_int() {
+                Some(n) if n > 0 => {
+                    elements = match elements.checked_mul(n) {
+                        Some(e) if e <= MAX_ELEMENTS => e,
+                        _ => {
+                            return Err(Diagnostic::at(e.span, "this buffer is too large")
+                                .help(format!("a buffer may hold at most 2^40 ({MAX_ELEMENTS}) elements")))
+                        }
+                    };
+                    out.push(Expr::int(n))
+                }
+                Some(n) => return Err(Diagnostic::at(it.span, format!("a buffer extent must be positive, not {n}"))),
+                None => {
+                    return Err(Diagnostic::at(it.span, "buffer extents must be constants")
+                        .help("define the size as a module constant, e.g. `M = 1024`"))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn dtype_arg(&self, e: &ast::Expr) -> R<DType> {
+        let name = match &e.kind {
+            ExprKind::Str(s) => s.clone(),
+            _ => match dotted(e) {
+                Some(d) if d.starts_with("T.") => d[2..].to_string(),
+                _ => return Err(Diagnostic::at(e.span, "expected a data type such as \"float32\"")),
+            },
+        };
+        DType::parse(&name).ok_or_else(|| {
+            let names: Vec<String> = DType::ALL.iter().map(|d| d.name()).collect();
+            did_you_mean(
+                Diagnostic::at(e.span, format!("unknown data type `{name}`")),
+                &name,
+                names.iter().map(|s| s.as_str()),
+            )
+        })
+    }
+
+    pub(crate) fn scope_arg(&self, e: &ast::Expr) -> R<Scope> {
+        let ExprKind::Str(s) = &e.kind else {
+            return Err(Diagnostic::at(e.span, "expected a storage scope such as \"shared\""));
+        };
+        Scope::parse(s).ok_or_else(|| {
+            did_you_mean(
+                Diagnostic::at(e.span, format!("unknown storage scope `{s}`")),
+                s,
+                ["global", "shared", "local"],
+            )
+        })
+    }
+
+    /// `T.allocate([n], "float32", "shared")`.
+    pub(crate) fn allocate_args(&mut self, name: &str, args: &[Arg], span: Span) -> R<Buffer> {
+        self.buffer_decl(name, args, span, Scope::Global)
+    }
+
+    /// `X = T.Buffer(shape, data=Y.data)`: another name for `Y`'s memory.
+    pub(crate) fn buffer_view(&mut self, name: &str, args: &[Arg], span: Span) -> R<Binding> {
+        let data = args.iter().find_map(|a| match a {
+            Arg::Keyword(k, e) if k.name == "data" => Some(e),
+            _ => None,
+        });
+        let Some(data) = data else {
+            return Err(Diagnostic::at(span, "a buffer declared in a body needs `data=`"));
+        };
+        let base_name = match &data.kind {
+            ExprKind::Attribute { value, attr } if attr.name == "data" => dotted(value),
+            ExprKind::Name(n) => Some(n.clone()),
+            _ => None,
+        };
+        let base = match base_name.as_deref().and_then(|n| self.lookup(n)) {
+            Some(Binding::Buffer(b)) => b.clone(),
+            Some(Binding::View(b, _)) => b.clone(),
+            _ => return Err(Diagnostic::at(data.span, "`data=` must name a buffer's data")),
+        };
+        if self.poisoned.contains(&base) {
+            return Ok(Binding::Buffer(base));
+        }
+        let view = self.buffer_decl(name, args, span, base.scope())?;
+        if view.scope() != base.scope() {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "`{name}` is declared in {} memory, but the data of `{}` is in {} memory",
+                    view.scope().name(),
+                    base.name(),
+                    base.scope().name()
+                ),
+            ));
+        }
+        if view.dtype() != base.dtype() {
+            return Err(Diagnostic::at(span, format!("`{name}` has another data type than `{}`", base.name())));
+        }
+        if view.num_elements() != base.num_elements() {
+            let count = |b: &Buffer| b.num_elements().map_or("a symbolic number of".to_string(), |n| n.to_string());
+            return Err(Diagnostic::at(
+                span,
+                format!("`{name}` has {} elements, but `{}` has {}", count(&view), base.name(), count(&base)),
+            )
+            .help("a view must cover its buffer's memory exactly"));
+        }
+        let same_shape = view.const_shape() == base.const_shape();
+        Ok(if same_shape { Binding::Buffer(base) } else { Binding::View(base, view.shape().to_vec()) })
+    }
+}
