@@ -24,6 +24,8 @@ enum Cmd {
     Run(commands::run::Args),
     /// Parse and validate a file; print nothing when it is good.
     Check(commands::check::Args),
+    /// Sweep or search a schedule's parameters; check and time every candidate.
+    Tune(tirc::tune::cli::Args),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Cmd::Lower(a) => commands::lower::main(a),
         Cmd::Run(a) => commands::run::main(a),
         Cmd::Check(a) => commands::check::main(a),
+        Cmd::Tune(a) => commands::tune::main(a),
     };
     ExitCode::from(code)
 }

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod lower;
 pub mod run;
+pub mod tune;
 
 use tirc_ir::Diagnostic;
 
