@@ -271,3 +271,67 @@ fn model_guided_search_beats_random_sampling_on_the_step2_proxy() {
     }
     println!("best found / optimum, mean of 60 replays on the proxy:\n{}", lines.join("\n"));
 }
+
+/// The GPU report, on made-up times: sorted by speed, the cuBLAS ratio, the
+/// per-value average and best, and a fast wrong kernel never ranked.
+#[test]
+fn the_report_ranks_correct_candidates_only() {
+    use tirc::tune::eval::Trial;
+    use tirc::tune::{report, Outcome, Target};
+    let src = read(&root().join("ir-examples/matmul_sweep.tir"));
+    let m = tirc::compile::load(&src, &[]).expect("loads");
+    let sp = parse_space_args(&["BM=32,64;order=k_innermost,standard".into()]).expect("parses");
+    let space = Space::resolve(m.schedule("step2").expect("step2"), &sp, &[("TN".into(), "4".into())]).expect("space");
+    let all = space.candidates();
+    let trial = |i: usize, status: Status, ms: Option<f64>| Trial {
+        cand: all[i].clone(),
+        status,
+        reason: (status != Status::Ok).then(|| "rel_err 1e0 is above the tolerance".to_string()),
+        time_ms: ms,
+        rel_err: Some(1e-7),
+        compile_s: Some(0.1),
+        block: Some([4, 8, 1]),
+        resumed: false,
+        reached_device: true,
+    };
+    // The first four candidates: TM 2 and 4, each with both orders.
+    let trials = vec![
+        trial(0, Status::Ok, Some(2.0)),
+        trial(1, Status::Ok, Some(8.0)),
+        trial(2, Status::Mismatch, Some(0.5)),
+        trial(3, Status::Ok, Some(1.0)),
+    ];
+    let o = Outcome {
+        target: Target::Cuda,
+        device: Some("Test GPU".into()),
+        func: "matmul".into(),
+        constants: vec![("K".into(), 1024), ("M".into(), 1024), ("N".into(), 1024)],
+        space_size: all.len(),
+        space,
+        strategy: Strategy::Exhaustive,
+        trials,
+        flops: 2.0 * 1024f64.powi(3),
+        reference_on: "cuda",
+        cublas_ms: Some(0.5),
+        wall_s: 10.0,
+        compile_wall_s: 4.0,
+        measure_s: 6.0,
+        aborted: None,
+        db_path: None,
+        notes: vec![],
+    };
+    let ranked = report::ranked(&o);
+    assert_eq!(ranked.iter().map(|t| t.time_ms).collect::<Vec<_>>(), vec![Some(1.0), Some(2.0), Some(8.0)]);
+    let text = report::text(&o, "ir-examples/matmul_sweep.tir", "step2");
+    println!("{text}");
+    let first = text.lines().find(|l| l.trim_start().starts_with("1 ")).expect("a first row");
+    assert!(first.contains("1.0000") && first.contains("0.500"), "{text}");
+    assert!(text.contains("WRONG RESULTS (1)"), "{text}");
+    assert!(text.contains("cuBLAS SGEMM: 0.5000 ms"), "{text}");
+    let per = report::per_value(&o);
+    let order = per.iter().find(|(n, _)| n == "order").expect("order row");
+    // k_innermost: candidates 0 and 2 (the wrong one is not averaged).
+    let k = &order.1[0];
+    assert_eq!((k.1, k.2), (1, 2));
+    assert!((k.3.unwrap_or(0.0) - o.flops / 2.0e6).abs() < 1e-6);
+}

@@ -68,6 +68,10 @@ pub struct Args {
     /// Timed launches per candidate; the median is kept.
     #[arg(long, default_value_t = crate::measure::DEFAULT_REPEAT)]
     pub repeat: usize,
+    /// Seconds of launches timing one candidate may take: slower candidates
+    /// get 2 warm-up launches and as many timed ones as fit, at least 3.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub time_cap: f64,
     /// Seed of the random inputs (default: from the clock).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -147,6 +151,7 @@ fn options(a: &Args, src: String) -> Result<Options, String> {
         db: a.db.clone(),
         warmup: a.warmup,
         repeat: a.repeat.max(1),
+        cap_s: a.time_cap,
         seed,
         tolerance: a.tolerance,
         progress: !a.no_progress && !a.json,

@@ -223,6 +223,8 @@ pub struct GpuBench<'g> {
     pub shared: Vec<Option<gpu::DeviceBuffer>>,
     pub warmup: usize,
     pub repeat: usize,
+    /// Seconds of launches one candidate's timing may take.
+    pub cap_s: f64,
 }
 
 /// Whether a CUDA error leaves the context usable: launch-time refusals do,
@@ -253,12 +255,26 @@ impl GpuBench<'_> {
         written: &[bool],
         warmup: usize,
         repeat: usize,
+        cap_s: f64,
     ) -> Result<GpuBench<'g>, String> {
         let mut shared = Vec::new();
         for (d, w) in chk.args.iter().zip(written) {
             shared.push(if *w { None } else { Some(g.upload(d)?) });
         }
-        Ok(GpuBench { g, chk, shared, warmup, repeat })
+        Ok(GpuBench { g, chk, shared, warmup, repeat, cap_s })
+    }
+
+    /// Warm-up and timed launches for a kernel whose checking launch took
+    /// `once` seconds: the full protocol, unless that would take more than
+    /// `cap_s`; then 2 warm-up launches and as many timed ones as fit the
+    /// cap, at least 3, so that slow candidates of a large sweep cost
+    /// seconds, not minutes.
+    pub fn protocol(&self, once: f64) -> (usize, usize) {
+        if once * (self.warmup + self.repeat) as f64 <= self.cap_s {
+            return (self.warmup, self.repeat);
+        }
+        let fit = (self.cap_s / once.max(1e-9)) as usize;
+        (self.warmup.min(2), fit.clamp(3, self.repeat.max(3)))
     }
 
     /// Runs the kernel once on poisoned outputs, checks the result, and
@@ -292,6 +308,7 @@ impl GpuBench<'_> {
         };
         let refs: Vec<&gpu::DeviceBuffer> =
             fresh.iter().zip(&self.shared).filter_map(|(f, s)| f.as_ref().or(s.as_ref())).collect();
+        let launched = Instant::now();
         if let Err(e) = self.g.launch(&k, &refs) {
             return if recoverable(&e) {
                 t.status = Status::Rejected;
@@ -301,7 +318,14 @@ impl GpuBench<'_> {
                 lost(t, e)
             };
         }
-        let mut out = self.chk.args.clone();
+        // Only the written buffers are compared; the others stay empty.
+        let mut out: Vec<HostData> = self
+            .chk
+            .args
+            .iter()
+            .zip(&fresh)
+            .map(|(d, f)| if f.is_some() { d.clone() } else { HostData::F32(vec![]) })
+            .collect();
         for (i, f) in fresh.iter().enumerate() {
             if let Some(b) = f {
                 if let Err(e) = self.g.download(b, &mut out[i]) {
@@ -313,7 +337,8 @@ impl GpuBench<'_> {
         if t.status != Status::Ok {
             return kept(t);
         }
-        match self.g.time(&k, &refs, self.warmup, self.repeat) {
+        let (warmup, repeat) = self.protocol(launched.elapsed().as_secs_f64());
+        match self.g.time(&k, &refs, warmup, repeat) {
             Ok(ts) => {
                 t.time_ms = Some(measure::median(ts));
                 kept(t)

@@ -65,6 +65,9 @@ pub struct Options {
     pub db: PathBuf,
     pub warmup: usize,
     pub repeat: usize,
+    /// Seconds of timed launches one candidate may take (see
+    /// `GpuBench::protocol`).
+    pub cap_s: f64,
     pub seed: u64,
     pub tolerance: Option<f64>,
     pub progress: bool,
@@ -239,7 +242,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
             let (reference, on) = measure::reference(Some(&g), &original, &prepared.inputs)?;
             reference_on = on;
             let chk = Checker { original: original.clone(), args: prepared.args.clone(), reference, tolerance };
-            let bench = GpuBench::new(&g, chk, &written(&original), o.warmup, o.repeat)?;
+            let bench = GpuBench::new(&g, chk, &written(&original), o.warmup, o.repeat, o.cap_s)?;
             if let Some(shape) = measure::matmul_shape(&original) {
                 // cuBLAS reads A and B where the kernels do; C is its own.
                 let c_buf = g.upload(&prepared.args[shape.c])?;
