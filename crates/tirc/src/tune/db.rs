@@ -214,8 +214,8 @@ impl Db {
         Ok(())
     }
 
-    /// The fastest correct record for `key`, where `gpu` may be left open
-    /// (`None`: the GPU of the most recent record of the problem).
+    /// The fastest correct record for `key`; with `any_gpu`, `key.gpu` is
+    /// ignored and the GPU of the problem's most recent record is used.
     pub fn best(&self, key: &Key, any_gpu: bool) -> Option<&Record> {
         let same = |r: &&Record| {
             r.key.file_hash == key.file_hash
