@@ -5,7 +5,7 @@ __device__ __forceinline__ int tirc_floormod(int a, int b) { int r = a % b; retu
 __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-extern "C" __global__ void __launch_bounds__(224) conv2d_kernel(float* __restrict__ X, float* __restrict__ Wt, float* __restrict__ O) {
+extern "C" __global__ void __launch_bounds__(224) conv2d_kernel(const float* __restrict__ X, const float* __restrict__ Wt, float* __restrict__ O) {
   float O_local[1];
   O_local[0] = 0.0f;
   #pragma unroll

@@ -5,7 +5,7 @@ __device__ __forceinline__ int tirc_floormod(int a, int b) { int r = a % b; retu
 __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-extern "C" __global__ void __launch_bounds__(256) relu_kernel(float* __restrict__ A, float* __restrict__ bias, float* __restrict__ B) {
+extern "C" __global__ void __launch_bounds__(256) relu_kernel(const float* __restrict__ A, const float* __restrict__ bias, float* __restrict__ B) {
   #pragma unroll
   for (int i_j_fused_2 = 0; i_j_fused_2 < 4; ++i_j_fused_2) {
     B[((int)(blockIdx.x)) * 1024 + ((int)(threadIdx.x)) * 4 + i_j_fused_2] = fmaxf(A[((int)(blockIdx.x)) * 1024 + ((int)(threadIdx.x)) * 4 + i_j_fused_2] + bias[(((int)(blockIdx.x)) * 1024 + ((int)(threadIdx.x)) * 4 + i_j_fused_2) % 4096], 0.0f);

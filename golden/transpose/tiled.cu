@@ -5,6 +5,6 @@ __device__ __forceinline__ int tirc_floormod(int a, int b) { int r = a % b; retu
 __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-extern "C" __global__ void __launch_bounds__(64) transpose_kernel(float* __restrict__ A, float* __restrict__ B) {
+extern "C" __global__ void __launch_bounds__(64) transpose_kernel(const float* __restrict__ A, float* __restrict__ B) {
   B[((int)(blockIdx.y)) * 16384 + ((int)(threadIdx.y)) * 2048 + ((int)(blockIdx.x)) * 8 + ((int)(threadIdx.x))] = A[((int)(blockIdx.x)) * 8192 + ((int)(threadIdx.x)) * 1024 + ((int)(blockIdx.y)) * 8 + ((int)(threadIdx.y))];
 }

@@ -2,4 +2,6 @@
 //! the command line and the tests.
 
 pub mod compile;
+pub mod measure;
+pub mod tune;
 pub mod verify;

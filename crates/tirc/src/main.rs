@@ -26,6 +26,8 @@ enum Cmd {
     Check(commands::check::Args),
     /// Print the file in canonical form; with --check, exit 1 when it is not.
     Fmt(commands::fmt::Args),
+    /// Sweep or search a schedule's parameters; check and time every candidate.
+    Tune(tirc::tune::cli::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => commands::run::main(a),
         Cmd::Check(a) => commands::check::main(a),
         Cmd::Fmt(a) => commands::fmt::main(a),
+        Cmd::Tune(a) => commands::tune::main(a),
     };
     ExitCode::from(code)
 }

@@ -5,6 +5,7 @@ pub mod check;
 pub mod fmt;
 pub mod lower;
 pub mod run;
+pub mod tune;
 
 use tirc_ir::Diagnostic;
 

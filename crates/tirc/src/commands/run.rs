@@ -11,10 +11,10 @@
 use super::{read, report, Common, FAIL, USAGE};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tirc::compile::{compile, Compiled};
-use tirc::verify::{default_tolerance, outputs, reference_sim, sizes, widen, written};
-use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
+use tirc::measure::{self, matmul_shape, median, passes, prepare, reference_gpu, worst_error, CPU_REFERENCE_LIMIT};
+use tirc::verify::{default_tolerance, reference_sim};
+use tirc_exec::data::{compare, ErrorStats};
 use tirc_exec::{gpu, reference, sim};
-use tirc_ir::{Buffer, PrimFunc, Stmt};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
 pub enum Target {
@@ -56,11 +56,12 @@ pub struct Args {
     /// Largest relative error ‖out−ref‖/‖ref‖ accepted.
     #[arg(long)]
     pub tolerance: Option<f64>,
+    /// Use the best parameters `tirc tune` recorded for this schedule, file
+    /// and sizes (on this GPU; on the simulator, on the GPU tuned last), from
+    /// the tuning database DB; `-p` still overrides them.
+    #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = tirc::tune::db::DEFAULT_DB)]
+    pub tuned: Option<std::path::PathBuf>,
 }
-
-/// Simulated work, in thread-statements, above which the reference moves to
-/// the GPU when one is used.
-const CPU_REFERENCE_LIMIT: f64 = 3e7;
 
 struct Outcome {
     target: &'static str,
@@ -85,7 +86,17 @@ pub fn main(a: Args) -> u8 {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let c = match compile(&src, &a.common.request()) {
+    let mut req = a.common.request();
+    if let Some(db) = &a.tuned {
+        match tuned(&a, db, &src) {
+            Ok(p) => req.params = p.into_iter().chain(req.params).collect(),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return FAIL;
+            }
+        }
+    }
+    let c = match compile(&src, &req) {
         Ok(c) => c,
         Err(ds) => {
             report(&a.common.file, &src, &ds);
@@ -112,13 +123,25 @@ pub fn main(a: Args) -> u8 {
     }
 }
 
-fn seed(a: &Args) -> u64 {
-    a.seed.unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64))
+/// The parameters `--tuned` takes from the database, announced on stderr.
+fn tuned(a: &Args, db: &std::path::Path, src: &str) -> Result<Vec<(String, String)>, String> {
+    let schedule = a.common.schedule.as_deref().ok_or("--tuned needs --schedule: the schedule whose tuning to use")?;
+    let on_gpu = a.target == Target::Cuda || (a.target == Target::Auto && gpu::available().is_ok());
+    let name = if on_gpu { Some(gpu::Gpu::open()?.name()) } else { None };
+    let (params, r) = tirc::tune::tuned_params(db, src, &a.common.define, schedule, name.as_deref())?;
+    let shown: Vec<String> = params.iter().map(|(n, v)| format!("-p {n}={v}")).collect();
+    eprintln!(
+        "tuned: {} (the best of {} on {}: {:.4} ms)",
+        shown.join(" "),
+        db.display(),
+        r.key.gpu,
+        r.time_ms.unwrap_or(f64::NAN)
+    );
+    Ok(params)
 }
 
-/// The work the simulator does for the reference: its stores.
-fn sim_work(f: &PrimFunc) -> f64 {
-    reference::flops(f).max(1.0) + f.params.iter().filter_map(|b| b.num_elements()).sum::<i64>() as f64
+fn seed(a: &Args) -> u64 {
+    a.seed.unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64))
 }
 
 fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
@@ -137,20 +160,8 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         return Err("--bench needs the GPU: the simulator checks results but does not time them".into());
     }
     let f = &c.original;
-    let mut rng = Rng::new(seed(a));
-    let sizes = sizes(f)?;
-    let outs = outputs(f);
-    let mut inputs = Vec::new();
-    for (b, n) in f.params.iter().zip(&sizes) {
-        inputs.push(random(b.dtype(), *n, &mut rng)?);
-    }
-    let mut run_args = inputs.clone();
-    for (d, o) in run_args.iter_mut().zip(&outs) {
-        if *o {
-            poison(d);
-        }
-    }
-    let work = sim_work(f);
+    let measure::Prepared { inputs, args: mut run_args } = prepare(f, seed(a))?;
+    let work = measure::sim_work(f);
     let mut device = None;
     let mut time_ms = None;
     let mut cublas = None;
@@ -182,31 +193,18 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
             let t = g.time(&k, &refs, a.warmup, a.repeat)?;
             time_ms = Some(median(t));
             if a.compare == Some(Baseline::Cublas) {
-                let (m, n, kk, ai, bi, ci) = matmul_shape(f).ok_or_else(|| {
+                let shape = matmul_shape(f).ok_or_else(|| {
                     "--compare cublas needs a float32 matmul C[i, j] += A[i, k] * B[k, j]".to_string()
                 })?;
-                let cb = g.upload(&run_args[ci])?;
-                let t = g.cublas_sgemm(m, n, kk, &bufs[ai], &bufs[bi], &cb, a.warmup, a.repeat)?;
-                let mut out = run_args[ci].clone();
-                g.download(&cb, &mut out)?;
-                cublas = Some((median(t), compare(&out, &reference[ci])));
+                let (t, out) = measure::cublas(&g, shape, &refs, &run_args[shape.c], a.warmup, a.repeat)?;
+                cublas = Some((t, compare(&out, &reference[shape.c])));
             }
         }
     }
     // Compare every output buffer; report the worst.
     let tol = a.tolerance.unwrap_or_else(|| default_tolerance(f));
-    let mut worst: Option<ErrorStats> = None;
-    for (i, w) in written(f).iter().enumerate() {
-        if !*w {
-            continue;
-        }
-        let s = compare(&run_args[i], &reference[i]);
-        if worst.is_none_or(|x| s.rel_err > x.rel_err || s.rel_err.is_nan()) {
-            worst = Some(s);
-        }
-    }
-    let stats = worst.ok_or("the function writes no parameter buffer: nothing to check")?;
-    let ok = stats.rel_err <= tol && stats.non_finite == 0;
+    let stats = worst_error(f, &run_args, &reference)?;
+    let ok = passes(&stats, tol);
     let fl = reference::flops(f);
     Ok(Outcome {
         target,
@@ -221,77 +219,6 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         reference_on,
         device,
     })
-}
-
-/// Runs the f64 reference on the GPU.
-fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
-    let plan = reference::plan(f, true).map_err(|d| d.message)?;
-    let mut host = widen(inputs, f)?;
-    for b in &plan.intermediates {
-        host.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
-    }
-    let bufs: Vec<gpu::DeviceBuffer> = host.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
-    let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
-    for k in &plan.kernels {
-        let ck = tirc_codegen::emit(k).map_err(|d| d.message)?;
-        let lk = g.load(&ck)?;
-        g.launch(&lk, &refs)?;
-    }
-    for (d, b) in host.iter_mut().zip(&bufs) {
-        g.download(b, d)?;
-    }
-    Ok(host.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
-}
-
-fn median(mut t: Vec<f64>) -> f64 {
-    t.sort_by(f64::total_cmp);
-    if t.is_empty() {
-        return f64::NAN;
-    }
-    let n = t.len();
-    if n % 2 == 1 {
-        t[n / 2]
-    } else {
-        (t[n / 2 - 1] + t[n / 2]) / 2.0
-    }
-}
-
-/// `(M, N, K, a, b, c)` when the function is `C[i, j] += A[i, k] * B[k, j]`
-/// over float32 buffers A (M, K), B (K, N), C (M, N).
-fn matmul_shape(f: &PrimFunc) -> Option<(usize, usize, usize, usize, usize, usize)> {
-    use tirc_ir::{BinOp, Expr, IterKind};
-    let blocks: Vec<_> = f.body.blocks().into_iter().filter(|r| r.block.name != "root").collect();
-    let [r] = blocks[..] else { return None };
-    let b = &r.block;
-    let kinds: Vec<IterKind> = b.iter_vars.iter().map(|iv| iv.kind).collect();
-    if kinds != [IterKind::Spatial, IterKind::Spatial, IterKind::Reduce] {
-        return None;
-    }
-    let (vi, vj, vk) = (&b.iter_vars[0].var, &b.iter_vars[1].var, &b.iter_vars[2].var);
-    let Stmt::Store { buffer: c, indices, value } = &b.body else { return None };
-    let is = |e: &Expr, v: &tirc_ir::Var| e.as_var() == Some(v);
-    if indices.len() != 2 || !is(&indices[0], vi) || !is(&indices[1], vj) {
-        return None;
-    }
-    let Expr::Binary(BinOp::Add, lhs, rhs) = value else { return None };
-    let (acc, prod) = if matches!(&**lhs, Expr::Load(x, _) if x == c) { (lhs, rhs) } else { (rhs, lhs) };
-    let Expr::Load(x, _) = &**acc else { return None };
-    if x != c {
-        return None;
-    }
-    let Expr::Binary(BinOp::Mul, p, q) = &**prod else { return None };
-    let (Expr::Load(ab, ai), Expr::Load(bb, bi)) = (&**p, &**q) else { return None };
-    let (ab, ai, bb, bi) = if is(&ai[0], vi) { (ab, ai, bb, bi) } else { (bb, bi, ab, ai) };
-    if ai.len() != 2 || bi.len() != 2 || !is(&ai[0], vi) || !is(&ai[1], vk) || !is(&bi[0], vk) || !is(&bi[1], vj) {
-        return None;
-    }
-    if [ab, bb, c].iter().any(|x| x.dtype() != tirc_ir::DType::F32) {
-        return None;
-    }
-    let m = c.const_shape()?;
-    let k = ab.const_shape()?[1];
-    let pos = |x: &Buffer| f.params.iter().position(|p| p == x);
-    Some((m[0] as usize, m[1] as usize, k as usize, pos(ab)?, pos(bb)?, pos(c)?))
 }
 
 fn json_str(s: &str) -> String {

@@ -1,0 +1,190 @@
+//! What `tirc run` and `tirc tune` share to run a kernel and judge it: fresh
+//! random inputs with poisoned outputs, the float64 reference (on the
+//! simulator, or on the GPU when the simulator would be too slow), the
+//! worst error over the written buffers, the median of timed runs, and the
+//! shape of a matmul for the cuBLAS baseline.
+//!
+//! The timing protocol itself is `tirc_exec::gpu::Gpu::time`: `warmup`
+//! launches, a synchronization, then `repeat` launches each between its own
+//! pair of CUDA events; tirc reports the median.
+
+use crate::verify::{outputs, reference_sim, sizes, widen, written};
+use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
+use tirc_exec::{gpu, reference};
+use tirc_ir::{Buffer, PrimFunc, Stmt};
+
+/// Warm-up launches before timing, unless the user says otherwise.
+pub const DEFAULT_WARMUP: usize = 10;
+/// Timed launches, unless the user says otherwise.
+pub const DEFAULT_REPEAT: usize = 50;
+
+/// Simulated work, in thread-statements, above which the reference moves to
+/// the GPU when one is used.
+pub const CPU_REFERENCE_LIMIT: f64 = 3e7;
+
+/// The work the simulator does for the reference: its stores.
+pub fn sim_work(f: &PrimFunc) -> f64 {
+    reference::flops(f).max(1.0) + f.params.iter().filter_map(|b| b.num_elements()).sum::<i64>() as f64
+}
+
+/// Random inputs for `f` from `seed` (`inputs`), and the same with every
+/// output buffer poisoned (`args`, what the kernel runs on).
+pub struct Prepared {
+    pub inputs: Vec<HostData>,
+    pub args: Vec<HostData>,
+}
+
+pub fn prepare(f: &PrimFunc, seed: u64) -> Result<Prepared, String> {
+    let mut rng = Rng::new(seed);
+    let sizes = sizes(f)?;
+    let outs = outputs(f);
+    let mut inputs = Vec::new();
+    for (b, n) in f.params.iter().zip(&sizes) {
+        inputs.push(random(b.dtype(), *n, &mut rng)?);
+    }
+    let mut args = inputs.clone();
+    for (d, o) in args.iter_mut().zip(&outs) {
+        if *o {
+            poison(d);
+        }
+    }
+    Ok(Prepared { inputs, args })
+}
+
+/// The worst error over the buffers `f` writes.
+pub fn worst_error(f: &PrimFunc, args: &[HostData], reference: &[Vec<f64>]) -> Result<ErrorStats, String> {
+    let mut worst: Option<ErrorStats> = None;
+    for (i, w) in written(f).iter().enumerate() {
+        if !*w {
+            continue;
+        }
+        let s = compare(&args[i], &reference[i]);
+        if worst.is_none_or(|x| s.rel_err > x.rel_err || s.rel_err.is_nan()) {
+            worst = Some(s);
+        }
+    }
+    worst.ok_or_else(|| "the function writes no parameter buffer: nothing to check".to_string())
+}
+
+/// Whether an error is within tolerance.
+pub fn passes(e: &ErrorStats, tolerance: f64) -> bool {
+    e.rel_err <= tolerance && e.non_finite == 0
+}
+
+/// The f64 reference: on the simulator when that is fast enough or there is
+/// no GPU, else on the GPU. Returns the reference and where it ran.
+pub fn reference(
+    g: Option<&gpu::Gpu>,
+    f: &PrimFunc,
+    inputs: &[HostData],
+) -> Result<(Vec<Vec<f64>>, &'static str), String> {
+    match g {
+        Some(g) if sim_work(f) > CPU_REFERENCE_LIMIT => Ok((reference_gpu(g, f, inputs)?, "cuda")),
+        _ => Ok((reference_sim(f, inputs)?, "sim")),
+    }
+}
+
+/// Runs the f64 reference on the GPU.
+pub fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
+    let plan = reference::plan(f, true).map_err(|d| d.message)?;
+    let mut host = widen(inputs, f)?;
+    for b in &plan.intermediates {
+        host.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+    }
+    let bufs: Vec<gpu::DeviceBuffer> = host.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
+    let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
+    for k in &plan.kernels {
+        let ck = tirc_codegen::emit(k).map_err(|d| d.message)?;
+        let lk = g.load(&ck)?;
+        g.launch(&lk, &refs)?;
+    }
+    for (d, b) in host.iter_mut().zip(&bufs) {
+        g.download(b, d)?;
+    }
+    Ok(host.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
+}
+
+pub fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(f64::total_cmp);
+    if t.is_empty() {
+        return f64::NAN;
+    }
+    let n = t.len();
+    if n % 2 == 1 {
+        t[n / 2]
+    } else {
+        (t[n / 2 - 1] + t[n / 2]) / 2.0
+    }
+}
+
+/// GFLOPS of `f` run in `ms` milliseconds.
+pub fn gflops(f: &PrimFunc, ms: f64) -> f64 {
+    reference::flops(f) / (ms * 1e6)
+}
+
+/// A float32 matmul's shape and buffers, for cuBLAS.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MatmulShape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    /// Parameter positions of A, B and C.
+    pub a: usize,
+    pub b: usize,
+    pub c: usize,
+}
+
+/// The shape when the function is `C[i, j] += A[i, k] * B[k, j]` over
+/// float32 buffers A (M, K), B (K, N), C (M, N).
+pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
+    use tirc_ir::{BinOp, Expr, IterKind};
+    let blocks: Vec<_> = f.body.blocks().into_iter().filter(|r| r.block.name != "root").collect();
+    let [r] = blocks[..] else { return None };
+    let b = &r.block;
+    let kinds: Vec<IterKind> = b.iter_vars.iter().map(|iv| iv.kind).collect();
+    if kinds != [IterKind::Spatial, IterKind::Spatial, IterKind::Reduce] {
+        return None;
+    }
+    let (vi, vj, vk) = (&b.iter_vars[0].var, &b.iter_vars[1].var, &b.iter_vars[2].var);
+    let Stmt::Store { buffer: c, indices, value } = &b.body else { return None };
+    let is = |e: &Expr, v: &tirc_ir::Var| e.as_var() == Some(v);
+    if indices.len() != 2 || !is(&indices[0], vi) || !is(&indices[1], vj) {
+        return None;
+    }
+    let Expr::Binary(BinOp::Add, lhs, rhs) = value else { return None };
+    let (acc, prod) = if matches!(&**lhs, Expr::Load(x, _) if x == c) { (lhs, rhs) } else { (rhs, lhs) };
+    let Expr::Load(x, _) = &**acc else { return None };
+    if x != c {
+        return None;
+    }
+    let Expr::Binary(BinOp::Mul, p, q) = &**prod else { return None };
+    let (Expr::Load(ab, ai), Expr::Load(bb, bi)) = (&**p, &**q) else { return None };
+    let (ab, ai, bb, bi) = if is(&ai[0], vi) { (ab, ai, bb, bi) } else { (bb, bi, ab, ai) };
+    if ai.len() != 2 || bi.len() != 2 || !is(&ai[0], vi) || !is(&ai[1], vk) || !is(&bi[0], vk) || !is(&bi[1], vj) {
+        return None;
+    }
+    if [ab, bb, c].iter().any(|x| x.dtype() != tirc_ir::DType::F32) {
+        return None;
+    }
+    let m = c.const_shape()?;
+    let k = ab.const_shape()?[1];
+    let pos = |x: &Buffer| f.params.iter().position(|p| p == x);
+    Some(MatmulShape { m: m[0] as usize, n: m[1] as usize, k: k as usize, a: pos(ab)?, b: pos(bb)?, c: pos(c)? })
+}
+
+/// Times cuBLAS SGEMM on the matmul's inputs (already on the GPU as
+/// `bufs`) by the same protocol; returns the median and the product.
+pub fn cublas(
+    g: &gpu::Gpu,
+    s: MatmulShape,
+    bufs: &[&gpu::DeviceBuffer],
+    c_host: &HostData,
+    warmup: usize,
+    repeat: usize,
+) -> Result<(f64, HostData), String> {
+    let cb = g.upload(c_host)?;
+    let t = g.cublas_sgemm(s.m, s.n, s.k, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
+    let mut out = c_host.clone();
+    g.download(&cb, &mut out)?;
+    Ok((median(t), out))
+}

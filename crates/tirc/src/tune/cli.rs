@@ -1,0 +1,297 @@
+//! The `tirc tune` command line: its arguments, and its main function, which
+//! writes to the given streams so that tests can run it in-process.
+//!
+//! Exit status: 0 when the run found correct candidates and none was wrong;
+//! 1 for bad input (a malformed or empty space, an unknown parameter, a
+//! space whose every candidate is rejected), for any candidate whose result
+//! is wrong, and when the GPU is lost; 2 for usage errors (from clap).
+
+use super::db::{Db, Status, DEFAULT_DB};
+use super::search::{self, Strategy};
+use super::space::{parse_space_args, Space};
+use super::{report, Options, Outcome, Target};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum TargetArg {
+    Cuda,
+    Sim,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum StrategyArg {
+    /// Every candidate, in order (the default without --budget).
+    Exhaustive,
+    /// A uniform random sample.
+    Random,
+    /// Model-guided: a covering design, then what a fitted model of
+    /// log(time) predicts fastest (the default with --budget).
+    Model,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// The .tir file.
+    pub file: PathBuf,
+    /// The schedule whose parameters to tune.
+    #[arg(long, short = 's')]
+    pub schedule: String,
+    /// Override a module constant: -D M=4096.
+    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
+    pub define: Vec<(String, i64)>,
+    /// Hold a schedule parameter at one value: -p BK=32.
+    #[arg(short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub param: Vec<(String, String)>,
+    /// Candidate values, over the schedule's own space: 'BM=32,64;TM=4,8',
+    /// or the flag once per parameter.
+    #[arg(long, value_name = "NAME=V1,V2;...")]
+    pub space: Vec<String>,
+    /// Measure at most N candidates, chosen by --strategy.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyArg>,
+    /// Threads that build candidates (default: the available cores).
+    #[arg(long, short = 'j', value_name = "J")]
+    pub jobs: Option<usize>,
+    /// cuda: check and time on the GPU; sim: check every candidate on the
+    /// simulator at the file's `# test-sizes:`, with no timing.
+    #[arg(long, value_enum, default_value = "cuda")]
+    pub target: TargetArg,
+    /// The tuning database (JSON Lines).
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// Warm-up launches before timing.
+    #[arg(long, default_value_t = crate::measure::DEFAULT_WARMUP)]
+    pub warmup: usize,
+    /// Timed launches per candidate; the median is kept.
+    #[arg(long, default_value_t = crate::measure::DEFAULT_REPEAT)]
+    pub repeat: usize,
+    /// Seconds of launches timing one candidate may take: slower candidates
+    /// get 2 warm-up launches and as many timed ones as fit, at least 3.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+    pub time_cap: f64,
+    /// Seed of the random inputs (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Largest relative error accepted.
+    #[arg(long)]
+    pub tolerance: Option<f64>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar (it is drawn on stderr, and only on a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Measure nothing: replay the search strategies under --budget against
+    /// the times the database holds for this space (a finished sweep), and
+    /// say how close each comes to the best.
+    #[arg(long)]
+    pub evaluate_strategy: bool,
+}
+
+fn parse_define(s: &str) -> Result<(String, i64), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    let v: i64 = v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?;
+    Ok((n.trim().to_string(), v))
+}
+
+fn parse_param(s: &str) -> Result<(String, String), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    Ok((n.trim().to_string(), v.trim().to_string()))
+}
+
+/// Parses a whole command line (`tune FILE ...`, without the program name)
+/// and runs it; for tests.
+pub fn run_argv(argv: &[&str], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    #[derive(clap::Parser)]
+    #[command(name = "tirc")]
+    struct Top {
+        #[command(subcommand)]
+        cmd: Sub,
+    }
+    #[derive(clap::Subcommand)]
+    enum Sub {
+        Tune(Args),
+    }
+    use clap::Parser;
+    match Top::try_parse_from(std::iter::once("tirc").chain(argv.iter().copied())) {
+        Ok(Top { cmd: Sub::Tune(a) }) => main(a, out, err),
+        Err(e) => {
+            let _ = write!(err, "{e}");
+            2
+        }
+    }
+}
+
+fn options(a: &Args, src: String) -> Result<Options, String> {
+    let space = parse_space_args(&a.space)?;
+    let seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+    });
+    Ok(Options {
+        file: a.file.clone(),
+        src,
+        schedule: a.schedule.clone(),
+        defines: a.define.clone(),
+        fixed: a.param.clone(),
+        space,
+        budget: a.budget,
+        strategy: a.strategy.map(|s| match s {
+            StrategyArg::Exhaustive => Strategy::Exhaustive,
+            StrategyArg::Random => Strategy::Random,
+            StrategyArg::Model => Strategy::Model,
+        }),
+        jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        target: match a.target {
+            TargetArg::Cuda => Target::Cuda,
+            TargetArg::Sim => Target::Sim,
+        },
+        db: a.db.clone(),
+        warmup: a.warmup,
+        repeat: a.repeat.max(1),
+        cap_s: a.time_cap,
+        seed,
+        tolerance: a.tolerance,
+        progress: !a.no_progress && !a.json,
+    })
+}
+
+pub fn main(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let src = match std::fs::read_to_string(&a.file) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "error: cannot read {}: {e}", a.file.display());
+            return 1;
+        }
+    };
+    let o = match options(&a, src) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
+    // Diagnostics of the file itself are rendered against its text.
+    if let Err(ds) = super::load(&o) {
+        let name = a.file.display().to_string();
+        for d in ds {
+            let _ = write!(err, "{}", d.render(&name, &o.src));
+        }
+        return 1;
+    }
+    if a.evaluate_strategy {
+        return evaluate(&a, &o, out, err);
+    }
+    let file = a.file.display().to_string();
+    let outcome = match super::tune(&o) {
+        Ok(x) => x,
+        Err(e) => {
+            if a.json {
+                let _ = writeln!(out, "{}", serde_json::json!({"status": "error", "error": e}));
+            }
+            let _ = writeln!(err, "error: {e}");
+            return 1;
+        }
+    };
+    let (status, code, why) = verdict(&outcome);
+    if a.json {
+        let _ = writeln!(out, "{}", report::json(&outcome, &file, &a.schedule, status));
+    } else {
+        let _ = write!(out, "{}", report::text(&outcome, &file, &a.schedule));
+    }
+    if let Some(w) = why {
+        let _ = writeln!(err, "error: {w}");
+    }
+    code
+}
+
+/// The run's status word, exit code, and the error to print.
+fn verdict(o: &Outcome) -> (&'static str, u8, Option<String>) {
+    let bad = o.trials.iter().filter(|t| matches!(t.status, Status::Mismatch | Status::Crashed)).count();
+    let ok = o.trials.iter().filter(|t| t.status == Status::Ok).count();
+    if let Some(a) = &o.aborted {
+        return ("aborted", 1, Some(a.clone()));
+    }
+    if bad > 0 {
+        return (
+            "mismatch",
+            1,
+            Some(format!("{bad} candidates gave wrong results (listed above); they are not ranked")),
+        );
+    }
+    if ok == 0 {
+        let reasons: Vec<String> = report::rejections(o)
+            .into_iter()
+            .map(|(c, n, ex)| {
+                format!("{n} x {c} (e.g. {}: {})", o.space.label(&ex.cand), ex.reason.as_deref().unwrap_or(""))
+            })
+            .collect();
+        return (
+            "all_rejected",
+            1,
+            Some(format!(
+                "every candidate of the space was rejected: {}",
+                if reasons.is_empty() { "none was tried".into() } else { reasons.join("; ") }
+            )),
+        );
+    }
+    ("ok", 0, None)
+}
+
+/// `--evaluate-strategy`: replays each strategy against the recorded times.
+fn evaluate(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let fail = |err: &mut dyn Write, m: String| {
+        let _ = writeln!(err, "error: {m}");
+        1
+    };
+    let Some(budget) = a.budget else {
+        return fail(err, "--evaluate-strategy needs --budget N: the number of measurements each strategy gets".into());
+    };
+    let module = match super::load(o) {
+        Ok(m) => m,
+        Err(_) => return 1,
+    };
+    let Some(def) = module.schedule(&o.schedule) else {
+        return fail(err, format!("the file has no schedule `{}`", o.schedule));
+    };
+    let space = match Space::resolve(def, &o.space, &o.fixed) {
+        Ok(s) => s,
+        Err(e) => return fail(err, e),
+    };
+    let db = match Db::open(&o.db) {
+        Ok(d) => d,
+        Err(e) => return fail(err, e),
+    };
+    let key = super::key(&o.src, &module, &def.func, &def.name, "");
+    let Some(latest) = db.best(&key, true) else {
+        return fail(err, format!("{} holds no timed candidate of this problem: run the sweep first", o.db.display()));
+    };
+    let key = super::db::Key { gpu: latest.key.gpu.clone(), ..key };
+    let mut all = Vec::new();
+    let mut times = std::collections::HashMap::new();
+    for c in space.candidates() {
+        if let Some(r) = db.find(&key, &space.values(&c)) {
+            times.insert(c.clone(), r.time_ms.filter(|_| r.status == Status::Ok));
+            all.push(c);
+        }
+    }
+    let time = |c: &Vec<usize>| times.get(c).copied().flatten();
+    let missing = space.size().unwrap_or(0) - all.len();
+    let _ = writeln!(
+        out,
+        "replaying strategies on {} recorded candidates from {} ({}); {missing} without a record left out",
+        all.len(),
+        o.db.display(),
+        key.gpu
+    );
+    let best = all.iter().filter_map(time).fold(f64::INFINITY, f64::min);
+    let _ = writeln!(out, "best recorded: {best:.4} ms; budget {budget} measurements, 4 at a time, 200 replays each");
+    let _ = writeln!(out, "{:<12} {:>22} {:>18}", "strategy", "mean best/optimum", "found the optimum");
+    for s in [Strategy::Model, Strategy::Random] {
+        let r = search::replay(s, &space, &all, &time, budget, 4, 200);
+        let _ = writeln!(out, "{:<12} {:>22.3} {:>17.0}%", s.name(), r.mean_ratio, r.found_best * 100.0);
+    }
+    0
+}

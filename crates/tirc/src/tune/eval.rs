@@ -1,0 +1,355 @@
+//! Turning candidates into results: building them (schedule, lowering, CUDA
+//! and, for the GPU, NVRTC and module loading) on worker threads, then
+//! checking them on the simulator or checking and timing them on the GPU.
+//!
+//! On the GPU, building runs in parallel and measuring runs alone, one
+//! candidate after another on the main thread, so that compilation never
+//! overlaps a timed launch.
+
+use super::db::Status;
+use super::space::{Candidate, Space};
+use crate::measure::{self, passes, worst_error};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+use tirc_codegen::CudaKernel;
+use tirc_exec::data::HostData;
+use tirc_exec::{gpu, sim};
+use tirc_ir::{Module, PrimFunc};
+use tirc_passes::schedule::interp::run_schedule;
+use tirc_passes::transform;
+
+/// Threads a block may have on every NVIDIA GPU tirc targets.
+pub const MAX_THREADS: i64 = 1024;
+/// Shared memory per block the simulator allows: the H100's opt-in limit
+/// (227 KiB), so that `--target sim` refuses what an H100 would.
+pub const SIM_SHARED_LIMIT: usize = 227 * 1024;
+
+/// What one candidate came to.
+#[derive(Clone, Debug)]
+pub struct Trial {
+    pub cand: Candidate,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub time_ms: Option<f64>,
+    pub rel_err: Option<f64>,
+    /// Seconds spent building it (schedule to loaded module).
+    pub compile_s: Option<f64>,
+    pub block: Option<[i64; 3]>,
+    /// Taken from the tuning database instead of measured.
+    pub resumed: bool,
+    /// Whether it got as far as the device (and so counts against
+    /// `--budget`); rejections by the schedule or by static limits do not.
+    pub reached_device: bool,
+}
+
+impl Trial {
+    pub fn rejected(cand: Candidate, reason: String, compile_s: f64) -> Trial {
+        Trial {
+            cand,
+            status: Status::Rejected,
+            reason: Some(reason),
+            time_ms: None,
+            rel_err: None,
+            compile_s: Some(compile_s),
+            block: None,
+            resumed: false,
+            reached_device: false,
+        }
+    }
+}
+
+/// A candidate built as far as CUDA source.
+pub struct Built {
+    pub lowered: PrimFunc,
+    pub kernel: CudaKernel,
+}
+
+/// Schedules, lowers and emits one candidate, applying the limits every GPU
+/// has; the error is the reason it is rejected.
+pub fn build(
+    module: &Module,
+    schedule: &str,
+    space: &Space,
+    c: &Candidate,
+    shared_limit: usize,
+) -> Result<Built, String> {
+    let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
+    let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
+    let lowered = transform::lower(sch.func, |_, _| {}).map_err(|d| d.message)?;
+    let kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
+    let threads = kernel.launch.block.iter().product::<i64>();
+    if threads > MAX_THREADS {
+        return Err(format!("{threads} threads per block, more than {MAX_THREADS}"));
+    }
+    if kernel.dynamic_shared_bytes > shared_limit {
+        return Err(format!(
+            "{} bytes of shared memory per block, more than the {shared_limit} the device allows",
+            kernel.dynamic_shared_bytes
+        ));
+    }
+    Ok(Built { lowered, kernel })
+}
+
+/// Maps `f` over `items` on `jobs` threads, keeping the order; calls
+/// `done()` after each item.
+pub fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: &(dyn Fn(&T) -> R + Sync),
+    done: &(dyn Fn() + Sync),
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() {
+                    break;
+                }
+                let r = f(&items[i]);
+                if let Ok(mut o) = out.lock() {
+                    o[i] = Some(r);
+                }
+                done();
+            });
+        }
+    });
+    out.into_inner().unwrap_or_default().into_iter().flatten().collect()
+}
+
+/// Everything a check needs that all candidates share: the inputs, the
+/// poisoned arguments, the reference and the tolerance.
+pub struct Checker {
+    pub original: PrimFunc,
+    pub args: Vec<HostData>,
+    pub reference: Vec<Vec<f64>>,
+    pub tolerance: f64,
+}
+
+/// Builds and checks a candidate on the simulator.
+pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, chk: &Checker) -> Trial {
+    let t0 = Instant::now();
+    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT) {
+        Ok(b) => b,
+        Err(e) => return Trial::rejected(c.clone(), e, t0.elapsed().as_secs_f64()),
+    };
+    let compile_s = t0.elapsed().as_secs_f64();
+    let mut args = chk.args.clone();
+    let mut t = Trial {
+        cand: c.clone(),
+        status: Status::Ok,
+        reason: None,
+        time_ms: None,
+        rel_err: None,
+        compile_s: Some(compile_s),
+        block: Some(built.kernel.launch.block),
+        resumed: false,
+        reached_device: true,
+    };
+    if let Err(e) = sim::run(&built.lowered, &mut args, sim::SimOptions::default()) {
+        t.status = Status::Crashed;
+        t.reason = Some(format!("the simulator stopped the kernel: {e}"));
+        return t;
+    }
+    judge(&mut t, &chk.original, &args, &chk.reference, chk.tolerance);
+    t
+}
+
+fn judge(t: &mut Trial, f: &PrimFunc, args: &[HostData], reference: &[Vec<f64>], tol: f64) {
+    match worst_error(f, args, reference) {
+        Ok(e) => {
+            t.rel_err = Some(e.rel_err);
+            if !passes(&e, tol) {
+                t.status = Status::Mismatch;
+                t.reason = Some(if e.non_finite > 0 {
+                    format!("{} output elements are NaN or infinite: unwritten or wrong", e.non_finite)
+                } else {
+                    format!("rel_err {:.3e} is above the tolerance {tol:.1e}", e.rel_err)
+                });
+            }
+        }
+        Err(e) => {
+            t.status = Status::Mismatch;
+            t.reason = Some(e);
+        }
+    }
+}
+
+/// A candidate built and loaded on the GPU, or the reason it was not.
+pub struct Loaded {
+    pub cand: Candidate,
+    pub kernel: Result<gpu::LoadedKernel, Trial>,
+    pub block: [i64; 3],
+    pub compile_s: f64,
+}
+
+/// Builds a candidate and loads it into `g` (NVRTC and the driver's JIT);
+/// safe to call from several threads at once.
+pub fn gpu_build(g: &gpu::Gpu, module: &Module, schedule: &str, space: &Space, c: &Candidate) -> Loaded {
+    let t0 = Instant::now();
+    let limit = g.max_shared_per_block_optin().max(48 * 1024);
+    let built = match build(module, schedule, space, c, limit) {
+        Ok(b) => b,
+        Err(e) => {
+            let s = t0.elapsed().as_secs_f64();
+            return Loaded {
+                cand: c.clone(),
+                kernel: Err(Trial::rejected(c.clone(), e, s)),
+                block: [0; 3],
+                compile_s: s,
+            };
+        }
+    };
+    let loaded = g.load(&built.kernel);
+    let s = t0.elapsed().as_secs_f64();
+    let kernel = loaded.map_err(|e| {
+        let mut t = Trial::rejected(c.clone(), format!("the GPU refused it: {e}"), s);
+        t.reached_device = true;
+        t.block = Some(built.kernel.launch.block);
+        t
+    });
+    Loaded { cand: c.clone(), kernel, block: built.kernel.launch.block, compile_s: s }
+}
+
+/// The GPU side of a tuning run: inputs on the device, the reference, and
+/// the timing protocol.
+pub struct GpuBench<'g> {
+    pub g: &'g gpu::Gpu,
+    pub chk: Checker,
+    /// The device copy of each buffer the kernels only read; `None` for
+    /// those they write, uploaded afresh (poisoned) for every candidate.
+    pub shared: Vec<Option<gpu::DeviceBuffer>>,
+    pub warmup: usize,
+    pub repeat: usize,
+    /// Seconds of launches one candidate's timing may take.
+    pub cap_s: f64,
+}
+
+/// Whether a CUDA error leaves the context usable: launch-time refusals do,
+/// faults during execution do not.
+fn recoverable(e: &str) -> bool {
+    ["OUT_OF_RESOURCES", "INVALID_VALUE", "INVALID_CONFIGURATION", "TOO_MANY_BLOCKS"].iter().any(|m| e.contains(m))
+}
+
+/// The outcome of measuring one candidate, and whether the GPU context is
+/// lost, so that no further candidate can run in this process.
+pub struct Measured {
+    pub trial: Trial,
+    pub lost: bool,
+}
+
+fn kept(trial: Trial) -> Measured {
+    Measured { trial, lost: false }
+}
+
+fn lost(t: Trial, reason: String) -> Measured {
+    Measured { trial: fail(t, Status::Crashed, reason), lost: true }
+}
+
+impl GpuBench<'_> {
+    pub fn new<'g>(
+        g: &'g gpu::Gpu,
+        chk: Checker,
+        written: &[bool],
+        warmup: usize,
+        repeat: usize,
+        cap_s: f64,
+    ) -> Result<GpuBench<'g>, String> {
+        let mut shared = Vec::new();
+        for (d, w) in chk.args.iter().zip(written) {
+            shared.push(if *w { None } else { Some(g.upload(d)?) });
+        }
+        Ok(GpuBench { g, chk, shared, warmup, repeat, cap_s })
+    }
+
+    /// Warm-up and timed launches for a kernel whose checking launch took
+    /// `once` seconds: the full protocol, unless that would take more than
+    /// `cap_s`; then 2 warm-up launches and as many timed ones as fit the
+    /// cap, at least 3, so that slow candidates of a large sweep cost
+    /// seconds, not minutes.
+    pub fn protocol(&self, once: f64) -> (usize, usize) {
+        if once * (self.warmup + self.repeat) as f64 <= self.cap_s {
+            return (self.warmup, self.repeat);
+        }
+        let fit = (self.cap_s / once.max(1e-9)) as usize;
+        (self.warmup.min(2), fit.clamp(3, self.repeat.max(3)))
+    }
+
+    /// Runs the kernel once on poisoned outputs, checks the result, and
+    /// times it only when it is right.
+    pub fn measure(&self, l: Loaded) -> Measured {
+        let k = match l.kernel {
+            Ok(k) => k,
+            Err(t) => return kept(t),
+        };
+        let mut t = Trial {
+            cand: l.cand,
+            status: Status::Ok,
+            reason: None,
+            time_ms: None,
+            rel_err: None,
+            compile_s: Some(l.compile_s),
+            block: Some(l.block),
+            resumed: false,
+            reached_device: true,
+        };
+        let fresh: Result<Vec<Option<gpu::DeviceBuffer>>, String> = self
+            .chk
+            .args
+            .iter()
+            .zip(&self.shared)
+            .map(|(d, s)| if s.is_none() { self.g.upload(d).map(Some) } else { Ok(None) })
+            .collect();
+        let fresh = match fresh {
+            Ok(f) => f,
+            Err(e) => return lost(t, format!("uploading the arguments failed: {e}")),
+        };
+        let refs: Vec<&gpu::DeviceBuffer> =
+            fresh.iter().zip(&self.shared).filter_map(|(f, s)| f.as_ref().or(s.as_ref())).collect();
+        let launched = Instant::now();
+        if let Err(e) = self.g.launch(&k, &refs) {
+            return if recoverable(&e) {
+                t.status = Status::Rejected;
+                t.reason = Some(format!("the GPU refused the launch: {e}"));
+                kept(t)
+            } else {
+                lost(t, e)
+            };
+        }
+        // Only the written buffers are compared; the others stay empty.
+        let mut out: Vec<HostData> = self
+            .chk
+            .args
+            .iter()
+            .zip(&fresh)
+            .map(|(d, f)| if f.is_some() { d.clone() } else { HostData::F32(vec![]) })
+            .collect();
+        for (i, f) in fresh.iter().enumerate() {
+            if let Some(b) = f {
+                if let Err(e) = self.g.download(b, &mut out[i]) {
+                    return lost(t, e);
+                }
+            }
+        }
+        judge(&mut t, &self.chk.original, &out, &self.chk.reference, self.chk.tolerance);
+        if t.status != Status::Ok {
+            return kept(t);
+        }
+        let (warmup, repeat) = self.protocol(launched.elapsed().as_secs_f64());
+        match self.g.time(&k, &refs, warmup, repeat) {
+            Ok(ts) => {
+                t.time_ms = Some(measure::median(ts));
+                kept(t)
+            }
+            Err(e) => lost(t, e),
+        }
+    }
+}
+
+fn fail(mut t: Trial, s: Status, reason: String) -> Trial {
+    t.status = s;
+    t.reason = Some(reason);
+    t
+}
