@@ -6,8 +6,8 @@ __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { l
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
 extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-  __shared__ __align__(16) float A_shared[1024];
-  __shared__ __align__(16) float B_shared[1024];
+  __shared__ __align__(16) float A_shared[2048];
+  __shared__ __align__(16) float B_shared[2048];
   float C_local[32];
   #pragma unroll
   for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
@@ -16,24 +16,24 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
     }
   }
-  for (int k_0 = 0; k_0 < 64; ++k_0) {
+  for (int k_0 = 0; k_0 < 32; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 2; ++ax0_1_ax1_1_fused_0_1) {
-      *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 16384 + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+      *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
     }
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 2; ++ax0_1_ax1_1_fused_0) {
-      *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 65536 + ax0_1_ax1_1_fused_0 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(threadIdx.x)) / 4 * 1024 + k_0 * 16 + ((int)(threadIdx.x)) % 4 * 4);
+    for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+      *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 65536 + ax0_1_ax1_1_fused_0 * 16384 + ((int)(threadIdx.y)) * 2048 + ((int)(threadIdx.x)) / 8 * 1024 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
     }
     __syncthreads();
     #pragma unroll
-    for (int k_1 = 0; k_1 < 16; ++k_1) {
+    for (int k_1 = 0; k_1 < 32; ++k_1) {
       #pragma unroll
       for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
         #pragma unroll
         for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-          C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 128 + i_1_1 * 16 + k_1] * B_shared[k_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+          C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + k_1] * B_shared[k_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
         }
       }
     }
