@@ -1,5 +1,6 @@
 //! Semantics on the simulator: every schedule of every example, at the small
-//! sizes of its `# test-sizes:` line, is run after every primitive of the
+//! sizes of its `# test-sizes:` line and with the parameters of its
+//! `# test-params:` lines, is run after every primitive of the
 //! schedule and after every lowering pass, on fresh random inputs, and must
 //! match the unscheduled function evaluated in float64. From the pass that
 //! places barriers on, shared memory must also be free of races.
@@ -10,7 +11,7 @@ use tirc_exec::sim::SimOptions;
 use tirc_ir::PrimFunc;
 use tirc_passes::schedule::interp::run_schedule_observed;
 use tirc_passes::transform;
-use tirc_tests::{examples, read, test_sizes};
+use tirc_tests::{examples, read, test_params, test_sizes};
 
 fn check(what: &str, original: &PrimFunc, f: &PrimFunc, seed: u64, ignore_races: bool) {
     match sim_check_with(original, f, seed, SimOptions { ignore_races, ..Default::default() }) {
@@ -40,8 +41,10 @@ fn every_primitive_and_pass_preserves_the_result() {
             let original = module.func(&s.func).cloned().unwrap_or_else(|| panic!("no function {}", s.func));
             let mut seed = 1;
             let mut steps: Vec<(String, PrimFunc)> = Vec::new();
-            let sch = run_schedule_observed(&module, s, &[], &mut |step, f| steps.push((step.to_string(), f.clone())))
-                .unwrap_or_else(|e| panic!("{} {}: {}", ex.display(), s.name, e.message));
+            let params = test_params(&src, &s.name);
+            let sch =
+                run_schedule_observed(&module, s, &params, &mut |step, f| steps.push((step.to_string(), f.clone())))
+                    .unwrap_or_else(|e| panic!("{} {}: {}", ex.display(), s.name, e.message));
             for (step, f) in steps {
                 seed += 1;
                 jobs.push((format!("{} {} after `{step}`", ex.display(), s.name), original.clone(), f, seed, false));
@@ -55,6 +58,15 @@ fn every_primitive_and_pass_preserves_the_result() {
                 seed += 1;
                 let what = format!("{} {} after pass {pass}", ex.display(), s.name);
                 jobs.push((what, original.clone(), f, seed, i < barriers));
+            }
+            // Smaller tiles stood in for the default ones above; the kernel of
+            // the default parameters is checked too, once lowered.
+            if !params.is_empty() {
+                let sch = run_schedule_observed(&module, s, &[], &mut |_, _| {})
+                    .unwrap_or_else(|e| panic!("{} {}: {}", ex.display(), s.name, e.message));
+                let lowered = transform::lower(sch.func, |_, _| {}).unwrap_or_else(|e| panic!("{}", e.message));
+                let what = format!("{} {} with default parameters, lowered", ex.display(), s.name);
+                jobs.push((what, original.clone(), lowered, seed + 1, false));
             }
         }
     }

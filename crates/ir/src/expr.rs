@@ -208,6 +208,36 @@ impl Expr {
         Expr::Binary(op, Box::new(a), Box::new(b))
     }
 
+    /// `a op b`, computed when both are integer literals of one type and the
+    /// result fits; TVM folds such constants as it builds expressions too.
+    pub fn folded(op: BinOp, a: Expr, b: Expr) -> Expr {
+        if let (Expr::Int(x, t), Expr::Int(y, u)) = (&a, &b) {
+            if t == u && matches!(t, DType::Int(32) | DType::Int(64)) {
+                let (x, y) = (*x, *y);
+                let v = match op {
+                    BinOp::Add => x.checked_add(y),
+                    BinOp::Sub => x.checked_sub(y),
+                    BinOp::Mul => x.checked_mul(y),
+                    BinOp::FloorDiv if y != 0 => Some(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
+                    BinOp::FloorMod if y != 0 => {
+                        Some(x - y * (x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)))
+                    }
+                    BinOp::Min => Some(x.min(y)),
+                    BinOp::Max => Some(x.max(y)),
+                    _ => None,
+                };
+                let fits = |v: i64| match t {
+                    DType::Int(32) => i32::try_from(v).is_ok(),
+                    _ => true,
+                };
+                if let Some(v) = v.filter(|v| fits(*v)) {
+                    return Expr::Int(v, *t);
+                }
+            }
+        }
+        Expr::binary(op, a, b)
+    }
+
     pub fn and(a: Expr, b: Expr) -> Expr {
         if a.as_bool() == Some(true) {
             return b;
@@ -317,21 +347,21 @@ impl Expr {
 impl std::ops::Add for Expr {
     type Output = Expr;
     fn add(self, rhs: Expr) -> Expr {
-        Expr::binary(BinOp::Add, self, rhs)
+        Expr::folded(BinOp::Add, self, rhs)
     }
 }
 
 impl std::ops::Sub for Expr {
     type Output = Expr;
     fn sub(self, rhs: Expr) -> Expr {
-        Expr::binary(BinOp::Sub, self, rhs)
+        Expr::folded(BinOp::Sub, self, rhs)
     }
 }
 
 impl std::ops::Mul for Expr {
     type Output = Expr;
     fn mul(self, rhs: Expr) -> Expr {
-        Expr::binary(BinOp::Mul, self, rhs)
+        Expr::folded(BinOp::Mul, self, rhs)
     }
 }
 

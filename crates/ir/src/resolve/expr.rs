@@ -244,7 +244,7 @@ impl FuncResolver<'_> {
         if let (Some(0), BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div) = (b.as_int(), bop) {
             return Err(Diagnostic::at(span, "division by zero"));
         }
-        Ok(fold(bop, a, b))
+        Ok(Expr::folded(bop, a, b))
     }
 
     /// `e` as a value of type `t`: literals are retyped, other values must
@@ -323,7 +323,7 @@ impl FuncResolver<'_> {
                         return Err(Diagnostic::at(pos[1].span, "division by zero"));
                     }
                 }
-                Ok(fold(op, a, b))
+                Ok(Expr::folded(op, a, b))
             }
             "ceildiv" => {
                 arity(2)?;
@@ -338,8 +338,8 @@ impl FuncResolver<'_> {
                 }
                 // ceil(a / b) = floor((a + b - 1) / b) for a positive divisor.
                 let t = a.dtype();
-                let num = fold(BinOp::Sub, fold(BinOp::Add, a, b.clone()), Expr::Int(1, t));
-                Ok(fold(BinOp::FloorDiv, num, b))
+                let num = Expr::folded(BinOp::Sub, Expr::folded(BinOp::Add, a, b.clone()), Expr::Int(1, t));
+                Ok(Expr::folded(BinOp::FloorDiv, num, b))
             }
             "min_value" | "max_value" => {
                 arity(1)?;
@@ -394,34 +394,6 @@ impl FuncResolver<'_> {
         let v = self.expr(arg)?;
         Ok(if is_literal(&v) || v.dtype() == t { retype(v, t) } else { Expr::Cast(t, Box::new(v)) })
     }
-}
-
-/// `a op b`, computed when both are integer literals of one type and the
-/// result fits; TVM folds such constants as it builds expressions too.
-fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
-    if let (Expr::Int(x, t), Expr::Int(y, u)) = (&a, &b) {
-        if t == u && matches!(t, DType::Int(32) | DType::Int(64)) {
-            let (x, y) = (*x, *y);
-            let v = match op {
-                BinOp::Add => x.checked_add(y),
-                BinOp::Sub => x.checked_sub(y),
-                BinOp::Mul => x.checked_mul(y),
-                BinOp::FloorDiv if y != 0 => Some(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
-                BinOp::FloorMod if y != 0 => Some(x - y * (x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0))),
-                BinOp::Min => Some(x.min(y)),
-                BinOp::Max => Some(x.max(y)),
-                _ => None,
-            };
-            let fits = |v: i64| match t {
-                DType::Int(32) => i32::try_from(v).is_ok(),
-                _ => true,
-            };
-            if let Some(v) = v.filter(|v| fits(*v)) {
-                return Expr::Int(v, *t);
-            }
-        }
-    }
-    Expr::binary(op, a, b)
 }
 
 /// The lowest (or highest) value of a type, as `T.min_value` gives it.
