@@ -26,11 +26,9 @@ impl DepGraph {
             .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?;
         let scope = find_block(root, &owner)
             .ok_or_else(|| ScheduleError::new(format!("the scope of block `{block}` is not in the function")))?;
-        let blocks: Vec<&BlockRealize> = child_blocks(&Stmt::Block(Box::new(scope.clone())))
-            .into_iter()
-            .filter(|b| b.block.name != owner)
-            .collect();
-        let blocks: Vec<BlockRealize> = blocks.into_iter().cloned().collect();
+        let scope_stmt = Stmt::Block(Box::new(scope.clone()));
+        let blocks: Vec<BlockRealize> =
+            child_blocks(&scope_stmt).into_iter().filter(|b| b.block.name != owner).cloned().collect();
         let mut graph = DiGraph::new();
         let nodes: Vec<NodeIndex> = blocks.iter().map(|b| graph.add_node(b.block.name.clone())).collect();
         for (i, p) in blocks.iter().enumerate() {

@@ -9,7 +9,8 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, cache, compute_at, decompose_reduction, fuse, get, loop_kind, reorder, split, Schedule, ScheduleError,
+    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, reorder, split, Schedule,
+    ScheduleError,
 };
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
@@ -51,7 +52,7 @@ type R<T> = Result<T, Diagnostic>;
 type CallArgs = (Vec<(Value, Span)>, Vec<(String, Value, Span)>);
 
 /// The primitives tirc implements, for suggestions.
-const PRIMITIVES: [&str; 20] = [
+const PRIMITIVES: [&str; 24] = [
     "get_block",
     "get_sblock",
     "get_loops",
@@ -68,6 +69,10 @@ const PRIMITIVES: [&str; 20] = [
     "decompose_reduction",
     "work_on",
     "get_producers",
+    "get_consumers",
+    "compute_inline",
+    "reverse_compute_inline",
+    "set_scope",
     "cache_read",
     "cache_write",
     "compute_at",
@@ -75,18 +80,8 @@ const PRIMITIVES: [&str; 20] = [
 ];
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-const NOT_YET: [&str; 10] = [
-    "compute_inline",
-    "reverse_compute_inline",
-    "storage_align",
-    "set_scope",
-    "tensorize",
-    "blockize",
-    "transform_layout",
-    "rfactor",
-    "reindex",
-    "pad_einsum",
-];
+const NOT_YET: [&str; 7] =
+    ["storage_align", "tensorize", "blockize", "transform_layout", "rfactor", "reindex", "pad_einsum"];
 
 /// Runs the schedule `def` on a fresh schedule of its function. `params`
 /// override the script's parameter defaults.
@@ -512,6 +507,8 @@ impl Interp<'_> {
             "annotate" => &["block_or_loop", "ann_key", "ann_val"],
             "unannotate" => &["block_or_loop", "ann_key"],
             "decompose_reduction" => &["block", "loop"],
+            "get_producers" | "get_consumers" | "compute_inline" | "reverse_compute_inline" => &["block"],
+            "set_scope" => &["block", "buffer_index", "storage_scope"],
             "cache_read" => &["block", "read_buffer_index", "storage_scope", "consumer_blocks"],
             "cache_write" => &["block", "write_buffer_index", "storage_scope", "consumer_blocks"],
             "compute_at" | "reverse_compute_at" => &["block", "loop", "preserve_unit_loops", "index"],
@@ -675,6 +672,36 @@ impl Interp<'_> {
                     cache::cache_write(&mut self.sch, &b, index, &scope)
                 };
                 r.map(Value::Block).map_err(fail)
+            }
+            "get_producers" | "get_consumers" => {
+                let b = self.as_block(&need(0)?)?;
+                let r = if name == "get_producers" {
+                    deps::get_producers(&self.sch, &b)
+                } else {
+                    deps::get_consumers(&self.sch, &b)
+                };
+                r.map(|v| Value::List(v.into_iter().map(Value::Block).collect())).map_err(fail)
+            }
+            "compute_inline" | "reverse_compute_inline" => {
+                let b = self.as_block(&need(0)?)?;
+                let r = if name == "compute_inline" {
+                    inline::compute_inline(&mut self.sch, &b)
+                } else {
+                    inline::reverse_compute_inline(&mut self.sch, &b)
+                };
+                r.map(|_| Value::None).map_err(fail)
+            }
+            "set_scope" => {
+                let b = self.as_block(&need(0)?)?;
+                let (iv, is) = need(1)?;
+                let Value::Int(index) = iv else {
+                    return Err(Diagnostic::at(is, format!("the buffer index must be an integer, not {}", iv.kind())));
+                };
+                let (sv, ss) = need(2)?;
+                let Value::Str(scope) = sv else {
+                    return Err(Diagnostic::at(ss, "the storage scope must be a string such as \"shared\""));
+                };
+                inline::set_scope(&mut self.sch, &b, index, &scope).map(|_| Value::None).map_err(fail)
             }
             "compute_at" | "reverse_compute_at" => {
                 let b = self.as_block(&need(0)?)?;

@@ -1,0 +1,289 @@
+//! `compute_inline(block)`, `reverse_compute_inline(block)` and
+//! `set_scope(block, buffer_index, storage_scope)`.
+//!
+//! `compute_inline` removes an element-wise producer `B[v0, .., vn] = e` and
+//! puts `e`, at the indices of each read, wherever `B` was read.
+//! `reverse_compute_inline` removes an element-wise consumer
+//! `C[f(v)] = g(B[v0, .., vn])` and makes the producer of `B` write
+//! `C[f(idx)] = g(e)` directly. Either way the intermediate buffer goes.
+//!
+//! Preconditions of `compute_inline`, checked in this order:
+//! 1. The block is in the function and is not the root.
+//! 2. It is spatial (no init, no reduction variable) and its body is one
+//!    store at its iteration variables, each once (`B[v0, v1] = ...`).
+//! 3. `B` is allocated by the function (not a parameter: its values are a
+//!    result), no other block writes it, and the value does not read it.
+//!
+//! Preconditions of `reverse_compute_inline`:
+//! 1. and 2. as above, for a body `C[...] = g` that reads one buffer `B`
+//!    produced in the function at exactly its iteration variables, whose
+//!    domains are `B`'s whole shape, under no predicate.
+//! 3. `B` has one producer, a spatial block whose body is one store to `B`.
+//!
+//! Preconditions of `set_scope`: the buffer written by the block is
+//! allocated in the function, and the scope is one tirc knows.
+
+use super::cache::{regions, root_stmts};
+use super::tree::{find_block, rewrite};
+use super::{BlockRV, Result, Schedule, ScheduleError};
+use tirc_ir::region::infer_block_regions;
+use tirc_ir::subst::{replace_buffers_stmt, substitute};
+use tirc_ir::{BlockRealize, Buffer, Expr, IterKind, Scope, Stmt, Var};
+
+pub fn compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
+    let r = spatial_block(sch, block)?;
+    let Stmt::Store { buffer: b, indices, value } = &r.block.body else {
+        return Err(ScheduleError::new(format!("the body of block `{block}` is not a single store")));
+    };
+    let vars = index_vars(&r, indices).ok_or_else(|| {
+        ScheduleError::new(format!(
+            "block `{block}` does not store to `{}` at its iteration variables, each once",
+            b.name()
+        ))
+    })?;
+    // 3.
+    check_allocated(sch, b)?;
+    if let Some(other) = writers(sch, b).into_iter().find(|n| n != block) {
+        return Err(ScheduleError::new(format!("block `{other}` writes `{}` too", b.name())));
+    }
+    if reads_buffer(value, b) {
+        return Err(ScheduleError::new(format!("block `{block}` reads `{}`, the buffer it writes", b.name())));
+    }
+    // Remove the block, then put its value where `b` is read.
+    let body = remove_block(&sch.func.body, block);
+    let inline = |e: &Expr| -> Expr { inline_loads(e, b, &vars, value) };
+    let body = rewrite_blocks_reading(&body, b, &inline);
+    sch.func.body = drop_alloc(&body, b);
+    sch.record(format!("sch.compute_inline({block})"));
+    Ok(())
+}
+
+pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
+    let r = spatial_block(sch, block)?;
+    let Stmt::Store { buffer: c, indices: c_idx, value: g } = &r.block.body else {
+        return Err(ScheduleError::new(format!("the body of block `{block}` is not a single store")));
+    };
+    // The one intermediate buffer it reads.
+    let reads = regions(&r, true);
+    let produced: Vec<Buffer> = reads.into_iter().filter(|x| check_allocated(sch, x).is_ok()).collect();
+    let [b] = &produced[..] else {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` must read exactly one buffer that the function computes, not {}",
+            produced.len()
+        )));
+    };
+    let mut at_vars = true;
+    g.walk(&mut |e| {
+        if let Expr::Load(lb, idx) = e {
+            if lb == b {
+                at_vars &= index_vars(&r, idx).is_some();
+            }
+        }
+    });
+    let full = r.block.iter_vars.len() == b.ndim()
+        && r.block.iter_vars.iter().zip(b.shape()).all(|(iv, s)| {
+            iv.dom.min.as_int() == Some(0) && iv.dom.extent.as_int().is_some() && iv.dom.extent.as_int() == s.as_int()
+        });
+    if !at_vars || !full || r.predicate.as_bool() != Some(true) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` must read `{}` at its iteration variables over the whole buffer, under no predicate",
+            b.name()
+        )));
+    }
+    // 3.
+    let producers = writers(sch, b);
+    let [p] = &producers[..] else {
+        return Err(ScheduleError::new(format!(
+            "`{}` has {} producers; it needs exactly one",
+            b.name(),
+            producers.len()
+        )));
+    };
+    let pr = spatial_block(sch, p)?;
+    let Stmt::Store { indices: p_idx, value: e, .. } = &pr.block.body else {
+        return Err(ScheduleError::new(format!("the body of producer `{p}` is not a single store")));
+    };
+    // The consumer's variable for each dimension of `b`, at the producer's
+    // index of that dimension.
+    let mut cvars: Vec<Var> = Vec::new();
+    g.walk(&mut |x| {
+        if let Expr::Load(lb, idx) = x {
+            if lb == b && cvars.is_empty() {
+                cvars = idx.iter().filter_map(|i| i.as_var().cloned()).collect();
+            }
+        }
+    });
+    let map: Vec<(Var, Expr)> = cvars.iter().cloned().zip(p_idx.iter().cloned()).collect();
+    let new_value = substitute(&replace_load(g, b, e), &map);
+    let new_idx: Vec<Expr> = c_idx.iter().map(|i| substitute(i, &map)).collect();
+    let new_store = Stmt::Store { buffer: c.clone(), indices: new_idx, value: new_value };
+    let body = remove_block(&sch.func.body, block);
+    let body = rewrite(&body, &mut |s| match s {
+        Stmt::Block(x) if x.block.name == *p => {
+            let mut x = (**x).clone();
+            x.block.body = new_store.clone();
+            let (rd, wr) = infer_block_regions(&x.block);
+            x.block.reads = rd;
+            x.block.writes = wr;
+            Some(Stmt::Block(Box::new(x)))
+        }
+        _ => None,
+    });
+    sch.func.body = drop_alloc(&body, b);
+    sch.record(format!("sch.reverse_compute_inline({block})"));
+    Ok(())
+}
+
+pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<()> {
+    let r = find_block(&sch.func.body, block)
+        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .clone();
+    let writes = regions(&r, false);
+    let Some(b) = usize::try_from(index).ok().and_then(|i| writes.get(i)).cloned() else {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` writes {} buffer(s), so index {index} names none of them",
+            writes.len()
+        )));
+    };
+    let sc = Scope::parse(scope).ok_or_else(|| {
+        ScheduleError::new(format!("unknown storage scope \"{scope}\"")).help("use \"shared\", \"local\" or \"global\"")
+    })?;
+    check_allocated(sch, &b)?;
+    let nb = b.with(|n| n.scope = sc);
+    let body = replace_buffers_stmt(&sch.func.body, &[(b.clone(), nb.clone())]);
+    sch.func.body = rewrite(&body, &mut |s| match s {
+        Stmt::Block(x) if x.block.alloc_buffers.contains(&b) => {
+            let mut x = (**x).clone();
+            for a in &mut x.block.alloc_buffers {
+                if *a == b {
+                    *a = nb.clone();
+                }
+            }
+            x.block.body = rewrite(&x.block.body, &mut |_| None);
+            let inner = replace_buffers_stmt(&x.block.body, &[(b.clone(), nb.clone())]);
+            x.block.body = inner;
+            Some(Stmt::Block(Box::new(x)))
+        }
+        _ => None,
+    });
+    sch.record(format!("sch.set_scope({block}, {index}, \"{}\")", sc.name()));
+    Ok(())
+}
+
+/// Checks 1 and 2: the block, spatial, with no init.
+fn spatial_block(sch: &Schedule, block: &str) -> Result<BlockRealize> {
+    let r = find_block(&sch.func.body, block)
+        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .clone();
+    if block == "root" {
+        return Err(ScheduleError::new("the root block cannot be inlined"));
+    }
+    if r.block.init.is_some() || r.block.iter_vars.iter().any(|iv| iv.kind == IterKind::Reduce) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` is a reduction; only element-wise (spatial) blocks can be inlined"
+        )));
+    }
+    Ok(r)
+}
+
+/// The iteration variables that `indices` name, when they are exactly the
+/// block's variables, each once.
+fn index_vars(r: &BlockRealize, indices: &[Expr]) -> Option<Vec<Var>> {
+    let vars: Vec<Var> = indices.iter().map(|i| i.as_var().cloned()).collect::<Option<_>>()?;
+    let ivs: Vec<&Var> = r.block.iter_vars.iter().map(|iv| &iv.var).collect();
+    let distinct = vars.iter().enumerate().all(|(i, v)| !vars[..i].contains(v));
+    (distinct && vars.len() == ivs.len() && vars.iter().all(|v| ivs.contains(&v))).then_some(vars)
+}
+
+fn check_allocated(sch: &Schedule, b: &Buffer) -> Result<()> {
+    if sch.func.params.contains(b) {
+        return Err(ScheduleError::new(format!(
+            "`{}` is a parameter of the function: its values are a result, so it must stay",
+            b.name()
+        )));
+    }
+    Ok(())
+}
+
+fn writers(sch: &Schedule, b: &Buffer) -> Vec<String> {
+    sch.func
+        .body
+        .blocks()
+        .into_iter()
+        .filter(|r| r.block.name != "root" && regions(r, false).contains(b))
+        .map(|r| r.block.name.clone())
+        .collect()
+}
+
+fn reads_buffer(e: &Expr, b: &Buffer) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| found |= matches!(x, Expr::Load(lb, _) if lb == b));
+    found
+}
+
+/// `e` with each load `b[idx]` replaced by `value` at `vars := idx`.
+fn inline_loads(e: &Expr, b: &Buffer, vars: &[Var], value: &Expr) -> Expr {
+    match e {
+        Expr::Load(lb, idx) if lb == b => {
+            let idx: Vec<Expr> = idx.iter().map(|i| inline_loads(i, b, vars, value)).collect();
+            let map: Vec<(Var, Expr)> = vars.iter().cloned().zip(idx).collect();
+            substitute(value, &map)
+        }
+        _ => e.map_children(|c| inline_loads(c, b, vars, value)),
+    }
+}
+
+/// `e` with every load of `b` replaced by `value`.
+fn replace_load(e: &Expr, b: &Buffer, value: &Expr) -> Expr {
+    match e {
+        Expr::Load(lb, _) if lb == b => value.clone(),
+        _ => e.map_children(|c| replace_load(c, b, value)),
+    }
+}
+
+/// Every block reading `b` gets its loads rewritten by `f` and its regions
+/// inferred again.
+fn rewrite_blocks_reading(s: &Stmt, b: &Buffer, f: &dyn Fn(&Expr) -> Expr) -> Stmt {
+    rewrite(s, &mut |x| match x {
+        Stmt::Block(r) if r.block.name != "root" && regions(r, true).contains(b) => {
+            let mut r = (**r).clone();
+            r.block.body = r.block.body.map_exprs(&mut |e| f(e));
+            r.block.init = r.block.init.as_ref().map(|i| i.map_exprs(&mut |e| f(e)));
+            let (rd, wr) = infer_block_regions(&r.block);
+            r.block.reads = rd;
+            r.block.writes = wr;
+            Some(Stmt::Block(Box::new(r)))
+        }
+        _ => None,
+    })
+}
+
+/// The body without the block and without loops left empty by it.
+fn remove_block(s: &Stmt, block: &str) -> Stmt {
+    fn prune(s: &Stmt) -> Stmt {
+        match s.map_children(prune) {
+            Stmt::For(l) if matches!(l.body, Stmt::NoOp) => Stmt::NoOp,
+            s => s,
+        }
+    }
+    let gone = rewrite(s, &mut |x| match x {
+        Stmt::Block(r) if r.block.name == block => Some(Stmt::NoOp),
+        _ => None,
+    });
+    prune(&gone)
+}
+
+/// The body without the allocation of `b`.
+fn drop_alloc(s: &Stmt, b: &Buffer) -> Stmt {
+    let stmts = root_stmts(s);
+    let _ = stmts;
+    rewrite(s, &mut |x| match x {
+        Stmt::Block(r) if r.block.alloc_buffers.contains(b) => {
+            let mut r = (**r).clone();
+            r.block.alloc_buffers.retain(|a| a != b);
+            r.block.body = drop_alloc(&r.block.body, b);
+            Some(Stmt::Block(Box::new(r)))
+        }
+        _ => None,
+    })
+}
