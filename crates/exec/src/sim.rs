@@ -73,6 +73,8 @@ pub fn run(f: &PrimFunc, args: &mut [HostData], opts: SimOptions) -> Result<SimS
         vars: HashMap::new(),
         stats: SimStats { blocks: cfg.blocks(), threads_per_block: cfg.threads_per_block(), barriers: 0 },
         track: Vec::new(),
+        open: vec![Vec::new(); nthreads],
+        committed: vec![Default::default(); nthreads],
     };
     // The launch head: bind the built-in indices.
     let mut body = &f.body;
@@ -95,6 +97,8 @@ pub fn run(f: &PrimFunc, args: &mut [HostData], opts: SimOptions) -> Result<SimS
                     m.vars.insert(v.key(), Col::I(col.into()));
                 }
                 m.track.clear();
+                m.open.iter_mut().for_each(Vec::clear);
+                m.committed.iter_mut().for_each(|c| c.clear());
                 m.exec(body, &all)?;
             }
         }
@@ -175,6 +179,13 @@ struct Machine {
     stats: SimStats,
     /// Race tracking per shared memory, per word.
     track: Vec<(usize, HashMap<usize, Access>)>,
+    /// Per thread, its asynchronous copies not yet in a group: (memory,
+    /// address, value).
+    open: Vec<Vec<(usize, usize, f64)>>,
+    /// Per thread, its committed groups of asynchronous copies, oldest
+    /// first; they land in shared memory at the `wait_group` that covers
+    /// them, so a kernel that reads before waiting sees stale data.
+    committed: Vec<std::collections::VecDeque<Vec<(usize, usize, f64)>>>,
 }
 
 impl Machine {
@@ -207,6 +218,39 @@ impl Machine {
                 self.stats.barriers += 1;
                 for (_, t) in &mut self.track {
                     t.clear();
+                }
+            }
+            Stmt::AsyncCommit => {
+                for &t in active {
+                    let g = std::mem::take(&mut self.open[t]);
+                    self.committed[t].push_back(g);
+                }
+            }
+            Stmt::AsyncWait(n) => {
+                for &t in active {
+                    while self.committed[t].len() > *n as usize {
+                        let Some(g) = self.committed[t].pop_front() else { break };
+                        for (mi, a, v) in g {
+                            self.touch(mi, a, t, true)?;
+                            self.mems[mi].data[a] = v;
+                        }
+                    }
+                }
+            }
+            Stmt::Store { buffer, indices, value: Expr::Call(Intrinsic::CpAsync, args) } if args.len() == 1 => {
+                // Issued now, landing at a later wait: the write is checked
+                // for races both now and when it lands.
+                let v = self.eval(&args[0], active)?;
+                let idx = self.linear_index(buffer, indices, active)?;
+                let mi = self.mem_index(buffer)?;
+                if !self.mems[mi].shared {
+                    return Err(format!("an asynchronous copy into {}, which is not in shared memory", buffer.name()));
+                }
+                let round = rounder(buffer.dtype(), self.opts.f64_storage);
+                for (k, &t) in active.iter().enumerate() {
+                    let a = self.address(mi, idx.i(k), t)?;
+                    self.touch(mi, a, t, true)?;
+                    self.open[t].push((mi, a, round(v.f(k))));
                 }
             }
             Stmt::Store { buffer, indices, value } => {
@@ -481,7 +525,7 @@ impl Machine {
                     Col::I(out.into_iter().map(|x| x as i64).collect())
                 }
             }
-            Expr::Call(Intrinsic::Likely, args) => self.eval(&args[0], active)?,
+            Expr::Call(Intrinsic::Likely | Intrinsic::CpAsync, args) => self.eval(&args[0], active)?,
             Expr::Call(i, args) => {
                 let x = self.eval(&args[0], active)?;
                 let y = if args.len() > 1 { Some(self.eval(&args[1], active)?) } else { None };
@@ -535,7 +579,7 @@ fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
         Intrinsic::Sin => x.sin(),
         Intrinsic::Cos => x.cos(),
         Intrinsic::Erf => erf(x),
-        Intrinsic::Likely => x,
+        Intrinsic::Likely | Intrinsic::CpAsync => x,
     }
 }
 

@@ -120,10 +120,15 @@ pub enum Intrinsic {
     Erf,
     /// `T.likely(cond)`: a hint that `cond` is usually true; its value is `cond`.
     Likely,
+    /// `S[..] = T.cp_async(G[..])`: a copy from global to shared memory
+    /// that completes asynchronously, by the `T.ptx_wait_group` that covers
+    /// the group it was committed in (`cp.async` on sm_80 and newer). Its
+    /// value is its argument's.
+    CpAsync,
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 16] = [
+    pub const ALL: [Intrinsic; 17] = [
         Intrinsic::Exp,
         Intrinsic::Log,
         Intrinsic::Sqrt,
@@ -140,6 +145,7 @@ impl Intrinsic {
         Intrinsic::Cos,
         Intrinsic::Erf,
         Intrinsic::Likely,
+        Intrinsic::CpAsync,
     ];
 
     /// The name after `T.` in TVMScript.
@@ -161,6 +167,7 @@ impl Intrinsic {
             Intrinsic::Cos => "cos",
             Intrinsic::Erf => "erf",
             Intrinsic::Likely => "likely",
+            Intrinsic::CpAsync => "cp_async",
         }
     }
 

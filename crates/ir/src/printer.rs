@@ -255,6 +255,8 @@ impl Printer {
             Stmt::Seq(_) => self.stmt(s, ind),
             Stmt::NoOp => self.line(ind, "T.evaluate(0)"),
             Stmt::Barrier => self.line(ind, "T.tvm_storage_sync(\"shared\")"),
+            Stmt::AsyncCommit => self.line(ind, "T.ptx_commit_group()"),
+            Stmt::AsyncWait(n) => self.line(ind, &format!("T.ptx_wait_group({n})")),
             Stmt::Store { buffer, indices, value } => {
                 let b = self.buf(buffer);
                 let idx = self.indices(indices);

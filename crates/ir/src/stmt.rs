@@ -176,6 +176,12 @@ pub enum Stmt {
     },
     /// `__syncthreads()`: every thread of the block waits here.
     Barrier,
+    /// `T.ptx_commit_group()`: the asynchronous copies this thread issued
+    /// since the last commit form one group.
+    AsyncCommit,
+    /// `T.ptx_wait_group(n)`: this thread waits until at most `n` of its
+    /// groups of asynchronous copies are still in flight.
+    AsyncWait(i64),
     /// Does nothing.
     NoOp,
 }
@@ -223,7 +229,7 @@ impl Stmt {
                 }
             }
             Stmt::Let { body, .. } | Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => f(body),
-            Stmt::Store { .. } | Stmt::Barrier | Stmt::NoOp => {}
+            Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {}
         }
     }
 
@@ -255,7 +261,7 @@ impl Stmt {
             Stmt::Launch { var, tag, extent, body } => {
                 Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(f(body)) }
             }
-            Stmt::Store { .. } | Stmt::Barrier | Stmt::NoOp => self.clone(),
+            Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => self.clone(),
         }
     }
 
@@ -288,7 +294,12 @@ impl Stmt {
             Stmt::If { cond, .. } => f(cond),
             Stmt::Let { value, .. } => f(value),
             Stmt::Launch { extent, .. } => f(extent),
-            Stmt::Seq(_) | Stmt::Allocate { .. } | Stmt::Barrier | Stmt::NoOp => {}
+            Stmt::Seq(_)
+            | Stmt::Allocate { .. }
+            | Stmt::Barrier
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait(_)
+            | Stmt::NoOp => {}
         }
     }
 

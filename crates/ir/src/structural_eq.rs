@@ -167,7 +167,8 @@ impl Eq {
                 Stmt::Launch { var: v1, tag: t1, extent: e1, body: b1 },
                 Stmt::Launch { var: v2, tag: t2, extent: e2, body: b2 },
             ) => t1 == t2 && self.expr(e1, e2) && self.var(v1, v2) && self.stmt(b1, b2),
-            (Stmt::Barrier, Stmt::Barrier) | (Stmt::NoOp, Stmt::NoOp) => true,
+            (Stmt::Barrier, Stmt::Barrier) | (Stmt::AsyncCommit, Stmt::AsyncCommit) | (Stmt::NoOp, Stmt::NoOp) => true,
+            (Stmt::AsyncWait(x), Stmt::AsyncWait(y)) => x == y,
             _ => false,
         }
     }

@@ -414,6 +414,21 @@ impl FuncResolver<'_> {
             }
             "T.evaluate" => Ok(Stmt::NoOp),
             "T.tvm_storage_sync" => Ok(Stmt::Barrier),
+            "T.ptx_commit_group" => match &args[..] {
+                [] => Ok(Stmt::AsyncCommit),
+                _ => Err(Diagnostic::at(e.span, "T.ptx_commit_group takes no arguments")),
+            },
+            "T.ptx_wait_group" => {
+                let n = match &args[..] {
+                    [Arg::Positional(n)] => match &n.kind {
+                        ExprKind::Int(v) if *v >= 0 => Some(*v),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                n.map(Stmt::AsyncWait)
+                    .ok_or_else(|| Diagnostic::at(e.span, "T.ptx_wait_group takes one non-negative integer literal"))
+            }
             "T.reads" | "T.writes" | "T.where" | "T.block_attr" | "T.sblock_attr" => {
                 Err(Diagnostic::at(e.span, format!("`{f}` must come at the start of a block, before its body")))
             }
@@ -421,7 +436,17 @@ impl FuncResolver<'_> {
             _ => Err(did_you_mean(
                 Diagnostic::at(func.span, format!("`{f}(...)` is not a statement tirc knows")),
                 &f,
-                ["T.func_attr", "T.evaluate", "T.tvm_storage_sync", "T.reads", "T.writes", "T.where", "T.block_attr"],
+                [
+                    "T.func_attr",
+                    "T.evaluate",
+                    "T.tvm_storage_sync",
+                    "T.ptx_commit_group",
+                    "T.ptx_wait_group",
+                    "T.reads",
+                    "T.writes",
+                    "T.where",
+                    "T.block_attr",
+                ],
             )),
         }
     }

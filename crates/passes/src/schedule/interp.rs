@@ -12,6 +12,7 @@ use super::{
     bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, reorder, split, Schedule,
     ScheduleError,
 };
+use crate::transform::inject_software_pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
 use tirc_ir::{Attr, Var};
@@ -134,15 +135,34 @@ pub fn run_schedule_observed(
         };
         env.push((p.name.clone(), v));
     }
-    let mut it = Interp { sch: Schedule::new(func.clone()), env, observe };
+    let mut it = Interp { sch: Schedule::new(func.clone()), env, observe, pipelines: Vec::new() };
     it.block(&def.body)?;
-    Ok(it.sch)
+    // Software pipeline annotations are checked against the loop body as
+    // the schedule leaves it, and reported at the line that made them.
+    let mut bad = None;
+    it.sch.func.body.walk(&mut |s| {
+        if let tirc_ir::Stmt::For(l) = s {
+            if l.annotations.iter().any(|(k, _)| k == inject_software_pipeline::STAGE) && bad.is_none() {
+                if let Err(e) = inject_software_pipeline::check(l) {
+                    let span = it.pipelines.iter().rev().find(|(v, _)| v == &l.var).map_or(def.span, |(_, sp)| *sp);
+                    bad = Some(e.or_at(span));
+                }
+            }
+        }
+    });
+    match bad {
+        Some(e) => Err(e),
+        None => Ok(it.sch),
+    }
 }
 
 struct Interp<'o> {
     sch: Schedule,
     env: Vec<(String, Value)>,
     observe: &'o mut dyn FnMut(&str, &tirc_ir::PrimFunc),
+    /// The loops given software pipeline annotations, with the span of the
+    /// `sch.annotate` call.
+    pipelines: Vec<(Var, Span)>,
 }
 
 enum Flow {
@@ -638,6 +658,9 @@ impl Interp<'_> {
                 };
                 if name == "unannotate" {
                     return loop_kind::unannotate(&mut self.sch, &target, &key).map(|_| Value::None).map_err(fail);
+                }
+                if let (Target::Loop(l), true) = (&target, key.starts_with("software_pipeline")) {
+                    self.pipelines.push((l.clone(), span));
                 }
                 let (vv, vs) = need(2)?;
                 let val = to_attr(&vv)

@@ -14,10 +14,13 @@
 //! statements are taken whole — in particular conditionals, so that no
 //! barrier lands where only some threads would reach it. A buffer is
 //! tracked as a whole, so two threads touching different words of one
-//! buffer still get a barrier between them. Runs after `extract_launch`.
+//! buffer still get a barrier between them. Asynchronous copies
+//! (`T.cp_async`) write when issued and again, as far as other threads can
+//! tell, at every `T.ptx_wait_group` until a `wait_group(0)`: a read after
+//! a wait gets a barrier after the wait. Runs after `extract_launch`.
 
 use std::collections::HashSet;
-use tirc_ir::{Buffer, Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut heads = Vec::new();
@@ -40,6 +43,10 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 struct State {
     written: HashSet<Buffer>,
     read: HashSet<Buffer>,
+    /// Buffers with asynchronous copies in flight: they count as written
+    /// again at every `wait_group`, where the copies land, and stay in
+    /// flight across barriers until a `wait_group(0)`.
+    pending: HashSet<Buffer>,
 }
 
 /// The shared buffers `s` reads and writes.
@@ -80,21 +87,36 @@ fn sync(s: &Stmt, st: &mut State, threads: &[Var]) -> Stmt {
             let mut second = State {
                 written: st.written.union(&first.written).cloned().collect(),
                 read: st.read.union(&first.read).cloned().collect(),
+                pending: st.pending.union(&first.pending).cloned().collect(),
             };
             let body = sync(&l.body, &mut second, threads);
             // The loop may also run no iteration at all.
             st.written.extend(second.written);
             st.read.extend(second.read);
+            st.pending.extend(second.pending);
             let mut l = (**l).clone();
             l.body = body;
             Stmt::For(Box::new(l))
         }
+        Stmt::AsyncWait(n) => {
+            st.written.extend(st.pending.iter().cloned());
+            if *n == 0 {
+                st.pending.clear();
+            }
+            s.clone()
+        }
         _ => {
             let (r, w) = accesses(s);
+            let mut copies = HashSet::new();
+            s.walk(&mut |x| {
+                if let Stmt::Store { buffer, value: Expr::Call(Intrinsic::CpAsync, _), .. } = x {
+                    copies.insert(buffer.clone());
+                }
+            });
+            st.pending.extend(copies);
             if r.iter().any(|b| st.written.contains(b)) || w.iter().any(|b| st.read.contains(b)) {
-                *st = State::default();
-                st.written.extend(w);
-                st.read.extend(r);
+                st.written = w;
+                st.read = r;
                 return Stmt::seq(vec![Stmt::Barrier, s.clone()]);
             }
             st.written.extend(w);

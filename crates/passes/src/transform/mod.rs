@@ -8,6 +8,7 @@
 pub mod compact_buffers;
 pub mod extract_launch;
 pub mod flatten_buffers;
+pub mod inject_software_pipeline;
 pub mod insert_barriers;
 pub mod lower_blocks;
 pub mod lower_init;
@@ -28,6 +29,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "lower_init", run: lower_init::run },
     Pass { name: "lower_blocks", run: lower_blocks::run },
     Pass { name: "compact_buffers", run: compact_buffers::run },
+    Pass { name: "inject_software_pipeline", run: inject_software_pipeline::run },
     Pass { name: "flatten_buffers", run: flatten_buffers::run },
     Pass { name: "extract_launch", run: extract_launch::run },
     Pass { name: "simplify", run: simplify::run },

@@ -90,7 +90,7 @@ pub fn stmt(s: &Stmt, an: &mut Analyzer) -> Stmt {
             r2.block.body = stmt(&r.block.body, an);
             Stmt::Block(Box::new(r2))
         }
-        Stmt::Barrier | Stmt::NoOp => s.clone(),
+        Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => s.clone(),
     }
 }
 

@@ -89,7 +89,9 @@ fn unroll(s: &Stmt, max_step: i64, forced: &[Var]) -> (Stmt, Option<i64>) {
             }
             (Stmt::Seq(out), total)
         }
-        Stmt::Store { .. } | Stmt::Barrier | Stmt::NoOp => (s.clone(), Some(1)),
+        Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {
+            (s.clone(), Some(1))
+        }
         _ => {
             let mut steps = Some(0i64);
             let out = s.map_children(|c| {

@@ -1,0 +1,581 @@
+//! `inject_software_pipeline`: a loop annotated with
+//! `software_pipeline_stage` becomes a prologue, a steady-state loop and an
+//! epilogue, in which the statements of stage `s` work on iteration `k - s`
+//! while those of stage 0 already work on iteration `k`.
+//!
+//! The annotations, as TVM reads them, list one entry per statement of the
+//! loop body (nested sequences flattened, allocations inside the body
+//! hoisted out of it): `software_pipeline_stage` the stage of each,
+//! `software_pipeline_order` the position of each in the expanded body
+//! (default: the written order), `software_pipeline_async_stages` the
+//! stages whose copies into shared memory are asynchronous (`cp.async`).
+//!
+//! With `S` the largest stage, iteration `i` of the expanded loop, for `i`
+//! from `min` to `min + extent + S`, runs each statement `j`, in the given
+//! order, on the original iteration `i - stage[j]` when that lies in the
+//! loop's range. The first `S` and last `S` iterations (the prologue and the
+//! epilogue) are written out one by one with the statements that run in
+//! them; the iterations in between form the steady-state loop, where every
+//! statement runs. With fewer iterations than stages there is no steady
+//! state and every iteration is written out, each exactly once.
+//!
+//! A buffer written by one statement and read by a statement of a later
+//! stage holds several iterations' tiles at once: it gets one copy per
+//! tile in flight (a leading dimension of that many versions), and every
+//! access of iteration `k` uses version `(k - min) % versions`. The
+//! expansion is refused, with the reason, when a statement would run before
+//! one it depends on (a consumer in an earlier stage than its producer, or
+//! an order that puts it first within a stage), when a buffer carries
+//! values from one iteration to the next across stages, when a parameter
+//! would need versions, or when the annotations do not match the body.
+//!
+//! Asynchronous stages: each copy `shared[..] = global[..]` of a statement
+//! of such a stage becomes an asynchronous copy; after the statements of
+//! the stage in each iteration a `commit_group` closes the iteration's
+//! copies, and before the first statement that reads what they wrote a
+//! `wait_group(n)` lets the `n` newest groups stay in flight, where `n` is
+//! the number of groups committed since the one it needs. Barriers are left
+//! to `insert_barriers`. Runs after `compact_buffers`, on multi-dimensional
+//! indices, with constant loop bounds.
+
+use std::collections::HashSet;
+use tirc_ir::subst::substitute_stmt;
+use tirc_ir::{Attr, BinOp, Buffer, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
+
+pub const STAGE: &str = "software_pipeline_stage";
+pub const ORDER: &str = "software_pipeline_order";
+pub const ASYNC: &str = "software_pipeline_async_stages";
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
+    let body = visit(&f.body, &mut versioned)?;
+    // Allocations outside the pipelined loops take the versioned shape;
+    // any other access to a versioned buffer would not know its version.
+    let body = reallocate(&body, &versioned);
+    let old: HashSet<Buffer> = versioned.iter().map(|(o, _)| o.clone()).collect();
+    let mut stray = None;
+    body.walk(&mut |s| {
+        if let Stmt::Store { buffer, .. } = s {
+            if old.contains(buffer) {
+                stray.get_or_insert_with(|| buffer.clone());
+            }
+        }
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let Expr::Load(b, _) = x {
+                    if old.contains(b) {
+                        stray.get_or_insert_with(|| b.clone());
+                    }
+                }
+            })
+        });
+    });
+    if let Some(b) = stray {
+        return Err(Diagnostic::new(format!(
+            "`{}` is multi-buffered by a software pipeline but also used outside the pipelined loop",
+            b.name()
+        ))
+        .help("keep the buffer's uses inside the pipelined loop, or put its producer and consumers in one stage"));
+    }
+    f.body = body;
+    Ok(f)
+}
+
+/// Expands the annotated loops of `s`, innermost first.
+fn visit(s: &Stmt, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+    let mut err = None;
+    let out = s.map_children(|c| match visit(c, versioned) {
+        Ok(x) => x,
+        Err(e) => {
+            err.get_or_insert(e);
+            c.clone()
+        }
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    match &out {
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => expand(l, versioned),
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
+            Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
+        }
+        _ => Ok(out),
+    }
+}
+
+fn reallocate(s: &Stmt, versioned: &[(Buffer, Buffer)]) -> Stmt {
+    let s = s.map_children(|c| reallocate(c, versioned));
+    match s {
+        Stmt::Allocate { buffer, body } => match versioned.iter().find(|(o, _)| *o == buffer) {
+            Some((_, n)) => Stmt::Allocate { buffer: n.clone(), body },
+            None => Stmt::Allocate { buffer, body },
+        },
+        s => s,
+    }
+}
+
+/// An integer list annotation of loop `l`.
+fn int_list(l: &For, key: &str) -> Result<Option<Vec<i64>>, Diagnostic> {
+    let Some((_, a)) = l.annotations.iter().find(|(k, _)| k == key) else { return Ok(None) };
+    let bad = || Diagnostic::new(format!("`{key}` of loop `{}` must be a list of integers", l.var.name()));
+    match a {
+        Attr::List(v) => v.iter().map(|x| x.as_int().ok_or_else(bad)).collect::<Result<Vec<_>, _>>().map(Some),
+        _ => Err(bad()),
+    }
+}
+
+/// The statements of a loop body: sequences flattened, allocations taken
+/// out into `hoisted`.
+fn statements(s: &Stmt, hoisted: &mut Vec<Buffer>, out: &mut Vec<Stmt>) {
+    match s {
+        Stmt::Seq(v) => v.iter().for_each(|x| statements(x, hoisted, out)),
+        Stmt::Allocate { buffer, body } => {
+            hoisted.push(buffer.clone());
+            statements(body, hoisted, out)
+        }
+        Stmt::NoOp => {}
+        s => out.push(s.clone()),
+    }
+}
+
+/// The buffers a statement reads and writes.
+fn accesses(s: &Stmt) -> (HashSet<Buffer>, HashSet<Buffer>) {
+    let (mut r, mut w) = (HashSet::new(), HashSet::new());
+    s.walk(&mut |x| {
+        if let Stmt::Store { buffer, .. } = x {
+            w.insert(buffer.clone());
+        }
+        x.for_each_expr(|e| {
+            e.walk(&mut |y| {
+                if let Expr::Load(b, _) = y {
+                    r.insert(b.clone());
+                }
+            })
+        });
+    });
+    (r, w)
+}
+
+/// How a statement is named in messages: by the buffers it writes.
+fn describe(s: &Stmt) -> String {
+    let (_, w) = accesses(s);
+    let mut names: Vec<&str> = w.iter().map(|b| b.name()).collect();
+    names.sort();
+    names.dedup();
+    match names.len() {
+        0 => "a statement that writes nothing".to_string(),
+        _ => format!("the statement writing `{}`", names.join("`, `")),
+    }
+}
+
+/// What the annotations of a pipelined loop say, checked against its body.
+struct Plan {
+    stmts: Vec<Stmt>,
+    hoisted: Vec<Buffer>,
+    stages: Vec<i64>,
+    order: Vec<i64>,
+    async_stages: Vec<i64>,
+    acc: Vec<(HashSet<Buffer>, HashSet<Buffer>)>,
+    /// Buffers that need more than one version, with the count.
+    versions: Vec<(Buffer, i64)>,
+}
+
+/// Checks the pipeline annotations of loop `l` against its body: what
+/// `sch.annotate` runs at the end of a schedule, so that a bad annotation
+/// is reported at the schedule line that made it.
+pub fn check(l: &For) -> Result<(), Diagnostic> {
+    let plan = analyze(l)?;
+    let is_async: Vec<bool> = plan.stages.iter().map(|s| plan.async_stages.contains(s)).collect();
+    let mut in_order: Vec<usize> = (0..plan.stmts.len()).collect();
+    in_order.sort_by_key(|&j| plan.order[j]);
+    same_stage_async(&plan, &AsyncPlan::new(&in_order, &plan.stages, &is_async, &plan.acc), l)
+}
+
+fn same_stage_async(plan: &Plan, a: &AsyncPlan, l: &For) -> Result<(), Diagnostic> {
+    match a.same_stage_consumer {
+        Some((p, c)) => Err(Diagnostic::new(format!(
+            "software pipeline of loop `{}`: {} reads what the asynchronous copies of {} write, in the same stage {}",
+            l.var.name(),
+            describe(&plan.stmts[c]),
+            describe(&plan.stmts[p]),
+            plan.stages[p]
+        ))
+        .help("put the consumer in a later stage than the asynchronous copies, so that it can wait for them")),
+        None => Ok(()),
+    }
+}
+
+fn analyze(l: &For) -> Result<Plan, Diagnostic> {
+    let name = l.var.name();
+    let err = |m: String| Diagnostic::new(format!("software pipeline of loop `{name}`: {m}"));
+    let stages = int_list(l, STAGE)?.unwrap_or_default();
+    let mut hoisted = Vec::new();
+    let mut stmts = Vec::new();
+    statements(&l.body, &mut hoisted, &mut stmts);
+    let n = stmts.len();
+    let listing =
+        || stmts.iter().enumerate().map(|(j, s)| format!("{j}: {}", describe(s))).collect::<Vec<_>>().join("; ");
+    if stages.len() != n {
+        return Err(err(format!("`{STAGE}` has {} entries but the loop body has {n} statements", stages.len()))
+            .help(format!("give one stage per statement of the body ({})", listing())));
+    }
+    let order = int_list(l, ORDER)?.unwrap_or_else(|| (0..n as i64).collect());
+    if order.len() != n {
+        return Err(err(format!("`{ORDER}` has {} entries but the loop body has {n} statements", order.len()))
+            .help(format!("give one position per statement of the body ({})", listing())));
+    }
+    let mut sorted = order.clone();
+    sorted.sort();
+    if sorted != (0..n as i64).collect::<Vec<_>>() {
+        return Err(err(format!("`{ORDER}` {order:?} is not a permutation of 0..{n}")));
+    }
+    if let Some(s) = stages.iter().find(|s| **s < 0) {
+        return Err(err(format!("stage {s} is negative")));
+    }
+    let async_stages = int_list(l, ASYNC)?.unwrap_or_default();
+    if let Some(s) = async_stages.iter().find(|s| !stages.contains(s)) {
+        return Err(err(format!("`{ASYNC}` names stage {s}, which no statement is in")));
+    }
+    if l.kind != ForKind::Serial {
+        return Err(err("only a serial loop can be pipelined".into()));
+    }
+    if l.min.as_int().is_none() || l.extent.as_int().is_none() {
+        return Err(err("the loop's bounds must be constants".into()));
+    };
+
+    // Dependences between statements, and the versions each buffer needs.
+    let acc: Vec<_> = stmts.iter().map(accesses).collect();
+    let mut buffers: Vec<Buffer> = Vec::new();
+    for (r, w) in &acc {
+        for b in r.iter().chain(w) {
+            if !buffers.contains(b) {
+                buffers.push(b.clone());
+            }
+        }
+    }
+    let mut versions: Vec<(Buffer, i64)> = Vec::new();
+    for b in &buffers {
+        let writers: Vec<usize> = (0..n).filter(|&j| acc[j].1.contains(b)).collect();
+        let users: Vec<usize> = (0..n).filter(|&j| acc[j].0.contains(b) || acc[j].1.contains(b)).collect();
+        // In program order, a write and a later access of the same buffer
+        // keep their order.
+        for &x in &users {
+            for &y in users.iter().filter(|&&y| y > x) {
+                if !writers.contains(&x) && !writers.contains(&y) {
+                    continue;
+                }
+                if stages[y] < stages[x] {
+                    return Err(err(format!(
+                        "{} uses `{}` after {} in the loop body, but is in stage {}, earlier than stage {}",
+                        describe(&stmts[y]),
+                        b.name(),
+                        describe(&stmts[x]),
+                        stages[y],
+                        stages[x]
+                    ))
+                    .help("a consumer's stage must be at least its producer's"));
+                }
+                if stages[y] == stages[x] && order[y] < order[x] {
+                    return Err(err(format!(
+                        "`{ORDER}` puts {} before {} in stage {}, but it uses `{}` after it",
+                        describe(&stmts[y]),
+                        describe(&stmts[x]),
+                        stages[x],
+                        b.name()
+                    )));
+                }
+            }
+        }
+        let first_stage = users.iter().map(|&j| stages[j]).min().unwrap_or(0);
+        if users.iter().all(|&j| stages[j] == first_stage) {
+            continue;
+        }
+        // Across stages: one writer, whose value the others read in the
+        // same iteration, after it.
+        let carried = writers.len() > 1 || users.iter().any(|&j| j < writers[0] && acc[j].0.contains(b));
+        if carried {
+            return Err(err(format!(
+                "`{}` is written by more than one statement or read before it is written, so it carries values from one iteration to the next; the statements that use it are in different stages",
+                b.name()
+            ))
+            .help("put every statement that uses it in one stage"));
+        }
+        let p = writers[0];
+        let v = users
+            .iter()
+            .filter(|&&c| c != p)
+            .map(|&c| stages[c] - stages[p] + i64::from(order[p] < order[c]))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        if v > 1 {
+            if b.scope() == Scope::Global {
+                return Err(err(format!(
+                    "`{}` lives in global memory and cannot be multi-buffered, but its producer and a consumer are in different stages",
+                    b.name()
+                )));
+            }
+            versions.push((b.clone(), v));
+        }
+    }
+
+    Ok(Plan { stmts, hoisted, stages, order, async_stages, acc, versions })
+}
+
+fn expand(l: &For, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+    let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l)?;
+    let (n, min, extent) = (stmts.len(), l.min.as_int().unwrap_or(0), l.extent.as_int().unwrap_or(0));
+    // Versioned buffers: a leading dimension, indexed by the iteration.
+    let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
+    for (b, v) in &versions {
+        let nb = b.with(|node| node.shape.insert(0, Expr::int(*v)));
+        versioned.push((b.clone(), nb.clone()));
+        map.push((b.clone(), nb, *v));
+    }
+    let k = Expr::var(&l.var);
+    let from_min = if min == 0 { k.clone() } else { k.clone() - Expr::Int(min, l.var.dtype()) };
+    let slot = |v: i64| Expr::binary(BinOp::FloorMod, from_min.clone(), Expr::int(v));
+    let stmts: Vec<Stmt> = stmts.iter().map(|s| version(s, &map, &slot)).collect();
+
+    // Asynchronous copies, and where their groups are committed and waited.
+    let is_async: Vec<bool> = (0..n).map(|j| async_stages.contains(&stages[j])).collect();
+    let stmts: Vec<Stmt> =
+        stmts.iter().zip(&is_async).map(|(s, a)| if *a { make_async(s) } else { s.clone() }).collect();
+    let mut in_order: Vec<usize> = (0..n).collect();
+    in_order.sort_by_key(|&j| order[j]);
+    let plan = AsyncPlan::new(&in_order, &stages, &is_async, &acc);
+    let checked = Plan {
+        stmts: stmts.clone(),
+        hoisted: Vec::new(),
+        stages: stages.clone(),
+        order,
+        async_stages,
+        acc,
+        versions: Vec::new(),
+    };
+    same_stage_async(&checked, &plan, l)?;
+
+    let max_stage = stages.iter().copied().max().unwrap_or(0);
+    let int = |v: i64| Expr::Int(v, l.var.dtype());
+    // One iteration of the expanded loop: `fixed` is its value when it is
+    // written out (prologue, epilogue), where only the statements whose
+    // original iteration lies in the loop's range run.
+    let iteration = |i: Expr, fixed: Option<i64>| -> Stmt {
+        let mut body = Vec::new();
+        let mut last_wait: Option<i64> = None;
+        for (pos, &j) in in_order.iter().enumerate() {
+            let runs = fixed.is_none_or(|i0| (min..min + extent).contains(&(i0 - stages[j])));
+            if runs {
+                if let Some(w) = plan.wait_before(j, pos) {
+                    if last_wait.is_none_or(|lw| lw > w) {
+                        body.push(Stmt::AsyncWait(w));
+                        last_wait = Some(w);
+                    }
+                }
+                let it = if stages[j] == 0 { i.clone() } else { i.clone() - int(stages[j]) };
+                let copy = substitute_stmt(&stmts[j], &[(l.var.clone(), it)]).map_exprs(&mut fold_constants);
+                body.push(fresh_loops(&copy));
+            }
+            // Every iteration commits a group per asynchronous stage, empty
+            // or not, so that the groups in flight are counted alike in
+            // every part of the pipeline.
+            if plan.commits_at.contains(&pos) {
+                body.push(Stmt::AsyncCommit);
+                last_wait = None;
+            }
+        }
+        Stmt::seq(body)
+    };
+    let mut parts = Vec::new();
+    if extent > max_stage {
+        for i0 in min..min + max_stage {
+            parts.push(iteration(int(i0), Some(i0)));
+        }
+        let mut annotations = l.annotations.clone();
+        annotations.retain(|(key, _)| key != STAGE && key != ORDER && key != ASYNC);
+        parts.push(Stmt::For(Box::new(For {
+            var: l.var.clone(),
+            min: int(min + max_stage),
+            extent: int(extent - max_stage),
+            kind: ForKind::Serial,
+            annotations,
+            body: iteration(k.clone(), None),
+        })));
+        for i0 in min + extent..min + extent + max_stage {
+            parts.push(iteration(int(i0), Some(i0)));
+        }
+    } else {
+        for i0 in min..min + extent + max_stage {
+            parts.push(iteration(int(i0), Some(i0)));
+        }
+    }
+    if !plan.commits_at.is_empty() {
+        // Nothing is left in flight after the pipeline.
+        parts.push(Stmt::AsyncWait(0));
+    }
+    let mut out = Stmt::seq(parts);
+    for b in hoisted.into_iter().rev() {
+        let b = map.iter().find(|(o, _, _)| *o == b).map_or(b, |(_, nb, _)| nb.clone());
+        out = Stmt::Allocate { buffer: b, body: Box::new(out) };
+    }
+    Ok(out)
+}
+
+/// Every access of `s` to a buffer of `map` gets the version index first.
+fn version(s: &Stmt, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> Expr) -> Stmt {
+    if map.is_empty() {
+        return s.clone();
+    }
+    retarget(&s.map_exprs(&mut |e| version_expr(e, map, slot)), map, slot)
+}
+
+fn retarget(s: &Stmt, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> Expr) -> Stmt {
+    match s.map_children(|c| retarget(c, map, slot)) {
+        Stmt::Store { buffer, mut indices, value } => match map.iter().find(|(o, _, _)| *o == buffer) {
+            Some((_, nb, v)) => {
+                indices.insert(0, slot(*v));
+                Stmt::Store { buffer: nb.clone(), indices, value }
+            }
+            None => Stmt::Store { buffer, indices, value },
+        },
+        s => s,
+    }
+}
+
+fn version_expr(e: &Expr, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> Expr) -> Expr {
+    match e {
+        Expr::Load(b, idx) => {
+            let mut idx: Vec<Expr> = idx.iter().map(|i| version_expr(i, map, slot)).collect();
+            match map.iter().find(|(o, _, _)| o == b) {
+                Some((_, nb, v)) => {
+                    idx.insert(0, slot(*v));
+                    Expr::Load(nb.clone(), idx)
+                }
+                None => Expr::Load(b.clone(), idx),
+            }
+        }
+        _ => e.map_children(|c| version_expr(c, map, slot)),
+    }
+}
+
+/// Where the groups of asynchronous copies are committed and how many may
+/// still be in flight before each statement.
+struct AsyncPlan {
+    /// Positions (in the expanded order) after which a group is committed:
+    /// after the last statement of each asynchronous stage.
+    commits_at: Vec<usize>,
+    /// For each statement, the asynchronous statements whose copies it
+    /// reads, with their stage distance.
+    needs: Vec<Vec<(usize, i64)>>,
+    stage_commit: Vec<Option<usize>>,
+    same_stage_consumer: Option<(usize, usize)>,
+}
+
+impl AsyncPlan {
+    fn new(
+        in_order: &[usize],
+        stages: &[i64],
+        is_async: &[bool],
+        acc: &[(HashSet<Buffer>, HashSet<Buffer>)],
+    ) -> AsyncPlan {
+        let n = stages.len();
+        let mut pos = vec![0; n];
+        for (p, &j) in in_order.iter().enumerate() {
+            pos[j] = p;
+        }
+        // The commit of stage s follows its last statement in the order.
+        let mut stage_commit = vec![None; n];
+        let mut commits_at = Vec::new();
+        for j in 0..n {
+            if is_async[j] {
+                let last = (0..n).filter(|&x| is_async[x] && stages[x] == stages[j]).map(|x| pos[x]).max();
+                stage_commit[j] = last;
+                if let Some(l) = last {
+                    if !commits_at.contains(&l) {
+                        commits_at.push(l);
+                    }
+                }
+            }
+        }
+        commits_at.sort();
+        let mut needs = vec![Vec::new(); n];
+        let mut same_stage_consumer = None;
+        for c in 0..n {
+            for p in 0..n {
+                if p == c || !is_async[p] {
+                    continue;
+                }
+                let shared_written: Vec<&Buffer> = acc[p].1.iter().filter(|b| b.scope() == Scope::Shared).collect();
+                if shared_written.iter().any(|b| acc[c].0.contains(*b)) {
+                    let d = stages[c] - stages[p];
+                    if d <= 0 {
+                        same_stage_consumer.get_or_insert((p, c));
+                    } else {
+                        needs[c].push((p, d));
+                    }
+                }
+            }
+        }
+        AsyncPlan { commits_at, needs, stage_commit, same_stage_consumer }
+    }
+
+    /// The `n` of the `wait_group(n)` statement `j` (at position `at`)
+    /// needs: the fewest groups committed after one it reads from.
+    fn wait_before(&self, j: usize, at: usize) -> Option<i64> {
+        let per_iteration = self.commits_at.len() as i64;
+        self.needs[j]
+            .iter()
+            .filter_map(|&(p, d)| {
+                let commit = self.stage_commit[p]?;
+                let after_in_its_iteration = self.commits_at.iter().filter(|&&c| c > commit).count() as i64;
+                let before_here = self.commits_at.iter().filter(|&&c| c < at).count() as i64;
+                Some(after_in_its_iteration + (d - 1) * per_iteration + before_here)
+            })
+            .min()
+    }
+}
+
+/// `s` with each plain copy from global to shared memory made asynchronous:
+/// `S[..] = T.cp_async(G[..])`.
+fn make_async(s: &Stmt) -> Stmt {
+    let s = s.map_children(make_async);
+    match s {
+        Stmt::Store { buffer, indices, value: Expr::Load(src, idx) }
+            if buffer.scope() == Scope::Shared && src.scope() == Scope::Global && src.dtype() == buffer.dtype() =>
+        {
+            let value = Expr::Call(Intrinsic::CpAsync, vec![Expr::Load(src, idx)]);
+            Stmt::Store { buffer, indices, value }
+        }
+        s => s,
+    }
+}
+
+/// `e` with every operation on integer literals computed, so that the
+/// written-out iterations read `A_shared[1, ..]`, not `A_shared[(3 - 2) % 2, ..]`.
+fn fold_constants(e: &Expr) -> Expr {
+    match e.map_children(fold_constants) {
+        Expr::Binary(op, a, b) => Expr::folded(op, *a, *b),
+        e => e,
+    }
+}
+
+/// `s` with a new variable for each loop and `let` it defines, so that the
+/// copies of one statement in the prologue, the steady state and the
+/// epilogue do not share variables.
+fn fresh_loops(s: &Stmt) -> Stmt {
+    let s = s.map_children(fresh_loops);
+    match s {
+        Stmt::For(mut l) => {
+            let v = l.var.renamed(l.var.name());
+            l.body = substitute_stmt(&l.body, &[(l.var.clone(), Expr::var(&v))]);
+            l.var = v;
+            Stmt::For(l)
+        }
+        Stmt::Let { var, value, body } => {
+            let v = var.renamed(var.name());
+            let body = Box::new(substitute_stmt(&body, &[(var, Expr::var(&v))]));
+            Stmt::Let { var: v, value, body }
+        }
+        s => s,
+    }
+}
