@@ -137,3 +137,24 @@ fn garbage_never_panics() {
         }
     }
 }
+
+#[test]
+fn a_local_buffer_indexed_by_a_serial_loop_is_a_warning_not_an_error() {
+    let o = tirc(&["lower", "tests/data/warn/local_serial_index.tir", "-s", "wide_rows"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("⚠ local buffer `C_local` is indexed by `j_init`, which depends on loop `j_init`"), "{err}");
+    assert!(err.contains("help: unroll loops `j_init`, `j` and `ax1`"), "{err}");
+    assert!(stdout(&o).contains("@T.prim_func"), "the lowered IR is printed all the same");
+    let o = tirc(&["run", "tests/data/warn/local_serial_index.tir", "-s", "wide_rows", "--target", "sim", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("local buffer `C_local`"), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with('{'), "warnings stay off stdout: {}", stdout(&o));
+}
+
+#[test]
+fn step6_keeps_its_accumulators_in_registers_without_warning() {
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step6"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "no warning expected");
+}

@@ -49,6 +49,7 @@ pub fn main(a: Args) -> u8 {
             return FAIL;
         }
     };
+    report(&a.common.file, &src, &c.warnings);
     let want = |n: &str| a.print_after_all || a.print_after.iter().any(|p| p == n);
     if a.print_after_all || !a.print_after.is_empty() {
         if want("schedule") {

@@ -103,6 +103,7 @@ pub fn main(a: Args) -> u8 {
             return FAIL;
         }
     };
+    report(&a.common.file, &src, &c.warnings);
     match execute(&a, &c) {
         Ok(o) => {
             print_outcome(&a, &c, &o);
