@@ -158,3 +158,28 @@ fn step6_keeps_its_accumulators_in_registers_without_warning() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stderr(&o), "", "no warning expected");
 }
+
+#[test]
+fn emit_ptx_compiles_the_kernel_with_nvrtc() {
+    let args = ["lower", "ir-examples/transpose.tir", "-s", "shared_padded", "--emit", "ptx"];
+    let o = tirc(&args);
+    if !tirc_exec::gpu::nvrtc_available() {
+        // Without NVRTC the command says so and exits 1, without a panic.
+        assert_eq!(code(&o), 1, "{}", stdout(&o));
+        assert!(stderr(&o).contains("--emit ptx needs the NVRTC library"), "{}", stderr(&o));
+        println!("skipped the PTX checks: NVRTC library not found (pip install nvidia-cuda-nvrtc==13.0.*)");
+        return;
+    }
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ptx = stdout(&o);
+    assert!(ptx.contains(".target sm_90"), "sm_90 is the default:\n{ptx}");
+    assert!(ptx.contains(".entry transpose_kernel("), "{ptx}");
+    // The shared tile, 32 rows padded to 33 floats by storage_align.
+    assert!(ptx.contains("A_shared[4224]"), "{ptx}");
+    let o = tirc(&[&args[..], &["--arch", "sm_80"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains(".target sm_80"));
+    let o = tirc(&[&args[..], &["--arch", "not an arch"]].concat());
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("invalid GPU architecture"), "{}", stderr(&o));
+}
