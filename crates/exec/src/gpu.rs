@@ -15,6 +15,8 @@
 //! - [`nvrtc_compile`] needs NVRTC alone, no GPU and no driver.
 //!   [`available`] and [`Gpu::open`] need the driver and a device;
 //!   [`Gpu::load`] needs NVRTC as well; [`Gpu::cublas_sgemm`] needs cuBLAS.
+//!   [`Gpu::resources`] reads a loaded kernel's registers, shared and local
+//!   memory and its occupancy from the driver.
 //! - A [`Gpu`] owns a context on device 0 (the primary one), one stream on
 //!   which everything runs (uploads, downloads, launches, cuBLAS), and,
 //!   created on first use, a cuBLAS handle bound to that stream. Because only
@@ -199,6 +201,7 @@ pub struct Gpu {
     arch: String,
     sm_count: i64,
     max_shared_optin: usize,
+    max_threads_per_sm: i64,
 }
 
 /// A kernel loaded into a [`Gpu`]'s context, with its launch configuration.
@@ -233,6 +236,37 @@ impl LoadedKernel {
     /// How many buffers a launch takes.
     pub fn num_params(&self) -> usize {
         self.num_params
+    }
+}
+
+/// What a loaded kernel uses of an SM, as the driver reports it, and how
+/// many of its blocks fit on one SM at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KernelResources {
+    pub registers_per_thread: i32,
+    /// Shared memory declared in the kernel (`__shared__` arrays), bytes.
+    pub static_shared_bytes: i32,
+    /// Shared memory each launch requests dynamically, bytes.
+    pub dynamic_shared_bytes: u32,
+    /// Local memory per thread (spilled or dynamically indexed arrays), bytes.
+    pub local_bytes_per_thread: i32,
+    pub threads_per_block: u32,
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` for the launch's block
+    /// size and dynamic shared memory.
+    pub max_active_blocks_per_sm: u32,
+    /// The device's limit of resident threads per SM.
+    pub max_threads_per_sm: i64,
+}
+
+impl KernelResources {
+    /// Active warps over the most warps an SM can hold, in [0, 1].
+    pub fn occupancy(&self) -> f64 {
+        let warps_per_block = self.threads_per_block.div_ceil(32) as i64;
+        let max_warps = self.max_threads_per_sm / 32;
+        if max_warps <= 0 {
+            return 0.0;
+        }
+        (self.max_active_blocks_per_sm as i64 * warps_per_block) as f64 / max_warps as f64
     }
 }
 
@@ -274,6 +308,8 @@ impl Gpu {
             let sm_count = ctx.attribute(attr).map_err(drv("reading the multiprocessor count"))?;
             let attr = drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
             let optin = ctx.attribute(attr).map_err(drv("reading the opt-in shared memory per block"))?;
+            let attr = drv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR;
+            let max_threads_per_sm = ctx.attribute(attr).map_err(drv("reading the threads per multiprocessor"))?;
             Ok(Gpu {
                 blas: Mutex::new(None),
                 stream,
@@ -282,6 +318,7 @@ impl Gpu {
                 arch: format!("sm_{major}{minor}"),
                 sm_count: sm_count as i64,
                 max_shared_optin: optin.max(0) as usize,
+                max_threads_per_sm: max_threads_per_sm as i64,
             })
         })
     }
@@ -357,6 +394,32 @@ impl Gpu {
                     shared_mem_bytes: shared_u32,
                 },
                 num_params: k.params.len(),
+            })
+        })
+    }
+
+    /// The registers, shared and local memory `k` uses, and how many of its
+    /// blocks one SM holds at once (its occupancy).
+    pub fn resources(&self, k: &LoadedKernel) -> Result<KernelResources, String> {
+        let name = &k.name;
+        guarded("reading the kernel's resources", || {
+            let f = &k.func;
+            let what = |w: &'static str| move |e: DriverError| format!("reading the {w} of kernel {name} failed: {e}");
+            let (x, y, z) = k.cfg.block_dim;
+            let threads = x.saturating_mul(y).saturating_mul(z);
+            let dynamic = k.cfg.shared_mem_bytes;
+            self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+            let blocks = f
+                .occupancy_max_active_blocks_per_multiprocessor(threads, dynamic as usize, None)
+                .map_err(what("occupancy (cuOccupancyMaxActiveBlocksPerMultiprocessor)"))?;
+            Ok(KernelResources {
+                registers_per_thread: f.num_regs().map_err(what("registers per thread"))?,
+                static_shared_bytes: f.shared_size_bytes().map_err(what("static shared memory"))?,
+                dynamic_shared_bytes: dynamic,
+                local_bytes_per_thread: f.local_size_bytes().map_err(what("local memory per thread"))?,
+                threads_per_block: threads,
+                max_active_blocks_per_sm: blocks,
+                max_threads_per_sm: self.max_threads_per_sm,
             })
         })
     }

@@ -2,6 +2,12 @@
 //!
 //! Like variables, buffers have identity: a pass that changes a buffer's shape
 //! makes a new `Buffer` and rewrites every access to it.
+//!
+//! A buffer is laid out row-major. `dim_align` (from `sch.storage_align`)
+//! pads the stride of some dimensions: the stride of dimension `axis` is
+//! the smallest value at least its compact value with
+//! `stride % factor == offset`, computed from the innermost dimension out
+//! (TVM's rule), so the padding follows the shape when a pass shrinks it.
 
 use crate::dtype::DType;
 use crate::expr::Expr;
@@ -48,11 +54,29 @@ pub struct BufferNode {
     pub dtype: DType,
     pub shape: Vec<Expr>,
     pub scope: Scope,
+    /// Stride padding requests, at most one per axis, sorted by axis.
+    pub dim_align: Vec<DimAlign>,
+}
+
+/// Pad the stride of dimension `axis` so that `stride % factor == offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DimAlign {
+    pub axis: usize,
+    pub factor: i64,
+    pub offset: i64,
+}
+
+/// The stride `stride` padded up to the next value `s` with
+/// `s % factor == offset` (`factor > 0`, `0 <= offset < factor`); `None` on
+/// overflow.
+pub fn align_stride(stride: i64, factor: i64, offset: i64) -> Option<i64> {
+    let pad = (offset - stride.rem_euclid(factor)).rem_euclid(factor);
+    stride.checked_add(pad)
 }
 
 impl Buffer {
     pub fn new(name: impl Into<String>, dtype: DType, shape: Vec<Expr>, scope: Scope) -> Buffer {
-        Buffer(Arc::new(BufferNode { name: name.into(), dtype, shape, scope }))
+        Buffer(Arc::new(BufferNode { name: name.into(), dtype, shape, scope, dim_align: Vec::new() }))
     }
 
     /// A new buffer with the fields of this one, changed by `f`.
@@ -90,6 +114,41 @@ impl Buffer {
     /// The number of elements, when the shape is constant.
     pub fn num_elements(&self) -> Option<i64> {
         self.const_shape().map(|s| s.iter().product())
+    }
+
+    pub fn dim_align(&self) -> &[DimAlign] {
+        &self.0.dim_align
+    }
+
+    /// The element stride of each dimension, padded as `dim_align` asks,
+    /// when the shape is constant (and the strides fit in an i64).
+    pub fn strides(&self) -> Option<Vec<i64>> {
+        let shape = self.const_shape()?;
+        let mut strides = vec![0; shape.len()];
+        let mut stride: i64 = 1;
+        for d in (0..shape.len()).rev() {
+            if let Some(a) = self.0.dim_align.iter().find(|a| a.axis == d) {
+                stride = align_stride(stride, a.factor, a.offset)?;
+            }
+            strides[d] = stride;
+            stride = stride.checked_mul(shape[d])?;
+        }
+        Some(strides)
+    }
+
+    /// The elements the buffer's memory spans: its number of elements, or
+    /// more when strides are padded (the outermost stride times the
+    /// outermost extent).
+    pub fn alloc_elements(&self) -> Option<i64> {
+        if self.0.dim_align.is_empty() {
+            return self.num_elements();
+        }
+        let shape = self.const_shape()?;
+        let strides = self.strides()?;
+        match shape.first() {
+            Some(n) => strides[0].checked_mul(*n),
+            None => Some(1),
+        }
     }
 
     pub fn key(&self) -> usize {

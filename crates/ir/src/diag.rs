@@ -3,8 +3,19 @@
 //! A `Diagnostic` says what is wrong (`message`, lowercase, no trailing
 //! period), where (`span`, with a short `label`), and, when a fix is obvious,
 //! how (`help`). `render` draws it under the source line with miette.
+//!
+//! Most diagnostics are errors: the input is refused. A *warning* reports
+//! something legal but likely unintended (a slow kernel): the commands
+//! print it and go on, with the exit status unchanged.
 
 use tirc_parser::ast::Span;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Severity {
+    #[default]
+    Error,
+    Warning,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
@@ -12,13 +23,23 @@ pub struct Diagnostic {
     pub span: Option<Span>,
     pub label: Option<String>,
     pub help: Option<String>,
+    pub severity: Severity,
 }
 
 pub type Result<T> = std::result::Result<T, Diagnostic>;
 
 impl Diagnostic {
     pub fn new(message: impl Into<String>) -> Diagnostic {
-        Diagnostic { message: message.into(), span: None, label: None, help: None }
+        Diagnostic { message: message.into(), span: None, label: None, help: None, severity: Severity::Error }
+    }
+
+    /// A warning: legal input, reported, not refused.
+    pub fn warning(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::new(message) }
+    }
+
+    pub fn is_warning(&self) -> bool {
+        self.severity == Severity::Warning
     }
 
     pub fn at(span: Span, message: impl Into<String>) -> Diagnostic {
@@ -50,7 +71,8 @@ impl Diagnostic {
         let handler =
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor()).with_width(100);
         if handler.render_report(&mut out, &report).is_err() {
-            out = format!("error: {}\n", self.message);
+            let kind = if self.is_warning() { "warning" } else { "error" };
+            out = format!("{kind}: {}\n", self.message);
         }
         out
     }
@@ -91,6 +113,13 @@ impl std::fmt::Display for Report<'_> {
 impl std::error::Error for Report<'_> {}
 
 impl miette::Diagnostic for Report<'_> {
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.d.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         self.d.span.map(|_| &self.src as &dyn miette::SourceCode)
     }

@@ -14,7 +14,7 @@ pub mod stmt;
 pub mod structural_eq;
 pub mod subst;
 
-pub use buffer::{Buffer, Scope};
+pub use buffer::{Buffer, DimAlign, Scope};
 pub use diag::Diagnostic;
 pub use dtype::DType;
 pub use expr::{BinOp, Expr, Intrinsic, Range, Var};

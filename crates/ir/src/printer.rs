@@ -187,6 +187,13 @@ impl Printer {
         if b.scope() != Scope::Global {
             let _ = write!(s, ", scope=\"{}\"", b.scope().name());
         }
+        if !b.dim_align().is_empty() {
+            // tirc's own keyword: the padding `sch.storage_align` asked for,
+            // kept until `flatten_buffers` lays the buffer out with it.
+            let items: Vec<String> =
+                b.dim_align().iter().map(|a| format!("[{}, {}, {}]", a.axis, a.factor, a.offset)).collect();
+            let _ = write!(s, ", dim_align=[{}]", items.join(", "));
+        }
         s
     }
 

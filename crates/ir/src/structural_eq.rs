@@ -66,7 +66,7 @@ impl Eq {
         if let Some(&k) = self.bufs.get(&a.key()) {
             return k == b.key();
         }
-        if a.dtype() != b.dtype() || a.scope() != b.scope() || a.ndim() != b.ndim() {
+        if a.dtype() != b.dtype() || a.scope() != b.scope() || a.ndim() != b.ndim() || a.dim_align() != b.dim_align() {
             return false;
         }
         self.bufs.insert(a.key(), b.key());

@@ -28,6 +28,9 @@ pub struct Compiled {
     pub after: Vec<(&'static str, PrimFunc)>,
     pub lowered: PrimFunc,
     pub kernel: CudaKernel,
+    /// Warnings about the lowered kernel: it is correct, but likely slower
+    /// than meant (`verify_local_indices`).
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// Parses and resolves a source text.
@@ -92,5 +95,6 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
     let mut after = Vec::new();
     let lowered = transform::lower(scheduled.clone(), |name, f| after.push((name, f.clone())))?;
     let kernel = tirc_codegen::emit(&lowered)?;
-    Ok(Compiled { module, original, scheduled, trace, after, lowered, kernel })
+    let warnings = transform::verify_local_indices::check(&lowered);
+    Ok(Compiled { module, original, scheduled, trace, after, lowered, kernel, warnings })
 }

@@ -4,7 +4,7 @@
 
 use super::dotted;
 use super::func::{Binding, FuncResolver, MAX_ELEMENTS, R};
-use crate::buffer::{Buffer, Scope};
+use crate::buffer::{Buffer, DimAlign, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::dtype::DType;
 use crate::expr::Expr;
@@ -17,6 +17,7 @@ impl FuncResolver<'_> {
         let mut dtype = DType::F32;
         let mut scope = scope;
         let mut strides = None;
+        let mut dim_align = None;
         let mut pos = 0;
         for a in args {
             match a {
@@ -34,6 +35,7 @@ impl FuncResolver<'_> {
                     "dtype" => dtype = self.dtype_arg(e)?,
                     "scope" => scope = self.scope_arg(e)?,
                     "strides" => strides = Some(e),
+                    "dim_align" => dim_align = Some(e),
                     "data" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
                     other => {
                         return Err(did_you_mean(
@@ -54,7 +56,70 @@ impl FuncResolver<'_> {
         if let Some(st) = strides {
             self.check_strides(st, &shape)?;
         }
-        Ok(Buffer::new(name, dtype, shape, scope))
+        let b = Buffer::new(name, dtype, shape, scope);
+        match dim_align {
+            Some(e) => {
+                let aligns = self.dim_align(e, b.ndim())?;
+                Ok(b.with(|n| n.dim_align = aligns))
+            }
+            None => Ok(b),
+        }
+    }
+
+    /// `dim_align=[[axis, factor, offset], ...]`: tirc's record of
+    /// `sch.storage_align` on an allocated buffer.
+    fn dim_align(&mut self, e: &ast::Expr, ndim: usize) -> R<Vec<DimAlign>> {
+        let bad = |span: Span| {
+            Diagnostic::at(span, "`dim_align=` takes a list of [axis, factor, offset] triples")
+                .help("e.g. dim_align=[[0, 32, 1]] pads the stride of axis 0 to 1 modulo 32")
+        };
+        let (ExprKind::List(items) | ExprKind::Tuple(items)) = &e.kind else {
+            return Err(bad(e.span));
+        };
+        let mut out: Vec<DimAlign> = Vec::new();
+        for it in items {
+            let (ExprKind::List(t) | ExprKind::Tuple(t)) = &it.kind else {
+                return Err(bad(it.span));
+            };
+            let mut v = Vec::new();
+            for x in t {
+                match self.expr(x)?.as_int() {
+                    Some(i) => v.push(i),
+                    None => return Err(bad(x.span)),
+                }
+            }
+            let [axis, factor, offset] = v[..] else {
+                return Err(bad(it.span));
+            };
+            if axis < 0 || axis as usize >= ndim {
+                return Err(Diagnostic::at(
+                    it.span,
+                    format!("axis {axis} is out of range for a {ndim}-dimensional buffer"),
+                ));
+            }
+            if factor <= 0 || !(0..factor).contains(&offset) {
+                return Err(Diagnostic::at(
+                    it.span,
+                    format!("factor {factor} and offset {offset}: need factor > 0 and 0 <= offset < factor"),
+                ));
+            }
+            if out.iter().any(|a| a.axis == axis as usize) {
+                return Err(Diagnostic::at(it.span, format!("axis {axis} is aligned twice")));
+            }
+            out.push(DimAlign { axis: axis as usize, factor, offset });
+        }
+        out.sort_by_key(|a| a.axis);
+        Ok(out)
+    }
+
+    /// Parameters and views have the layout of memory tirc does not
+    /// allocate: no padding.
+    pub(crate) fn no_dim_align(&self, b: &Buffer, span: Span) -> R<()> {
+        if b.dim_align().is_empty() {
+            return Ok(());
+        }
+        Err(Diagnostic::at(span, format!("`{}` cannot take `dim_align=`: its memory is not allocated here", b.name()))
+            .help("only buffers the function allocates (T.alloc_buffer, T.decl_buffer) can have padded strides"))
     }
 
     /// `strides=` must be those of a compact row-major buffer, the only
@@ -170,6 +235,7 @@ impl FuncResolver<'_> {
             return Ok(Binding::Buffer(base));
         }
         let view = self.buffer_decl(name, args, span, base.scope())?;
+        self.no_dim_align(&view, span)?;
         if view.scope() != base.scope() {
             return Err(Diagnostic::at(
                 span,

@@ -186,7 +186,9 @@ impl FuncResolver<'_> {
                 return Err(Diagnostic::at(ann.span, "a parameter must be a `T.Buffer(...)` or a `T.handle`"));
             }
         };
-        self.buffer_decl(&p.name.name, &args, span, Scope::Global).map(Some)
+        let b = self.buffer_decl(&p.name.name, &args, span, Scope::Global)?;
+        self.no_dim_align(&b, span)?;
+        Ok(Some(b))
     }
 
     /// Resolves a body; errors are collected and the bad statement dropped.
@@ -479,7 +481,10 @@ impl FuncResolver<'_> {
                         if !self.handles.iter().any(|(n, _)| n == hname) {
                             return Err(Diagnostic::at(h.span, format!("`{hname}` is not a handle parameter")));
                         }
-                        let b = match self.buffer_decl(name, rest, value.span, Scope::Global) {
+                        let b = match self
+                            .buffer_decl(name, rest, value.span, Scope::Global)
+                            .and_then(|b| self.no_dim_align(&b, value.span).map(|_| b))
+                        {
                             Ok(b) => b,
                             Err(e) => {
                                 // The handle is matched, to a stand-in.

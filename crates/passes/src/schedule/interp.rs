@@ -9,8 +9,8 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, reorder, split, Schedule,
-    ScheduleError,
+    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, reorder, split, storage_align,
+    Schedule, ScheduleError,
 };
 use crate::transform::inject_software_pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
@@ -53,7 +53,7 @@ type R<T> = Result<T, Diagnostic>;
 type CallArgs = (Vec<(Value, Span)>, Vec<(String, Value, Span)>);
 
 /// The primitives tirc implements, for suggestions.
-const PRIMITIVES: [&str; 24] = [
+const PRIMITIVES: [&str; 25] = [
     "get_block",
     "get_sblock",
     "get_loops",
@@ -78,11 +78,11 @@ const PRIMITIVES: [&str; 24] = [
     "cache_write",
     "compute_at",
     "reverse_compute_at",
+    "storage_align",
 ];
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-const NOT_YET: [&str; 7] =
-    ["storage_align", "tensorize", "blockize", "transform_layout", "rfactor", "reindex", "pad_einsum"];
+const NOT_YET: [&str; 6] = ["tensorize", "blockize", "transform_layout", "rfactor", "reindex", "pad_einsum"];
 
 /// Runs the schedule `def` on a fresh schedule of its function. `params`
 /// override the script's parameter defaults.
@@ -533,6 +533,7 @@ impl Interp<'_> {
             "cache_write" => &["block", "write_buffer_index", "storage_scope", "consumer_blocks"],
             "compute_at" | "reverse_compute_at" => &["block", "loop", "preserve_unit_loops", "index"],
             "work_on" => &["func_name"],
+            "storage_align" => &["block", "buffer_index", "axis", "factor", "offset"],
             _ if NOT_YET.contains(&name) => {
                 return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet")))
             }
@@ -736,6 +737,24 @@ impl Interp<'_> {
                     compute_at::reverse_compute_at(&mut self.sch, &b, &l)
                 };
                 r.map(|_| Value::None).map_err(fail)
+            }
+            "storage_align" => {
+                let b = self.as_block(&need(0)?)?;
+                let mut ints = [0i64; 4];
+                for (k, slot) in ints.iter_mut().enumerate() {
+                    let (v, s) = need(k + 1)?;
+                    let Value::Int(i) = v else {
+                        return Err(Diagnostic::at(
+                            s,
+                            format!("`{}` must be an integer, not {}", sig[k + 1], v.kind()),
+                        ));
+                    };
+                    *slot = i;
+                }
+                let [index, axis, factor, offset] = ints;
+                storage_align::storage_align(&mut self.sch, &b, index, axis, factor, offset)
+                    .map(|_| Value::None)
+                    .map_err(fail)
             }
             _ => Err(Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`"))),
         }

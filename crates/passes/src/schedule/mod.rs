@@ -19,6 +19,7 @@ pub mod interp;
 pub mod loop_kind;
 pub mod reorder;
 pub mod split;
+pub mod storage_align;
 pub mod tree;
 
 use tirc_ir::{PrimFunc, Var};

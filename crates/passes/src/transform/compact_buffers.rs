@@ -14,7 +14,8 @@
 //! moves to the body of that loop; a shared one stays where it is, once per
 //! GPU block, since the GPU reuses one array for every iteration. A dimension whose region has no constant size
 //! keeps its full extent. Runs after `lower_blocks`, on multi-dimensional
-//! indices.
+//! indices. A buffer's stride padding (`dim_align`) is kept: it applies to
+//! the compacted shape, as TVM's `storage_align` does.
 
 use crate::bounds::{relax, to_range, union, Relaxed};
 use crate::schedule::tree::rewrite;

@@ -3,17 +3,39 @@
 //! `C[i, j]` of a `(M, N)` buffer becomes `C[i * N + j]` of a `(M * N,)`
 //! buffer, for parameters and allocations alike. The indices are left for
 //! `simplify` to put in canonical form.
+//!
+//! A buffer with padded strides (`dim_align`, from `sch.storage_align`) is
+//! laid out with them: `S[i, j]` of a `(32, 32)` buffer whose row stride is
+//! padded to 33 becomes `S[i * 33 + j]` of a `(1056,)` buffer (the outermost
+//! stride times the outermost extent). Its shape must be constant then.
 
 use crate::schedule::tree::rewrite;
 use tirc_ir::{Buffer, Diagnostic, Expr, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut map: Vec<(Buffer, Buffer)> = Vec::new();
-    let flat = |b: &Buffer, map: &mut Vec<(Buffer, Buffer)>| -> Buffer {
+    let mut bad = None;
+    let mut flat = |b: &Buffer, map: &mut Vec<(Buffer, Buffer)>| -> Buffer {
         if let Some((_, n)) = map.iter().find(|(o, _)| o == b) {
             return n.clone();
         }
-        let n = if b.ndim() == 1 {
+        let n = if !b.dim_align().is_empty() {
+            match b.alloc_elements() {
+                Some(size) => b.with(|n| {
+                    n.shape = vec![Expr::int(size)];
+                    n.dim_align.clear();
+                }),
+                None => {
+                    bad.get_or_insert_with(|| {
+                        Diagnostic::new(format!(
+                            "`{}` has padded strides (storage_align) but no constant shape to lay them out on",
+                            b.name()
+                        ))
+                    });
+                    b.clone()
+                }
+            }
+        } else if b.ndim() == 1 {
             b.clone()
         } else {
             let size = b.shape().iter().cloned().reduce(|a, x| a * x).unwrap_or(Expr::int(1));
@@ -34,7 +56,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
         None
     });
-    if let Some(e) = err {
+    if let Some(e) = err.or(bad) {
         return Err(e);
     }
     f.body = rewrite_accesses(&f.body, &map);
@@ -42,6 +64,10 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 }
 
 fn linear(b: &Buffer, idx: &[Expr]) -> Vec<Expr> {
+    if let (false, Some(strides)) = (b.dim_align().is_empty(), b.strides()) {
+        let terms = idx.iter().zip(strides).map(|(i, s)| if s == 1 { i.clone() } else { i.clone() * Expr::int(s) });
+        return vec![terms.reduce(|a, t| a + t).unwrap_or(Expr::int(0))];
+    }
     if idx.len() <= 1 {
         return idx.to_vec();
     }

@@ -328,7 +328,11 @@ fn expand(l: &For, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagno
     // Versioned buffers: a leading dimension, indexed by the iteration.
     let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
     for (b, v) in &versions {
-        let nb = b.with(|node| node.shape.insert(0, Expr::int(*v)));
+        let nb = b.with(|node| {
+            node.shape.insert(0, Expr::int(*v));
+            // Padding asked by storage_align stays on the same dimensions.
+            node.dim_align.iter_mut().for_each(|a| a.axis += 1);
+        });
         versioned.push((b.clone(), nb.clone()));
         map.push((b.clone(), nb, *v));
     }

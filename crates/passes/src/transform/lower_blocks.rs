@@ -5,14 +5,98 @@
 //! its allocated buffers become allocations around the body. Blocks must
 //! have no init left (`lower_init` runs first). After this pass the function
 //! holds loops, stores, conditionals and allocations only.
+//!
+//! A block's `buffer_dim_align` annotation (from `sch.storage_align`) would
+//! go with the block, so it moves onto the buffer it names first: the
+//! buffer written at that index gets the padding as its `dim_align`, for
+//! `flatten_buffers` to lay it out with. A malformed annotation, or one that
+//! names a parameter, is an error.
 
+use crate::schedule::cache::regions;
+use crate::schedule::storage_align::KEY;
 use crate::schedule::tree::rewrite;
-use tirc_ir::subst::substitute_stmt;
-use tirc_ir::{Diagnostic, PrimFunc, Stmt};
+use tirc_ir::subst::{replace_buffers_stmt, substitute_stmt};
+use tirc_ir::{Attr, BlockRealize, Buffer, Diagnostic, DimAlign, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let aligned = aligned_buffers(&f)?;
     f.body = lower(&f.body);
+    if !aligned.is_empty() {
+        f.body = replace_allocs(&replace_buffers_stmt(&f.body, &aligned), &aligned);
+    }
     Ok(f)
+}
+
+/// `s` with the allocations of the buffers of `map` replaced.
+fn replace_allocs(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
+    rewrite(s, &mut |x| match x {
+        Stmt::Allocate { buffer, body } => {
+            let b = map.iter().find(|(o, _)| o == buffer).map_or(buffer.clone(), |(_, n)| n.clone());
+            Some(Stmt::Allocate { buffer: b, body: Box::new(replace_allocs(body, map)) })
+        }
+        _ => None,
+    })
+}
+
+/// Each buffer named by a `buffer_dim_align` annotation, and the same
+/// buffer with the padding recorded on it.
+fn aligned_buffers(f: &PrimFunc) -> Result<Vec<(Buffer, Buffer)>, Diagnostic> {
+    let mut requests: Vec<(Buffer, Vec<DimAlign>)> = Vec::new();
+    for r in f.body.blocks() {
+        let Some((_, ann)) = r.block.annotations.iter().find(|(k, _)| k == KEY) else { continue };
+        let bad = |why: String| {
+            Diagnostic::new(format!("block `{}`: annotation \"{KEY}\" {why}", r.block.name))
+                .help("it is a list of [buffer_index, axis, factor, offset], as sch.storage_align writes it")
+        };
+        let Attr::List(entries) = ann else { return Err(bad("is not a list".into())) };
+        for e in entries {
+            let ints: Option<Vec<i64>> = match e {
+                Attr::List(v) => v.iter().map(Attr::as_int).collect(),
+                _ => None,
+            };
+            let Some(&[index, axis, factor, offset]) = ints.as_deref() else {
+                return Err(bad("has an entry that is not four integers".into()));
+            };
+            let b =
+                written(r, index).ok_or_else(|| bad(format!("names write buffer {index}, which the block lacks")))?;
+            if f.params.contains(&b) {
+                return Err(bad(format!("pads `{}`, a parameter, whose layout is the caller's", b.name())));
+            }
+            let ndim = b.ndim() as i64;
+            let axis = if axis < 0 { axis + ndim } else { axis };
+            if !(0..ndim).contains(&axis) || factor <= 0 || !(0..factor).contains(&offset) {
+                return Err(bad(format!(
+                    "has a bad entry for `{}`: axis {axis}, factor {factor}, offset {offset}",
+                    b.name()
+                )));
+            }
+            let a = DimAlign { axis: axis as usize, factor, offset };
+            match requests.iter_mut().find(|(x, _)| *x == b) {
+                Some((_, v)) => {
+                    v.retain(|x| x.axis != a.axis);
+                    v.push(a);
+                }
+                None => {
+                    let mut v: Vec<DimAlign> = b.dim_align().iter().filter(|x| x.axis != a.axis).copied().collect();
+                    v.push(a);
+                    requests.push((b, v));
+                }
+            }
+        }
+    }
+    Ok(requests
+        .into_iter()
+        .map(|(b, mut v)| {
+            v.sort_by_key(|a| a.axis);
+            let n = b.with(|n| n.dim_align = v);
+            (b, n)
+        })
+        .collect())
+}
+
+fn written(r: &BlockRealize, index: i64) -> Option<Buffer> {
+    let writes = regions(r, false);
+    usize::try_from(index).ok().and_then(|i| writes.get(i)).cloned()
 }
 
 fn lower(s: &Stmt) -> Stmt {

@@ -3,7 +3,8 @@
 //!
 //! `PIPELINE` lists the passes in the order they run, by the names that
 //! `--print-after` takes. Each pass is one file named after it, its contract
-//! at the top.
+//! at the top. `verify_local_indices` is a check of the lowered kernel, not
+//! a pass: it returns warnings.
 
 pub mod compact_buffers;
 pub mod extract_launch;
@@ -15,6 +16,7 @@ pub mod lower_init;
 pub mod promote_accumulators;
 pub mod simplify;
 pub mod unroll_loops;
+pub mod verify_local_indices;
 
 use tirc_ir::{Diagnostic, PrimFunc};
 

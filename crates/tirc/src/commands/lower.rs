@@ -1,5 +1,5 @@
-//! `tirc lower FILE`: print the lowered IR, the CUDA source, or the IR
-//! after each pass.
+//! `tirc lower FILE`: print the lowered IR, the CUDA source, the PTX that
+//! NVRTC makes of it, or the IR after each pass.
 
 use super::{read, report, Common, FAIL, USAGE};
 use tirc::compile::compile;
@@ -13,6 +13,9 @@ pub enum Emit {
     Scheduled,
     /// The CUDA C source.
     Cuda,
+    /// The PTX that NVRTC compiles the CUDA source to, for --arch (needs
+    /// the NVRTC library, not a GPU).
+    Ptx,
 }
 
 #[derive(clap::Args)]
@@ -28,6 +31,9 @@ pub struct Args {
     /// Print the IR after the named pass.
     #[arg(long, value_name = "PASS")]
     pub print_after: Vec<String>,
+    /// The GPU architecture --emit ptx compiles for.
+    #[arg(long, default_value = "sm_90")]
+    pub arch: String,
 }
 
 pub fn main(a: Args) -> u8 {
@@ -49,6 +55,7 @@ pub fn main(a: Args) -> u8 {
             return FAIL;
         }
     };
+    report(&a.common.file, &src, &c.warnings);
     let want = |n: &str| a.print_after_all || a.print_after.iter().any(|p| p == n);
     if a.print_after_all || !a.print_after.is_empty() {
         if want("schedule") {
@@ -78,6 +85,22 @@ pub fn main(a: Args) -> u8 {
                 k.launch.block[2]
             );
             print!("{}", k.source);
+        }
+        Emit::Ptx => {
+            if !tirc_exec::gpu::nvrtc_available() {
+                eprintln!(
+                    "error: --emit ptx needs the NVRTC library, which cannot be loaded (libnvrtc.so: pip install \
+                     nvidia-cuda-nvrtc==13.0.* and put its nvidia/cu13/lib on LD_LIBRARY_PATH)"
+                );
+                return FAIL;
+            }
+            match tirc_exec::gpu::nvrtc_compile(&c.kernel.source, &a.arch) {
+                Ok(ptx) => print!("{ptx}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return FAIL;
+                }
+            }
         }
     }
     0

@@ -52,7 +52,7 @@ pub fn read(path: &std::path::Path) -> Result<String, u8> {
     })
 }
 
-/// Prints diagnostics against the source on stderr.
+/// Prints diagnostics (errors or warnings) against the source on stderr.
 pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
     let name = path.display().to_string();
     for d in diags {

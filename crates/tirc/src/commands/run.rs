@@ -6,7 +6,10 @@
 //! that is fast enough, else on the GPU (lowered naively, one thread per
 //! output element). `--bench` times the kernel (warm-up, CUDA events, the
 //! median of repeats); `--compare cublas` times cuBLAS SGEMM on the same
-//! inputs in the same run and cross-checks its result.
+//! inputs in the same run and cross-checks its result. On the GPU the
+//! kernel's registers, shared and local memory and its occupancy (blocks
+//! per SM, from the driver) are reported too: with `--bench` in the text,
+//! always in `--json` (null on the simulator).
 
 use super::{read, report, Common, FAIL, USAGE};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -75,6 +78,8 @@ struct Outcome {
     cublas_err: Option<ErrorStats>,
     reference_on: &'static str,
     device: Option<String>,
+    /// Registers, shared and local memory, occupancy: on the GPU only.
+    resources: Option<gpu::KernelResources>,
 }
 
 pub fn main(a: Args) -> u8 {
@@ -103,6 +108,7 @@ pub fn main(a: Args) -> u8 {
             return FAIL;
         }
     };
+    report(&a.common.file, &src, &c.warnings);
     match execute(&a, &c) {
         Ok(o) => {
             print_outcome(&a, &c, &o);
@@ -163,6 +169,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     let measure::Prepared { inputs, args: mut run_args } = prepare(f, seed(a))?;
     let work = measure::sim_work(f);
     let mut device = None;
+    let mut resources = None;
     let mut time_ms = None;
     let mut cublas = None;
     let reference_on;
@@ -176,6 +183,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         let g = gpu::Gpu::open()?;
         device = Some(g.name());
         let k = g.load(&c.kernel)?;
+        resources = Some(g.resources(&k)?);
         let bufs: Vec<gpu::DeviceBuffer> = run_args.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
         let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
         g.launch(&k, &refs)?;
@@ -218,6 +226,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         cublas_err: cublas.map(|c| c.1),
         reference_on,
         device,
+        resources,
     })
 }
 
@@ -271,6 +280,14 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
         if let Some(d) = &o.device {
             fields.push(format!("\"device\": {}", json_str(d)));
         }
+        let r = o.resources;
+        let int = |v: Option<i64>| v.map_or("null".to_string(), |x| x.to_string());
+        fields.push(format!("\"registers_per_thread\": {}", int(r.map(|r| r.registers_per_thread as i64))));
+        fields.push(format!("\"static_shared_bytes\": {}", int(r.map(|r| r.static_shared_bytes as i64))));
+        fields.push(format!("\"dynamic_shared_bytes\": {}", int(r.map(|r| r.dynamic_shared_bytes as i64))));
+        fields.push(format!("\"local_bytes_per_thread\": {}", int(r.map(|r| r.local_bytes_per_thread as i64))));
+        fields.push(format!("\"max_active_blocks_per_sm\": {}", int(r.map(|r| r.max_active_blocks_per_sm as i64))));
+        fields.push(format!("\"occupancy\": {}", num(r.map(|r| r.occupancy()))));
         if a.compare.is_some() {
             fields.push(format!("\"cublas_time_ms\": {}", num(o.cublas_ms)));
             fields.push(format!("\"cublas_gflops\": {}", num(o.cublas_gflops)));
@@ -298,6 +315,19 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
     }
     if let (Some(t), Some(g)) = (o.time_ms, o.gflops) {
         println!("time: {t:.4} ms, {g:.1} GFLOPS (median of {} after {} warm-up)", a.repeat, a.warmup);
+    }
+    if let (true, Some(r)) = (a.bench, o.resources) {
+        println!(
+            "resources: {} registers/thread, {} B static + {} B dynamic shared memory/block, {} B local memory/thread",
+            r.registers_per_thread, r.static_shared_bytes, r.dynamic_shared_bytes, r.local_bytes_per_thread
+        );
+        println!(
+            "occupancy: {} blocks/SM of {} threads each, {:.0}% of the SM's {} warp slots",
+            r.max_active_blocks_per_sm,
+            r.threads_per_block,
+            100.0 * r.occupancy(),
+            r.max_threads_per_sm / 32
+        );
     }
     if let (Some(t), Some(g)) = (o.cublas_ms, o.cublas_gflops) {
         let ratio = o.time_ms.map_or(f64::NAN, |x| t / x);
