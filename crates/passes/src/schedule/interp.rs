@@ -173,6 +173,23 @@ enum Flow {
 }
 
 impl Interp<'_> {
+    /// `sch.annotate(block, "double_buffer_scope", i)`: the block must write
+    /// a buffer at index `i`, and not a parameter.
+    fn check_double_buffer(&self, block: &str, val: &Attr) -> std::result::Result<(), String> {
+        let r = super::tree::find_block(&self.sch.func.body, block)
+            .ok_or_else(|| format!("block `{block}` is no longer in the function"))?;
+        let i = val.as_int().ok_or("\"double_buffer_scope\" takes the index of a buffer the block writes")?;
+        let writes = super::cache::regions(r, false);
+        let b = usize::try_from(i)
+            .ok()
+            .and_then(|i| writes.get(i))
+            .ok_or_else(|| format!("block `{block}` writes {} buffers; it has no write buffer {i}", writes.len()))?;
+        if self.sch.func.params.contains(b) {
+            return Err(format!("`{}` is a parameter of the function: only a buffer the schedule made (cache_read, cache_write) can be double-buffered", b.name()));
+        }
+        Ok(())
+    }
+
     fn block(&mut self, body: &[ast::Stmt]) -> R<Flow> {
         for s in body {
             match self.stmt(s)? {
@@ -666,6 +683,9 @@ impl Interp<'_> {
                 let (vv, vs) = need(2)?;
                 let val = to_attr(&vv)
                     .ok_or_else(|| Diagnostic::at(vs, format!("{} cannot be an annotation value", vv.kind())))?;
+                if let (Target::Block(b), "double_buffer_scope") = (&target, key.as_str()) {
+                    self.check_double_buffer(b, &val).map_err(|m| Diagnostic::at(span, m))?;
+                }
                 loop_kind::annotate(&mut self.sch, &target, &key, val).map(|_| Value::None).map_err(fail)
             }
             "decompose_reduction" => {

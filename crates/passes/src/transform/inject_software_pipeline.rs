@@ -29,6 +29,13 @@
 //! values from one iteration to the next across stages, when a parameter
 //! would need versions, or when the annotations do not match the body.
 //!
+//! `double_buffer_scope` (TVM's `sch.annotate(block, "double_buffer_scope",
+//! i)`, handed on by `lower_blocks` in the function attribute
+//! `tirc.double_buffer`): the buffer gets two versions at least; outside a
+//! pipelined loop, its two copies alternate on the innermost serial loop
+//! around all its uses, so that one iteration writes the copy the last one
+//! did not read.
+//!
 //! Asynchronous stages: each copy `shared[..] = global[..]` of a statement
 //! of such a stage becomes an asynchronous copy; after the statements of
 //! the stage in each iteration a `commit_group` closes the iteration's
@@ -38,6 +45,7 @@
 //! to `insert_barriers`. Runs after `compact_buffers`, on multi-dimensional
 //! indices, with constant loop bounds.
 
+use super::lower_blocks::DOUBLE_BUFFER_ATTR;
 use std::collections::HashSet;
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{Attr, BinOp, Buffer, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
@@ -47,8 +55,20 @@ pub const ORDER: &str = "software_pipeline_order";
 pub const ASYNC: &str = "software_pipeline_async_stages";
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let doubled: Vec<String> = match f.attrs.iter().find(|(k, _)| k == DOUBLE_BUFFER_ATTR) {
+        Some((_, Attr::List(v))) => {
+            v.iter().filter_map(|a| if let Attr::Str(s) = a { Some(s.clone()) } else { None }).collect()
+        }
+        _ => Vec::new(),
+    };
+    f.attrs.retain(|(k, _)| k != DOUBLE_BUFFER_ATTR);
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
-    let body = visit(&f.body, &mut versioned)?;
+    let mut body = visit(&f.body, &doubled, &mut versioned)?;
+    for name in &doubled {
+        if !versioned.iter().any(|(o, _)| o.name() == name) {
+            body = double_buffer(&body, name, &mut versioned)?;
+        }
+    }
     // Allocations outside the pipelined loops take the versioned shape;
     // any other access to a versioned buffer would not know its version.
     let body = reallocate(&body, &versioned);
@@ -82,9 +102,9 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 }
 
 /// Expands the annotated loops of `s`, innermost first.
-fn visit(s: &Stmt, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+fn visit(s: &Stmt, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
     let mut err = None;
-    let out = s.map_children(|c| match visit(c, versioned) {
+    let out = s.map_children(|c| match visit(c, doubled, versioned) {
         Ok(x) => x,
         Err(e) => {
             err.get_or_insert(e);
@@ -95,7 +115,7 @@ fn visit(s: &Stmt, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagno
         return Err(e);
     }
     match &out {
-        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => expand(l, versioned),
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => expand(l, doubled, versioned),
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
             Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
         }
@@ -184,7 +204,7 @@ struct Plan {
 /// `sch.annotate` runs at the end of a schedule, so that a bad annotation
 /// is reported at the schedule line that made it.
 pub fn check(l: &For) -> Result<(), Diagnostic> {
-    let plan = analyze(l)?;
+    let plan = analyze(l, &[])?;
     let is_async: Vec<bool> = plan.stages.iter().map(|s| plan.async_stages.contains(s)).collect();
     let mut in_order: Vec<usize> = (0..plan.stmts.len()).collect();
     in_order.sort_by_key(|&j| plan.order[j]);
@@ -205,7 +225,7 @@ fn same_stage_async(plan: &Plan, a: &AsyncPlan, l: &For) -> Result<(), Diagnosti
     }
 }
 
-fn analyze(l: &For) -> Result<Plan, Diagnostic> {
+fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
     let name = l.var.name();
     let err = |m: String| Diagnostic::new(format!("software pipeline of loop `{name}`: {m}"));
     let stages = int_list(l, STAGE)?.unwrap_or_default();
@@ -319,11 +339,18 @@ fn analyze(l: &For) -> Result<Plan, Diagnostic> {
         }
     }
 
+    // `double_buffer_scope` asks for two copies at least.
+    for b in &buffers {
+        if doubled.iter().any(|d| d == b.name()) && !versions.iter().any(|(x, _)| x == b) && b.scope() != Scope::Global
+        {
+            versions.push((b.clone(), 2));
+        }
+    }
     Ok(Plan { stmts, hoisted, stages, order, async_stages, acc, versions })
 }
 
-fn expand(l: &For, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
-    let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l)?;
+fn expand(l: &For, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+    let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l, doubled)?;
     let (n, min, extent) = (stmts.len(), l.min.as_int().unwrap_or(0), l.extent.as_int().unwrap_or(0));
     // Versioned buffers: a leading dimension, indexed by the iteration.
     let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
@@ -582,4 +609,68 @@ fn fresh_loops(s: &Stmt) -> Stmt {
         }
         s => s,
     }
+}
+
+/// Doubles buffer `name` outside any pipeline: two copies, used on
+/// alternate iterations of the innermost loop around all its uses, so that
+/// the next iteration's tile can be written while the last one is read.
+fn double_buffer(body: &Stmt, name: &str, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+    let mut found: Option<Buffer> = None;
+    body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.name() == name && found.is_none() {
+                found = Some(buffer.clone());
+            }
+        }
+    });
+    let Some(b) = found else { return Ok(body.clone()) };
+    // The loops around every use of `b`; their common prefix ends at the
+    // loop the copies alternate on.
+    let mut common: Option<Vec<For>> = None;
+    fn uses(s: &Stmt, b: &Buffer) -> bool {
+        let mut hit = matches!(s, Stmt::Store { buffer, .. } if buffer == b);
+        s.for_each_expr(|e| e.walk(&mut |x| hit |= matches!(x, Expr::Load(lb, _) if lb == b)));
+        hit
+    }
+    fn walk(s: &Stmt, b: &Buffer, stack: &mut Vec<For>, common: &mut Option<Vec<For>>) {
+        if uses(s, b) {
+            let here = stack.clone();
+            *common = Some(match common.take() {
+                None => here,
+                Some(c) => c.into_iter().zip(here).take_while(|(x, y)| x.var == y.var).map(|(x, _)| x).collect(),
+            });
+        }
+        if let Stmt::For(l) = s {
+            stack.push((**l).clone());
+            walk(&l.body, b, stack, common);
+            stack.pop();
+        } else {
+            s.for_each_child(|c| walk(c, b, stack, common));
+        }
+    }
+    walk(body, &b, &mut Vec::new(), &mut common);
+    let Some(l) =
+        common.and_then(|c| c.into_iter().rev().find(|l| matches!(l.kind, ForKind::Serial | ForKind::Unrolled)))
+    else {
+        return Err(Diagnostic::new(format!(
+            "`{name}` is double-buffered (double_buffer_scope), but no serial loop holds all its uses to alternate on"
+        )));
+    };
+    let nb = b.with(|node| {
+        node.shape.insert(0, Expr::int(2));
+        node.dim_align.iter_mut().for_each(|a| a.axis += 1);
+    });
+    let k = Expr::var(&l.var);
+    let from_min = if l.min.as_int() == Some(0) { k.clone() } else { k.clone() - l.min.clone() };
+    let slot = |v: i64| Expr::binary(BinOp::FloorMod, from_min.clone(), Expr::int(v));
+    let map = [(b.clone(), nb.clone(), 2)];
+    versioned.push((b, nb));
+    Ok(crate::schedule::tree::rewrite(body, &mut |s| match s {
+        Stmt::For(x) if x.var == l.var => {
+            let mut x = (**x).clone();
+            x.body = version(&x.body, &map, &slot);
+            Some(Stmt::For(Box::new(x)))
+        }
+        _ => None,
+    }))
 }

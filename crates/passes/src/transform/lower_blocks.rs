@@ -10,7 +10,9 @@
 //! go with the block, so it moves onto the buffer it names first: the
 //! buffer written at that index gets the padding as its `dim_align`, for
 //! `flatten_buffers` to lay it out with. A malformed annotation, or one that
-//! names a parameter, is an error.
+//! names a parameter, is an error. Likewise a `double_buffer_scope`
+//! annotation leaves the name of the buffer it doubles in the function
+//! attribute `tirc.double_buffer`, for `inject_software_pipeline`.
 
 use crate::schedule::cache::regions;
 use crate::schedule::storage_align::KEY;
@@ -20,6 +22,11 @@ use tirc_ir::{Attr, BlockRealize, Buffer, Diagnostic, DimAlign, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let aligned = aligned_buffers(&f)?;
+    let doubled = double_buffered(&f)?;
+    if !doubled.is_empty() {
+        f.attrs.retain(|(k, _)| k != DOUBLE_BUFFER_ATTR);
+        f.attrs.push((DOUBLE_BUFFER_ATTR.to_string(), Attr::List(doubled.into_iter().map(Attr::Str).collect())));
+    }
     f.body = lower(&f.body);
     if !aligned.is_empty() {
         f.body = replace_allocs(&replace_buffers_stmt(&f.body, &aligned), &aligned);
@@ -92,6 +99,31 @@ fn aligned_buffers(f: &PrimFunc) -> Result<Vec<(Buffer, Buffer)>, Diagnostic> {
             (b, n)
         })
         .collect())
+}
+
+/// The function attribute that carries the names of the buffers to
+/// double-buffer from the blocks (which this pass removes) to
+/// `inject_software_pipeline`.
+pub const DOUBLE_BUFFER_ATTR: &str = "tirc.double_buffer";
+
+/// The names of the buffers written at the index of a block's
+/// `double_buffer_scope` annotation (as TVM's `sch.annotate(block,
+/// "double_buffer_scope", 0)` asks).
+fn double_buffered(f: &PrimFunc) -> Result<Vec<String>, Diagnostic> {
+    let mut names = Vec::new();
+    for r in f.body.blocks() {
+        let Some((_, ann)) = r.block.annotations.iter().find(|(k, _)| k == "double_buffer_scope") else { continue };
+        let bad = |why: String| Diagnostic::new(format!("block `{}`: \"double_buffer_scope\" {why}", r.block.name));
+        let index = ann.as_int().ok_or_else(|| bad("must be the index of a buffer the block writes".into()))?;
+        let b = written(r, index).ok_or_else(|| bad(format!("names write buffer {index}, which the block lacks")))?;
+        if f.params.contains(&b) {
+            return Err(bad(format!("names `{}`, a parameter, which cannot be doubled", b.name())));
+        }
+        if !names.contains(&b.name().to_string()) {
+            names.push(b.name().to_string());
+        }
+    }
+    Ok(names)
 }
 
 fn written(r: &BlockRealize, index: i64) -> Option<Buffer> {
