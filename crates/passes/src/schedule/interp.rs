@@ -694,7 +694,7 @@ impl Interp<'_> {
                 let l = self.as_loop(&lv, ls)?;
                 decompose_reduction::decompose_reduction(&mut self.sch, &b, &l).map(Value::Block).map_err(fail)
             }
-            "cache_read" | "cache_write" => {
+            "cache_read" | "cache_write" | "set_scope" => {
                 let b = self.as_block(&need(0)?)?;
                 let (iv, is) = need(1)?;
                 let Value::Int(index) = iv else {
@@ -704,6 +704,9 @@ impl Interp<'_> {
                 let Value::Str(scope) = sv else {
                     return Err(Diagnostic::at(ss, "the storage scope must be a string such as \"shared\""));
                 };
+                if name == "set_scope" {
+                    return inline::set_scope(&mut self.sch, &b, index, &scope).map(|_| Value::None).map_err(fail);
+                }
                 if let Some((_, s)) = &a[3] {
                     return Err(Diagnostic::at(
                         *s,
@@ -734,18 +737,6 @@ impl Interp<'_> {
                     inline::reverse_compute_inline(&mut self.sch, &b)
                 };
                 r.map(|_| Value::None).map_err(fail)
-            }
-            "set_scope" => {
-                let b = self.as_block(&need(0)?)?;
-                let (iv, is) = need(1)?;
-                let Value::Int(index) = iv else {
-                    return Err(Diagnostic::at(is, format!("the buffer index must be an integer, not {}", iv.kind())));
-                };
-                let (sv, ss) = need(2)?;
-                let Value::Str(scope) = sv else {
-                    return Err(Diagnostic::at(ss, "the storage scope must be a string such as \"shared\""));
-                };
-                inline::set_scope(&mut self.sch, &b, index, &scope).map(|_| Value::None).map_err(fail)
             }
             "compute_at" | "reverse_compute_at" => {
                 let b = self.as_block(&need(0)?)?;
