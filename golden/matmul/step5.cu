@@ -16,6 +16,7 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
       C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
     }
   }
+  __syncthreads();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
     *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 128 + ((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ax0_1_ax1_1_fused_0_1 * 4096 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 32 + ((int)(threadIdx.x)) * 4);
@@ -46,7 +47,6 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
       }
     }
   }
-  __syncthreads();
   #pragma unroll
   for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
     #pragma unroll

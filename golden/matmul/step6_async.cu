@@ -42,6 +42,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
     }
   }
+  __syncthreads();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
     tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);

@@ -21,8 +21,13 @@
 //!
 //! A buffer written by one statement and read by a statement of a later
 //! stage holds several iterations' tiles at once: it gets one copy per
-//! tile in flight (a leading dimension of that many versions), and every
-//! access of iteration `k` uses version `(k - min) % versions`. The
+//! stage from its producer's to its last consumer's, both included (a
+//! leading dimension of that many versions), and every access of iteration
+//! `k` uses version `(k - min) % versions`. With the consumer ordered first
+//! in the body, the copy written in an iteration is then never the one just
+//! read, and the tile needs one barrier per iteration, not two. Barriers
+//! for these shared tiles are placed here, by version (see `SyncPlan`);
+//! `insert_barriers` leaves them alone. The
 //! expansion is refused, with the reason, when a statement would run before
 //! one it depends on (a consumer in an earlier stage than its producer, or
 //! an order that puts it first within a stage), when a buffer carries
@@ -53,6 +58,9 @@ use tirc_ir::{Attr, BinOp, Buffer, Diagnostic, Expr, For, ForKind, Intrinsic, Pr
 pub const STAGE: &str = "software_pipeline_stage";
 pub const ORDER: &str = "software_pipeline_order";
 pub const ASYNC: &str = "software_pipeline_async_stages";
+/// The function attribute naming the multi-buffered shared buffers whose
+/// barriers this pass placed, for `insert_barriers` to leave alone.
+pub const SYNCED_ATTR: &str = "tirc.pipeline_synced";
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let doubled: Vec<String> = match f.attrs.iter().find(|(k, _)| k == DOUBLE_BUFFER_ATTR) {
@@ -63,7 +71,12 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     };
     f.attrs.retain(|(k, _)| k != DOUBLE_BUFFER_ATTR);
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
-    let mut body = visit(&f.body, &doubled, &mut versioned)?;
+    let mut synced: Vec<String> = Vec::new();
+    let mut body = visit(&f.body, &doubled, &mut versioned, &mut synced)?;
+    if !synced.is_empty() {
+        // `insert_barriers` leaves these to the barriers placed here.
+        f.attrs.push((SYNCED_ATTR.to_string(), Attr::List(synced.into_iter().map(Attr::Str).collect())));
+    }
     for name in &doubled {
         if !versioned.iter().any(|(o, _)| o.name() == name) {
             body = double_buffer(&body, name, &mut versioned)?;
@@ -102,9 +115,14 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 }
 
 /// Expands the annotated loops of `s`, innermost first.
-fn visit(s: &Stmt, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+fn visit(
+    s: &Stmt,
+    doubled: &[String],
+    versioned: &mut Vec<(Buffer, Buffer)>,
+    synced: &mut Vec<String>,
+) -> Result<Stmt, Diagnostic> {
     let mut err = None;
-    let out = s.map_children(|c| match visit(c, doubled, versioned) {
+    let out = s.map_children(|c| match visit(c, doubled, versioned, synced) {
         Ok(x) => x,
         Err(e) => {
             err.get_or_insert(e);
@@ -115,7 +133,7 @@ fn visit(s: &Stmt, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) ->
         return Err(e);
     }
     match &out {
-        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => expand(l, doubled, versioned),
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => expand(l, doubled, versioned, synced),
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
             Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
         }
@@ -321,13 +339,7 @@ fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
             .help("put every statement that uses it in one stage"));
         }
         let p = writers[0];
-        let v = users
-            .iter()
-            .filter(|&&c| c != p)
-            .map(|&c| stages[c] - stages[p] + i64::from(order[p] < order[c]))
-            .max()
-            .unwrap_or(1)
-            .max(1);
+        let v = users.iter().filter(|&&c| c != p).map(|&c| stages[c] - stages[p] + 1).max().unwrap_or(1).max(1);
         if v > 1 {
             if b.scope() == Scope::Global {
                 return Err(err(format!(
@@ -349,7 +361,12 @@ fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
     Ok(Plan { stmts, hoisted, stages, order, async_stages, acc, versions })
 }
 
-fn expand(l: &For, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+fn expand(
+    l: &For,
+    doubled: &[String],
+    versioned: &mut Vec<(Buffer, Buffer)>,
+    synced: &mut Vec<String>,
+) -> Result<Stmt, Diagnostic> {
     let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l, doubled)?;
     let (n, min, extent) = (stmts.len(), l.min.as_int().unwrap_or(0), l.extent.as_int().unwrap_or(0));
     // Versioned buffers: a leading dimension, indexed by the iteration.
@@ -381,7 +398,7 @@ fn expand(l: &For, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) ->
         stages: stages.clone(),
         order,
         async_stages,
-        acc,
+        acc: acc.clone(),
         versions: Vec::new(),
     };
     same_stage_async(&checked, &plan, l)?;
@@ -391,7 +408,7 @@ fn expand(l: &For, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) ->
     // One iteration of the expanded loop: `fixed` is its value when it is
     // written out (prologue, epilogue), where only the statements whose
     // original iteration lies in the loop's range run.
-    let iteration = |i: Expr, fixed: Option<i64>| -> Stmt {
+    let iteration = |i: Expr, fixed: Option<i64>| -> Vec<Item> {
         let mut body = Vec::new();
         let mut last_wait: Option<i64> = None;
         for (pos, &j) in in_order.iter().enumerate() {
@@ -399,45 +416,74 @@ fn expand(l: &For, doubled: &[String], versioned: &mut Vec<(Buffer, Buffer)>) ->
             if runs {
                 if let Some(w) = plan.wait_before(j, pos) {
                     if last_wait.is_none_or(|lw| lw > w) {
-                        body.push(Stmt::AsyncWait(w));
+                        body.push(Item::Wait(w));
                         last_wait = Some(w);
                     }
                 }
                 let it = if stages[j] == 0 { i.clone() } else { i.clone() - int(stages[j]) };
                 let copy = substitute_stmt(&stmts[j], &[(l.var.clone(), it)]).map_exprs(&mut fold_constants);
-                body.push(fresh_loops(&copy));
+                body.push(Item::Run(j, fresh_loops(&copy)));
             }
             // Every iteration commits a group per asynchronous stage, empty
             // or not, so that the groups in flight are counted alike in
             // every part of the pipeline.
             if plan.commits_at.contains(&pos) {
-                body.push(Stmt::AsyncCommit);
+                body.push(Item::Commit);
                 last_wait = None;
             }
         }
-        Stmt::seq(body)
+        body
     };
-    let mut parts = Vec::new();
-    if extent > max_stage {
-        for i0 in min..min + max_stage {
-            parts.push(iteration(int(i0), Some(i0)));
-        }
-        let mut annotations = l.annotations.clone();
-        annotations.retain(|(key, _)| key != STAGE && key != ORDER && key != ASYNC);
-        parts.push(Stmt::For(Box::new(For {
-            var: l.var.clone(),
-            min: int(min + max_stage),
-            extent: int(extent - max_stage),
-            kind: ForKind::Serial,
-            annotations,
-            body: iteration(k.clone(), None),
-        })));
+    let mut segments: Vec<Segment> = Vec::new();
+    let steady = extent > max_stage;
+    let statics_before = if steady { min..min + max_stage } else { min..min + extent + max_stage };
+    for i0 in statics_before {
+        segments.push(Segment::Static(i0, iteration(int(i0), Some(i0))));
+    }
+    if steady {
+        segments.push(Segment::Loop(min + max_stage..min + extent, iteration(k.clone(), None)));
         for i0 in min + extent..min + extent + max_stage {
-            parts.push(iteration(int(i0), Some(i0)));
+            segments.push(Segment::Static(i0, iteration(int(i0), Some(i0))));
         }
-    } else {
-        for i0 in min..min + extent + max_stage {
-            parts.push(iteration(int(i0), Some(i0)));
+    }
+    // Barriers for the multi-buffered shared tiles, placed by version.
+    let shared_versions: Vec<(Buffer, i64)> =
+        versions.iter().filter(|(b, _)| b.scope() == Scope::Shared).cloned().collect();
+    let sync = SyncPlan { min, stages: &stages, is_async: &is_async, acc: &acc, versions: &shared_versions };
+    let (static_barriers, loop_barriers) = sync.place(&segments);
+    for (b, _) in &shared_versions {
+        synced.push(b.name().to_string());
+    }
+    let mut parts = Vec::new();
+    for (si, seg) in segments.into_iter().enumerate() {
+        let with_barriers = |items: Vec<Item>, at: &dyn Fn(usize) -> bool| -> Stmt {
+            let mut out = Vec::new();
+            for (q, item) in items.into_iter().enumerate() {
+                if at(q) {
+                    out.push(Stmt::Barrier);
+                }
+                out.push(match item {
+                    Item::Run(_, s) => s,
+                    Item::Wait(n) => Stmt::AsyncWait(n),
+                    Item::Commit => Stmt::AsyncCommit,
+                });
+            }
+            Stmt::seq(out)
+        };
+        match seg {
+            Segment::Static(_, items) => parts.push(with_barriers(items, &|q| static_barriers.contains(&(si, q)))),
+            Segment::Loop(range, items) => {
+                let mut annotations = l.annotations.clone();
+                annotations.retain(|(key, _)| key != STAGE && key != ORDER && key != ASYNC);
+                parts.push(Stmt::For(Box::new(For {
+                    var: l.var.clone(),
+                    min: int(range.start),
+                    extent: int(range.end - range.start),
+                    kind: ForKind::Serial,
+                    annotations,
+                    body: with_barriers(items, &|q| loop_barriers.contains(&q)),
+                })));
+            }
         }
     }
     if !plan.commits_at.is_empty() {
@@ -673,4 +719,137 @@ fn double_buffer(body: &Stmt, name: &str, versioned: &mut Vec<(Buffer, Buffer)>)
         }
         _ => None,
     }))
+}
+
+/// One entry of an expanded iteration.
+enum Item {
+    /// Statement `j` of the loop body, for this iteration.
+    Run(usize, Stmt),
+    Wait(i64),
+    Commit,
+}
+
+/// A written-out iteration (with its value) or the steady-state loop.
+enum Segment {
+    Static(i64, Vec<Item>),
+    Loop(std::ops::Range<i64>, Vec<Item>),
+}
+
+/// Barrier placement for multi-buffered shared buffers: the expanded
+/// pipeline is run abstractly, iteration by iteration, tracking which
+/// version of which buffer was written and read since the last barrier
+/// (asynchronous copies count as written when issued and again when their
+/// group is waited for). A statement that reads a version written since
+/// then, or writes one read or written since then, gets a barrier before
+/// it. In the steady-state loop a barrier stands at the same place in every
+/// iteration: wherever one is needed in any iteration, it is added and the
+/// run starts again. The state at the start assumes every version was
+/// just used, as it may have been by an enclosing loop's last iteration.
+struct SyncPlan<'a> {
+    min: i64,
+    stages: &'a [i64],
+    is_async: &'a [bool],
+    acc: &'a [(HashSet<Buffer>, HashSet<Buffer>)],
+    versions: &'a [(Buffer, i64)],
+}
+
+#[derive(Clone, Default)]
+struct SyncState {
+    written: HashSet<(usize, i64)>,
+    read: HashSet<(usize, i64)>,
+    open: Vec<(usize, i64)>,
+    groups: std::collections::VecDeque<Vec<(usize, i64)>>,
+}
+
+impl SyncPlan<'_> {
+    /// The barriers: (segment, position) in written-out iterations, and
+    /// positions in the steady-state loop body.
+    fn place(&self, segments: &[Segment]) -> (HashSet<(usize, usize)>, HashSet<usize>) {
+        let mut in_loop: HashSet<usize> = HashSet::new();
+        if self.versions.is_empty() {
+            return (HashSet::new(), in_loop);
+        }
+        'restart: loop {
+            let mut st = SyncState::default();
+            for (b, (_, v)) in self.versions.iter().enumerate() {
+                for s in 0..*v {
+                    st.written.insert((b, s));
+                    st.read.insert((b, s));
+                }
+            }
+            let mut fixed = HashSet::new();
+            for (si, seg) in segments.iter().enumerate() {
+                match seg {
+                    Segment::Static(i0, items) => {
+                        for (q, item) in items.iter().enumerate() {
+                            if self.step(&mut st, item, *i0, false) {
+                                fixed.insert((si, q));
+                            }
+                        }
+                    }
+                    Segment::Loop(range, items) => {
+                        for i in range.clone() {
+                            for (q, item) in items.iter().enumerate() {
+                                if self.step(&mut st, item, i, in_loop.contains(&q)) {
+                                    in_loop.insert(q);
+                                    continue 'restart;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            return (fixed, in_loop);
+        }
+    }
+
+    /// Runs one item at iteration `i`, after a barrier when `barrier`;
+    /// whether it needs a barrier that is not there.
+    fn step(&self, st: &mut SyncState, item: &Item, i: i64, barrier: bool) -> bool {
+        if barrier {
+            st.written.clear();
+            st.read.clear();
+        }
+        match item {
+            Item::Commit => {
+                let g = std::mem::take(&mut st.open);
+                st.groups.push_back(g);
+                false
+            }
+            Item::Wait(n) => {
+                while st.groups.len() > *n as usize {
+                    if let Some(g) = st.groups.pop_front() {
+                        st.written.extend(g);
+                    }
+                }
+                false
+            }
+            Item::Run(j, _) => {
+                let it = i - self.stages[*j];
+                let mut reads = Vec::new();
+                let mut writes = Vec::new();
+                for (bi, (b, v)) in self.versions.iter().enumerate() {
+                    let slot = (it - self.min).rem_euclid(*v);
+                    if self.acc[*j].0.contains(b) {
+                        reads.push((bi, slot));
+                    }
+                    if self.acc[*j].1.contains(b) {
+                        writes.push((bi, slot));
+                    }
+                }
+                let conflict = reads.iter().any(|x| st.written.contains(x))
+                    || writes.iter().any(|x| st.read.contains(x) || st.written.contains(x));
+                if conflict {
+                    st.written.clear();
+                    st.read.clear();
+                }
+                st.read.extend(reads);
+                st.written.extend(writes.iter().copied());
+                if self.is_async[*j] {
+                    st.open.extend(writes);
+                }
+                conflict && !barrier
+            }
+        }
+    }
 }

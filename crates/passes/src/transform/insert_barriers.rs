@@ -19,8 +19,9 @@
 //! tell, at every `T.ptx_wait_group` until a `wait_group(0)`: a read after
 //! a wait gets a barrier after the wait. Runs after `extract_launch`.
 
+use super::inject_software_pipeline::SYNCED_ATTR;
 use std::collections::HashSet;
-use tirc_ir::{Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{Attr, Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut heads = Vec::new();
@@ -30,8 +31,17 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         body = *b;
     }
     let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
+    // Multi-buffered tiles of a software pipeline got their barriers there.
+    let skip: Vec<String> = match f.attrs.iter().find(|(k, _)| k == SYNCED_ATTR) {
+        Some((_, Attr::List(v))) => {
+            v.iter().filter_map(|a| if let Attr::Str(x) = a { Some(x.clone()) } else { None }).collect()
+        }
+        _ => Vec::new(),
+    };
+    f.attrs.retain(|(k, _)| k != SYNCED_ATTR);
+    let cx = Cx { threads, skip };
     let mut st = State::default();
-    let mut body = sync(&body, &mut st, &threads);
+    let mut body = sync(&body, &mut st, &cx);
     for (var, tag, extent) in heads.into_iter().rev() {
         body = Stmt::Launch { var, tag, extent, body: Box::new(body) };
     }
@@ -49,22 +59,28 @@ struct State {
     pending: HashSet<Buffer>,
 }
 
+struct Cx {
+    threads: Vec<Var>,
+    /// Buffers whose barriers another pass placed.
+    skip: Vec<String>,
+}
+
 /// The shared buffers `s` reads and writes.
-fn accesses(s: &Stmt) -> (HashSet<Buffer>, HashSet<Buffer>) {
+fn accesses(s: &Stmt, cx: &Cx) -> (HashSet<Buffer>, HashSet<Buffer>) {
     let mut r = HashSet::new();
     let mut w = HashSet::new();
     s.walk(&mut |x| {
         x.for_each_expr(|e| {
             e.walk(&mut |y| {
                 if let Expr::Load(b, _) = y {
-                    if b.scope() == Scope::Shared {
+                    if b.scope() == Scope::Shared && !cx.skip.iter().any(|n| n == b.name()) {
                         r.insert(b.clone());
                     }
                 }
             })
         });
         if let Stmt::Store { buffer, .. } = x {
-            if buffer.scope() == Scope::Shared {
+            if buffer.scope() == Scope::Shared && !cx.skip.iter().any(|n| n == buffer.name()) {
                 w.insert(buffer.clone());
             }
         }
@@ -72,24 +88,24 @@ fn accesses(s: &Stmt) -> (HashSet<Buffer>, HashSet<Buffer>) {
     (r, w)
 }
 
-fn sync(s: &Stmt, st: &mut State, threads: &[Var]) -> Stmt {
+fn sync(s: &Stmt, st: &mut State, cx: &Cx) -> Stmt {
     match s {
-        Stmt::Seq(v) => Stmt::seq(v.iter().map(|c| sync(c, st, threads)).collect()),
+        Stmt::Seq(v) => Stmt::seq(v.iter().map(|c| sync(c, st, cx)).collect()),
         Stmt::Allocate { buffer, body } => {
-            Stmt::Allocate { buffer: buffer.clone(), body: Box::new(sync(body, st, threads)) }
+            Stmt::Allocate { buffer: buffer.clone(), body: Box::new(sync(body, st, cx)) }
         }
         Stmt::Let { var, value, body } => {
-            Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(sync(body, st, threads)) }
+            Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(sync(body, st, cx)) }
         }
-        Stmt::For(l) if enter(l, threads) => {
+        Stmt::For(l) if enter(l, cx) => {
             let mut first = st.clone();
-            let _ = sync(&l.body, &mut first, threads);
+            let _ = sync(&l.body, &mut first, cx);
             let mut second = State {
                 written: st.written.union(&first.written).cloned().collect(),
                 read: st.read.union(&first.read).cloned().collect(),
                 pending: st.pending.union(&first.pending).cloned().collect(),
             };
-            let body = sync(&l.body, &mut second, threads);
+            let body = sync(&l.body, &mut second, cx);
             // The loop may also run no iteration at all.
             st.written.extend(second.written);
             st.read.extend(second.read);
@@ -105,12 +121,19 @@ fn sync(s: &Stmt, st: &mut State, threads: &[Var]) -> Stmt {
             }
             s.clone()
         }
+        Stmt::Barrier => {
+            st.written.clear();
+            st.read.clear();
+            s.clone()
+        }
         _ => {
-            let (r, w) = accesses(s);
+            let (r, w) = accesses(s, cx);
             let mut copies = HashSet::new();
             s.walk(&mut |x| {
                 if let Stmt::Store { buffer, value: Expr::Call(Intrinsic::CpAsync, _), .. } = x {
-                    copies.insert(buffer.clone());
+                    if !cx.skip.iter().any(|n| n == buffer.name()) {
+                        copies.insert(buffer.clone());
+                    }
                 }
             });
             st.pending.extend(copies);
@@ -128,11 +151,11 @@ fn sync(s: &Stmt, st: &mut State, threads: &[Var]) -> Stmt {
 
 /// Whether to walk into a loop: its bounds are uniform across threads and
 /// its body both writes and reads some shared buffer.
-fn enter(l: &tirc_ir::For, threads: &[Var]) -> bool {
-    if uses_any(&l.min, threads) || uses_any(&l.extent, threads) {
+fn enter(l: &tirc_ir::For, cx: &Cx) -> bool {
+    if uses_any(&l.min, &cx.threads) || uses_any(&l.extent, &cx.threads) {
         return false;
     }
-    let (r, w) = accesses(&l.body);
+    let (r, w) = accesses(&l.body, cx);
     r.intersection(&w).next().is_some()
 }
 
