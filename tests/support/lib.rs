@@ -24,20 +24,8 @@ pub fn read(p: &Path) -> String {
 }
 
 /// The small sizes an example is checked at on the simulator, from its
-/// `# test-sizes: M=64 N=48 K=40` line; none when it has no such line.
-pub fn test_sizes(src: &str) -> Vec<(String, i64)> {
-    src.lines()
-        .find_map(|l| l.trim().strip_prefix("# test-sizes:"))
-        .map(|rest| {
-            rest.split_whitespace()
-                .filter_map(|kv| {
-                    let (k, v) = kv.split_once('=')?;
-                    Some((k.to_string(), v.parse().ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
+/// `# test-sizes: M=64 N=48 K=40` line (what `tirc tune --target sim` uses).
+pub use tirc::tune::test_sizes;
 
 /// The schedule parameters a schedule is checked with on the simulator,
 /// from `# test-params: v4 BX=16 BY=8` lines; none when it has no such line.

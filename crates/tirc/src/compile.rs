@@ -98,3 +98,16 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
     let warnings = transform::verify_local_indices::check(&lowered);
     Ok(Compiled { module, original, scheduled, trace, after, lowered, kernel, warnings })
 }
+
+/// `-D NAME=VALUE`: a module constant to override.
+pub fn parse_define(s: &str) -> Result<(String, i64), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    let v: i64 = v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?;
+    Ok((n.trim().to_string(), v))
+}
+
+/// `-p NAME=VALUE`: a schedule parameter to override.
+pub fn parse_param(s: &str) -> Result<(String, String), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    Ok((n.trim().to_string(), v.trim().to_string()))
+}

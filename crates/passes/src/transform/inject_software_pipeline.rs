@@ -63,13 +63,7 @@ pub const ASYNC: &str = "software_pipeline_async_stages";
 pub const SYNCED_ATTR: &str = "tirc.pipeline_synced";
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let doubled: Vec<String> = match f.attrs.iter().find(|(k, _)| k == DOUBLE_BUFFER_ATTR) {
-        Some((_, Attr::List(v))) => {
-            v.iter().filter_map(|a| if let Attr::Str(s) = a { Some(s.clone()) } else { None }).collect()
-        }
-        _ => Vec::new(),
-    };
-    f.attrs.retain(|(k, _)| k != DOUBLE_BUFFER_ATTR);
+    let doubled = super::take_buffer_names(&mut f, DOUBLE_BUFFER_ATTR);
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
     let mut synced: Vec<String> = Vec::new();
     let mut body = visit(&f.body, &doubled, &mut versioned, &mut synced)?;
@@ -222,25 +216,7 @@ struct Plan {
 /// `sch.annotate` runs at the end of a schedule, so that a bad annotation
 /// is reported at the schedule line that made it.
 pub fn check(l: &For) -> Result<(), Diagnostic> {
-    let plan = analyze(l, &[])?;
-    let is_async: Vec<bool> = plan.stages.iter().map(|s| plan.async_stages.contains(s)).collect();
-    let mut in_order: Vec<usize> = (0..plan.stmts.len()).collect();
-    in_order.sort_by_key(|&j| plan.order[j]);
-    same_stage_async(&plan, &AsyncPlan::new(&in_order, &plan.stages, &is_async, &plan.acc), l)
-}
-
-fn same_stage_async(plan: &Plan, a: &AsyncPlan, l: &For) -> Result<(), Diagnostic> {
-    match a.same_stage_consumer {
-        Some((p, c)) => Err(Diagnostic::new(format!(
-            "software pipeline of loop `{}`: {} reads what the asynchronous copies of {} write, in the same stage {}",
-            l.var.name(),
-            describe(&plan.stmts[c]),
-            describe(&plan.stmts[p]),
-            plan.stages[p]
-        ))
-        .help("put the consumer in a later stage than the asynchronous copies, so that it can wait for them")),
-        None => Ok(()),
-    }
+    analyze(l, &[]).map(|_| ())
 }
 
 fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
@@ -358,6 +334,19 @@ fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
             versions.push((b.clone(), 2));
         }
     }
+    // An asynchronous copy must be waited for, in a later stage.
+    let is_async: Vec<bool> = stages.iter().map(|s| async_stages.contains(s)).collect();
+    let mut in_order: Vec<usize> = (0..n).collect();
+    in_order.sort_by_key(|&j| order[j]);
+    if let Some((p, c)) = AsyncPlan::new(&in_order, &stages, &is_async, &acc).same_stage_consumer {
+        return Err(err(format!(
+            "{} reads what the asynchronous copies of {} write, in the same stage {}",
+            describe(&stmts[c]),
+            describe(&stmts[p]),
+            stages[p]
+        ))
+        .help("put the consumer in a later stage than the asynchronous copies, so that it can wait for them"));
+    }
     Ok(Plan { stmts, hoisted, stages, order, async_stages, acc, versions })
 }
 
@@ -372,11 +361,7 @@ fn expand(
     // Versioned buffers: a leading dimension, indexed by the iteration.
     let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
     for (b, v) in &versions {
-        let nb = b.with(|node| {
-            node.shape.insert(0, Expr::int(*v));
-            // Padding asked by storage_align stays on the same dimensions.
-            node.dim_align.iter_mut().for_each(|a| a.axis += 1);
-        });
+        let nb = with_versions(b, *v);
         versioned.push((b.clone(), nb.clone()));
         map.push((b.clone(), nb, *v));
     }
@@ -392,16 +377,6 @@ fn expand(
     let mut in_order: Vec<usize> = (0..n).collect();
     in_order.sort_by_key(|&j| order[j]);
     let plan = AsyncPlan::new(&in_order, &stages, &is_async, &acc);
-    let checked = Plan {
-        stmts: stmts.clone(),
-        hoisted: Vec::new(),
-        stages: stages.clone(),
-        order,
-        async_stages,
-        acc: acc.clone(),
-        versions: Vec::new(),
-    };
-    same_stage_async(&checked, &plan, l)?;
 
     let max_stage = stages.iter().copied().max().unwrap_or(0);
     let int = |v: i64| Expr::Int(v, l.var.dtype());
@@ -496,6 +471,15 @@ fn expand(
         out = Stmt::Allocate { buffer: b, body: Box::new(out) };
     }
     Ok(out)
+}
+
+/// `b` with a leading dimension of `v` versions; the padding asked by
+/// storage_align stays on the same dimensions.
+fn with_versions(b: &Buffer, v: i64) -> Buffer {
+    b.with(|node| {
+        node.shape.insert(0, Expr::int(v));
+        node.dim_align.iter_mut().for_each(|a| a.axis += 1);
+    })
 }
 
 /// Every access of `s` to a buffer of `map` gets the version index first.
@@ -702,10 +686,7 @@ fn double_buffer(body: &Stmt, name: &str, versioned: &mut Vec<(Buffer, Buffer)>)
             "`{name}` is double-buffered (double_buffer_scope), but no serial loop holds all its uses to alternate on"
         )));
     };
-    let nb = b.with(|node| {
-        node.shape.insert(0, Expr::int(2));
-        node.dim_align.iter_mut().for_each(|a| a.axis += 1);
-    });
+    let nb = with_versions(&b, 2);
     let k = Expr::var(&l.var);
     let from_min = if l.min.as_int() == Some(0) { k.clone() } else { k.clone() - l.min.clone() };
     let slot = |v: i64| Expr::binary(BinOp::FloorMod, from_min.clone(), Expr::int(v));

@@ -21,7 +21,7 @@
 
 use super::inject_software_pipeline::SYNCED_ATTR;
 use std::collections::HashSet;
-use tirc_ir::{Attr, Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut heads = Vec::new();
@@ -32,13 +32,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     }
     let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
     // Multi-buffered tiles of a software pipeline got their barriers there.
-    let skip: Vec<String> = match f.attrs.iter().find(|(k, _)| k == SYNCED_ATTR) {
-        Some((_, Attr::List(v))) => {
-            v.iter().filter_map(|a| if let Attr::Str(x) = a { Some(x.clone()) } else { None }).collect()
-        }
-        _ => Vec::new(),
-    };
-    f.attrs.retain(|(k, _)| k != SYNCED_ATTR);
+    let skip = super::take_buffer_names(&mut f, SYNCED_ATTR);
     let cx = Cx { threads, skip };
     let mut st = State::default();
     let mut body = sync(&body, &mut st, &cx);

@@ -7,6 +7,7 @@ pub mod lower;
 pub mod run;
 pub mod tune;
 
+use tirc::compile::{parse_define, parse_param};
 use tirc_ir::Diagnostic;
 
 /// Exit status for bad input or a mismatch.
@@ -31,17 +32,6 @@ pub struct Common {
     /// Override a schedule parameter: -p BM=64.
     #[arg(short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub param: Vec<(String, String)>,
-}
-
-fn parse_define(s: &str) -> Result<(String, i64), String> {
-    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
-    let v: i64 = v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?;
-    Ok((n.trim().to_string(), v))
-}
-
-fn parse_param(s: &str) -> Result<(String, String), String> {
-    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
-    Ok((n.trim().to_string(), v.trim().to_string()))
 }
 
 /// Reads the file, or says why it cannot.

@@ -10,6 +10,7 @@ use super::db::{Db, Status, DEFAULT_DB};
 use super::search::{self, Strategy};
 use super::space::{parse_space_args, Space};
 use super::{report, Options, Outcome, Target};
+use crate::compile::{parse_define, parse_param};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -89,17 +90,6 @@ pub struct Args {
     /// say how close each comes to the best.
     #[arg(long)]
     pub evaluate_strategy: bool,
-}
-
-fn parse_define(s: &str) -> Result<(String, i64), String> {
-    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
-    let v: i64 = v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?;
-    Ok((n.trim().to_string(), v))
-}
-
-fn parse_param(s: &str) -> Result<(String, String), String> {
-    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
-    Ok((n.trim().to_string(), v.trim().to_string()))
 }
 
 /// Parses a whole command line (`tune FILE ...`, without the program name)
