@@ -21,3 +21,21 @@ fn bad_inputs_are_explained() {
         insta::assert_snapshot!(text);
     });
 }
+
+/// A diagnostic on a line of megabytes is reported with its line and
+/// column, not drawn (miette panicked on a 6 MB line).
+#[test]
+fn a_very_long_line_is_reported_not_drawn() {
+    let mut src = String::from(
+        "@T.prim_func\ndef f(A: T.Buffer((16,), \"float32\"), C: T.Buffer((16,), \"float32\")):\n    for i in range(16):\n        with T.block(\"C\"):\n            vi = T.axis.spatial(16, i)\n            C[vi] = A[vi]",
+    );
+    src.push_str(&" + A[vi]".repeat(750_000));
+    src.push_str(" +\n");
+    let diags = match compile(&src, &Request::default()) {
+        Ok(_) => panic!("a dangling `+` compiled"),
+        Err(d) => d,
+    };
+    let text: String = diags.iter().map(|d| d.render("long.tir", &src)).collect();
+    assert!(text.contains("long.tir:6:"), "{}", &text[..text.len().min(500)]);
+    assert!(text.len() < 2000, "the report draws the long line");
+}

@@ -1,15 +1,52 @@
-//! Every golden CUDA kernel compiles with NVRTC (no GPU needed). Skipped,
-//! and saying so, when the NVRTC library is not installed
-//! (`pip install nvidia-cuda-nvrtc==13.0.*` and put its `nvidia/cu13/lib` on
-//! `LD_LIBRARY_PATH`; `.ci/run` does both).
+//! Every golden CUDA kernel, and the kernel of every `tests/data/nvrtc/*.tir`,
+//! compiles with NVRTC (no GPU needed). Skipped, and saying so, when the
+//! NVRTC library is not installed (`pip install nvidia-cuda-nvrtc==13.0.*`
+//! and put its `nvidia/cu13/lib` on `LD_LIBRARY_PATH`; `.ci/run` does both
+//! and sets `TIRC_REQUIRE_NVRTC=1`, under which a missing NVRTC fails).
 
+use tirc::compile::{compile, Request};
 use tirc_exec::gpu::{nvrtc_available, nvrtc_compile};
 use tirc_tests::{read, root};
 
+/// Whether NVRTC is there; when it is not, says the test is skipped, or
+/// fails where `TIRC_REQUIRE_NVRTC` is set (in CI).
+fn have_nvrtc() -> bool {
+    if nvrtc_available() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TIRC_REQUIRE_NVRTC").is_none(),
+        "TIRC_REQUIRE_NVRTC is set but the NVRTC library cannot be loaded"
+    );
+    println!("skipped: NVRTC library not found (pip install nvidia-cuda-nvrtc==13.0.*)");
+    false
+}
+
+#[test]
+fn test_programs_compile_with_nvrtc() {
+    if !have_nvrtc() {
+        return;
+    }
+    let mut n = 0;
+    for file in std::fs::read_dir(root().join("tests/data/nvrtc")).into_iter().flatten().flatten() {
+        let p = file.path();
+        if p.extension().is_some_and(|e| e == "tir") {
+            let c =
+                compile(&read(&p), &Request::default()).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0].message));
+            for arch in ["sm_80", "sm_90"] {
+                let ptx = nvrtc_compile(&c.kernel.source, arch)
+                    .unwrap_or_else(|log| panic!("{} for {arch}:\n{log}", p.display()));
+                assert!(ptx.contains(".entry"), "{}: no kernel entry in the PTX", p.display());
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no programs in tests/data/nvrtc");
+}
+
 #[test]
 fn golden_kernels_compile_with_nvrtc() {
-    if !nvrtc_available() {
-        println!("skipped: NVRTC library not found (pip install nvidia-cuda-nvrtc==13.0.*)");
+    if !have_nvrtc() {
         return;
     }
     let mut n = 0;

@@ -1,7 +1,8 @@
 //! Every schedule primitive and every lowering pass, seen and checked: for
 //! each schedule of `tests/data/schedule/*.tir`, the snapshot holds the IR
 //! before, after every primitive (headed by the step as the trace prints
-//! it), and after every pass; and each of those functions is run on the
+//! it), and after every pass (or a line saying it changed nothing); and each
+//! of those functions is run on the
 //! simulator and compared with the unscheduled function.
 
 use tirc::compile::load;
@@ -28,12 +29,19 @@ fn primitives_and_passes() {
             // Between extract_launch and insert_barriers, threads share
             // memory without barriers yet: check the values only there.
             let unsynced = ["pass extract_launch", "pass simplify"];
+            let mut previous = print_func(&original);
             for (i, (what, f)) in stages.iter().enumerate() {
                 let opts = SimOptions { ignore_races: unsynced.contains(&what.as_str()), ..Default::default() };
                 let (e, tol) = sim_check_with(&original, f, 100 + i as u64, opts)
                     .unwrap_or_else(|m| panic!("{} after {what}: {m}", s.name));
                 assert!(e.rel_err <= tol && e.non_finite == 0, "{} after {what}: rel_err {:.3e}", s.name, e.rel_err);
-                text += &format!("# after {what}\n{}", print_func(f));
+                let printed = print_func(f);
+                if printed == previous {
+                    text += &format!("# after {what}: unchanged\n");
+                } else {
+                    text += &format!("# after {what}\n{printed}");
+                }
+                previous = printed;
             }
         }
         insta::assert_snapshot!(text);

@@ -127,9 +127,39 @@ impl Drop for NvrtcProgram {
     }
 }
 
+const CUDA_HEADERS_MISSING: &str = "the kernel uses float16 or bfloat16, whose types come from CUDA's headers \
+(cuda_fp16.h, cuda_bf16.h), and none were found: set TIRC_CUDA_INCLUDE or CUDA_HOME, or pip install \
+nvidia-cuda-runtime==13.0.* beside NVRTC";
+
+/// The folder holding CUDA's `cuda_fp16.h`: `$TIRC_CUDA_INCLUDE`,
+/// `$CUDA_HOME/include`, `$CUDA_PATH/include`, `/usr/local/cuda/include`, or
+/// the `include` beside a `lib` folder on `LD_LIBRARY_PATH` (where pip puts
+/// NVRTC and the runtime's headers).
+pub fn cuda_include_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(d) = std::env::var_os("TIRC_CUDA_INCLUDE") {
+        candidates.push(d.into());
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(d) = std::env::var_os(var) {
+            candidates.push(PathBuf::from(d).join("include"));
+        }
+    }
+    candidates.push("/usr/local/cuda/include".into());
+    if let Some(paths) = std::env::var_os("LD_LIBRARY_PATH") {
+        for p in std::env::split_paths(&paths) {
+            if let Some(parent) = p.parent() {
+                candidates.push(parent.join("include"));
+            }
+        }
+    }
+    candidates.into_iter().find(|d| d.join("cuda_fp16.h").is_file())
+}
+
 /// Compiles CUDA source to PTX with NVRTC for `arch` (e.g. "sm_90"), with
 /// `--gpu-architecture=<arch> -default-device --std=c++17 -lineinfo` and no
-/// fast math. Needs no GPU. Returns the PTX text, or an error holding
+/// fast math, and CUDA's include folder when the kernel includes a header. Needs no GPU. Returns the PTX text, or an error holding
 /// NVRTC's compile log.
 pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
     if !nvrtc_available() {
@@ -143,12 +173,16 @@ pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
         let prog = nvrtc_result::create_program(&src, Some(c"tirc_kernel.cu"))
             .map_err(|e| format!("creating the NVRTC program failed: {e}"))?;
         let prog = NvrtcProgram(prog);
-        let options = [
+        let mut options = vec![
             format!("--gpu-architecture={arch}"),
             "-default-device".to_string(),
             "--std=c++17".to_string(),
             "-lineinfo".to_string(),
         ];
+        if source.contains("#include <cuda_") {
+            let dir = cuda_include_dir().ok_or(CUDA_HEADERS_MISSING)?;
+            options.push(format!("--include-path={}", dir.display()));
+        }
         let compiled = unsafe { nvrtc_result::compile_program(prog.0, &options) };
         let log = match unsafe { nvrtc_result::get_program_log(prog.0) } {
             Ok(buf) => c_text(&buf),

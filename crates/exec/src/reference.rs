@@ -12,7 +12,7 @@
 
 use tirc_ir::resolve::root_block;
 use tirc_ir::stmt::{BlockRealize, BufferRegion};
-use tirc_ir::{Buffer, DType, Diagnostic, Expr, IterKind, PrimFunc, Range, Stmt};
+use tirc_ir::{Buffer, DType, Diagnostic, Expr, ForKind, IterKind, PrimFunc, Range, Scope, Stmt};
 use tirc_passes::schedule::{bind::bind, fuse::fuse, split::split, Schedule};
 use tirc_passes::transform;
 
@@ -29,6 +29,7 @@ const THREADS: i64 = 256;
 
 pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
     let f = if f64 { to_f64(f) } else { f.clone() };
+    let f = sequential(&f);
     let (allocs, body) = match &f.body {
         Stmt::Block(r) if r.block.name == "root" => (r.block.alloc_buffers.clone(), r.block.body.clone()),
         b => (vec![], b.clone()),
@@ -46,11 +47,67 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
             params: params.clone(),
             attrs: vec![],
             body: root_block(item, vec![]),
+            span: f.span,
         };
         let k = parallelize(k)?;
         kernels.push(transform::lower(k, |_, _| {})?);
     }
     Ok(Plan { kernels, intermediates: allocs })
+}
+
+/// A scheduled function as the sequential program it stands for: loops
+/// bound to GPU axes run as plain loops, loop annotations (software
+/// pipelines, unrolling) are dropped, and shared buffers become local, so
+/// that spreading the function over reference threads gives each thread its
+/// own copy. Lowered code with `T.launch_thread` is kept as it is: its
+/// threads meet at barriers, and only the simulator's lockstep runs it.
+fn sequential(f: &PrimFunc) -> PrimFunc {
+    let mut launched = false;
+    f.body.walk(&mut |s| launched |= matches!(s, Stmt::Launch { .. }));
+    if launched {
+        return f.clone();
+    }
+    let mut map: Vec<(Buffer, Buffer)> = Vec::new();
+    let mut rescope = |b: &Buffer| -> Buffer {
+        if b.scope() != Scope::Shared {
+            return b.clone();
+        }
+        if let Some((_, n)) = map.iter().find(|(o, _)| o == b) {
+            return n.clone();
+        }
+        let n = b.with(|n| n.scope = Scope::Local);
+        map.push((b.clone(), n.clone()));
+        n
+    };
+    let body = unbind(&stmt(&f.body, &mut rescope));
+    PrimFunc { body, ..f.clone() }
+}
+
+/// Loops bound to GPU axes made serial, and loop annotations dropped.
+fn unbind(s: &Stmt) -> Stmt {
+    match s.map_children(unbind) {
+        Stmt::For(mut l) => {
+            if matches!(l.kind, ForKind::ThreadBinding(_)) {
+                l.kind = ForKind::Serial;
+            }
+            l.annotations.clear();
+            Stmt::For(l)
+        }
+        s => s,
+    }
+}
+
+/// Whether a store outside any block sits in `s`.
+fn bare_store(s: &Stmt) -> bool {
+    match s {
+        Stmt::Block(_) => false,
+        Stmt::Store { .. } => true,
+        _ => {
+            let mut found = false;
+            s.for_each_child(|c| found |= bare_store(c));
+            found
+        }
+    }
 }
 
 /// Spreads the leading spatial loops of the function's single nest over
@@ -64,7 +121,9 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         let reduces = blocks.iter().any(|r| {
             r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
         });
-        if reduces || l.extent.as_int().is_none() || l.kind != tirc_ir::ForKind::Serial {
+        // A store outside any block may depend on other iterations
+        // (`A[i + 1] = A[i] + 1`): such a loop stays serial.
+        if reduces || bare_store(&l.body) || l.extent.as_int().is_none() || l.kind != tirc_ir::ForKind::Serial {
             break;
         }
         chain.push(l.var.clone());
@@ -102,7 +161,7 @@ pub fn to_f64(f: &PrimFunc) -> PrimFunc {
     };
     let params: Vec<Buffer> = f.params.iter().map(&mut retype).collect();
     let body = stmt(&f.body, &mut retype);
-    PrimFunc { name: f.name.clone(), params, attrs: f.attrs.clone(), body }
+    PrimFunc { name: f.name.clone(), params, attrs: f.attrs.clone(), body, span: f.span }
 }
 
 fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Expr {

@@ -477,25 +477,39 @@ impl Machine {
                     Col::F(c) => Col::F(active.iter().map(|&t| c[t]).collect()),
                 }
             }
-            Expr::Binary(op, a, b) => {
-                let x = self.eval(a, active)?;
-                let y = self.eval(b, active)?;
-                binary(*op, a.dtype(), &x, &y, self.opts.f64_storage)?
-            }
             Expr::Not(a) => {
                 let x = self.eval(a, active)?;
                 Col::I((0..n).map(|k| i64::from(x.i(k) == 0)).collect())
             }
+            // As CUDA's `?:` (and TVM's `if_then_else`), each thread
+            // evaluates only the branch its condition picks: the other may
+            // read out of bounds, as padding code does.
             Expr::Select(c, a, b) => {
                 let c = self.eval(c, active)?;
+                let (yes, no) = split_lanes(&c, active);
+                let x = self.eval(a, &yes)?;
+                let y = self.eval(b, &no)?;
+                merge_lanes(&c, &x, &y)
+            }
+            // `&&` and `||` short-circuit in CUDA: `i < n && A[i] > 0` must
+            // not read A out of bounds where `i < n` is false.
+            Expr::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
+                let x = self.eval(a, active)?;
+                let (yes, no) = split_lanes(&x, active);
+                let rest = if *op == BinOp::And { &yes } else { &no };
+                let y = self.eval(b, rest)?;
+                let y = Col::I((0..y.len()).map(|k| i64::from(y.i(k) != 0)).collect());
+                let short = Col::I(smallvec![i64::from(*op == BinOp::Or); active.len() - rest.len()]);
+                if *op == BinOp::And {
+                    merge_lanes(&x, &y, &short)
+                } else {
+                    merge_lanes(&x, &short, &y)
+                }
+            }
+            Expr::Binary(op, a, b) => {
                 let x = self.eval(a, active)?;
                 let y = self.eval(b, active)?;
-                match (&x, &y) {
-                    (Col::I(_), Col::I(_)) => {
-                        Col::I((0..n).map(|k| if c.i(k) != 0 { x.i(k) } else { y.i(k) }).collect())
-                    }
-                    _ => Col::F((0..n).map(|k| if c.i(k) != 0 { x.f(k) } else { y.f(k) }).collect()),
-                }
+                binary(*op, a.dtype(), &x, &y, self.opts.f64_storage)?
             }
             Expr::Cast(t, a) => {
                 let x = self.eval(a, active)?;
@@ -540,6 +554,53 @@ impl Machine {
     }
 }
 
+/// The active threads whose lane of `c` is true, and those whose is false.
+fn split_lanes(c: &Col, active: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let (mut yes, mut no) = (Vec::new(), Vec::new());
+    for (k, &t) in active.iter().enumerate() {
+        if c.i(k) != 0 {
+            yes.push(t)
+        } else {
+            no.push(t)
+        }
+    }
+    (yes, no)
+}
+
+/// Lane by lane, the next value of `x` where `c` is true and of `y` where it
+/// is false; `x` and `y` hold only the lanes of their side.
+fn merge_lanes(c: &Col, x: &Col, y: &Col) -> Col {
+    let n = c.len();
+    let (mut i, mut j) = (0, 0);
+    let mut pick = |k: usize| {
+        if c.i(k) != 0 {
+            i += 1;
+            (true, i - 1)
+        } else {
+            j += 1;
+            (false, j - 1)
+        }
+    };
+    match (x, y) {
+        (Col::I(_), Col::I(_)) => Col::I(
+            (0..n)
+                .map(|k| match pick(k) {
+                    (true, a) => x.i(a),
+                    (false, b) => y.i(b),
+                })
+                .collect(),
+        ),
+        _ => Col::F(
+            (0..n)
+                .map(|k| match pick(k) {
+                    (true, a) => x.f(a),
+                    (false, b) => y.f(b),
+                })
+                .collect(),
+        ),
+    }
+}
+
 /// Rounds a value to what a buffer of type `t` holds.
 fn rounder(t: DType, f64_storage: bool) -> fn(f64) -> f64 {
     match t {
@@ -574,7 +635,8 @@ fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
         Intrinsic::Abs | Intrinsic::Fabs => x.abs(),
         Intrinsic::Floor => x.floor(),
         Intrinsic::Ceil => x.ceil(),
-        Intrinsic::Round => x.round_ties_even(),
+        // CUDA's `round` rounds half away from zero, as Rust's does.
+        Intrinsic::Round => x.round(),
         Intrinsic::Pow => x.powf(y),
         Intrinsic::Sin => x.sin(),
         Intrinsic::Cos => x.cos(),

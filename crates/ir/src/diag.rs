@@ -66,6 +66,21 @@ impl Diagnostic {
 
     /// Renders the diagnostic against the source text, without colours.
     pub fn render(&self, file_name: &str, src: &str) -> String {
+        // miette lays a source line out in full (and fails on lines of some
+        // megabytes): past a few thousand characters, the short form with
+        // line and column says more than a snippet could.
+        if let Some(s) = self.span {
+            let start = src[..src.floor_char_boundary(s.start.min(src.len()))].rfind('\n').map_or(0, |i| i + 1);
+            let end = src[start..].find('\n').map_or(src.len(), |i| start + i);
+            if end - start > LONG_LINE {
+                let kind = if self.is_warning() { "warning" } else { "error" };
+                let mut out = format!("{kind}: {}\n", self.short(file_name, src));
+                if let Some(h) = &self.help {
+                    out.push_str(&format!("  help: {h}\n"));
+                }
+                return out;
+            }
+        }
         let report = Report { d: self, src: miette::NamedSource::new(file_name, src.to_string()) };
         let mut out = String::new();
         let handler =
@@ -97,6 +112,9 @@ pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, col)
 }
+
+/// Source lines longer than this are not drawn under a diagnostic.
+const LONG_LINE: usize = 4000;
 
 #[derive(Debug)]
 struct Report<'a> {

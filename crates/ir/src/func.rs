@@ -11,6 +11,9 @@ pub struct PrimFunc {
     pub params: Vec<Buffer>,
     pub attrs: Annotations,
     pub body: Stmt,
+    /// The function's name in the source, where an error found while
+    /// lowering it is reported (the IR carries no finer spans yet).
+    pub span: Option<ast::Span>,
 }
 
 impl PrimFunc {

@@ -93,8 +93,13 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         }
     };
     let mut after = Vec::new();
-    let lowered = transform::lower(scheduled.clone(), |name, f| after.push((name, f.clone())))?;
-    let kernel = tirc_codegen::emit(&lowered)?;
+    // Lowering and code generation know no finer place than the function.
+    let here = |d: Diagnostic| match original.span {
+        Some(s) if d.span.is_none() => d.or_at(s).label("while lowering this function"),
+        _ => d,
+    };
+    let lowered = transform::lower(scheduled.clone(), |name, f| after.push((name, f.clone()))).map_err(here)?;
+    let kernel = tirc_codegen::emit(&lowered).map_err(here)?;
     let warnings = transform::verify_local_indices::check(&lowered);
     Ok(Compiled { module, original, scheduled, trace, after, lowered, kernel, warnings })
 }

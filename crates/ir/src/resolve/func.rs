@@ -113,7 +113,7 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
     } else {
         body_stmt
     };
-    Ok(PrimFunc { name: name.name.clone(), params: out_params, attrs: r.attrs, body })
+    Ok(PrimFunc { name: name.name.clone(), params: out_params, attrs: r.attrs, body, span: Some(name.span) })
 }
 
 /// The implicit root block that holds a function's body and its top-level
@@ -414,7 +414,33 @@ impl FuncResolver<'_> {
                 self.attrs = self.attr_dict(d)?;
                 Ok(Stmt::NoOp)
             }
-            "T.evaluate" => Ok(Stmt::NoOp),
+            // `T.evaluate(0)` does nothing; a call inside is the statement
+            // it names. Anything else would be dropped, and with it what
+            // the program means: refused.
+            "T.evaluate" => match &args[..] {
+                [Arg::Positional(x)] => match &x.kind {
+                    ExprKind::Int(_) => Ok(Stmt::NoOp),
+                    ExprKind::Call { func: inner, .. }
+                        if matches!(
+                            dotted(inner).as_deref(),
+                            Some("T.tvm_storage_sync" | "T.ptx_commit_group" | "T.ptx_wait_group")
+                        ) =>
+                    {
+                        self.expr_stmt(x)
+                    }
+                    ExprKind::Call { func: inner, .. } => Err(Diagnostic::at(
+                        x.span,
+                        format!(
+                            "`T.evaluate({}(...))` is not supported: tirc cannot run this call as a statement",
+                            dotted(inner).unwrap_or_default()
+                        ),
+                    )
+                    .help("cross-thread reductions (`T.tvm_thread_allreduce`) are written as a reduction block whose reduction loop is bound to threadIdx")),
+                    _ => Err(Diagnostic::at(x.span, "`T.evaluate` of an expression that is not a call does nothing")
+                        .help("remove the statement")),
+                },
+                _ => Err(Diagnostic::at(e.span, "T.evaluate takes one expression")),
+            },
             "T.tvm_storage_sync" => Ok(Stmt::Barrier),
             "T.ptx_commit_group" => match &args[..] {
                 [] => Ok(Stmt::AsyncCommit),

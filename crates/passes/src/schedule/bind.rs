@@ -5,8 +5,10 @@
 //! 1. The thread axis is one of blockIdx.x/y/z, threadIdx.x/y/z.
 //! 2. The loop is in the function, is serial, and has a constant extent
 //!    within the axis' limit.
-//! 3. No block under the loop reduces over it: blocks and threads cannot
-//!    combine their partial sums, so a reduction loop stays serial.
+//! 3. If the axis is a blockIdx, no block under the loop reduces over it:
+//!    blocks cannot combine their partial sums within one kernel. A
+//!    reduction loop bound to a threadIdx is a cross-thread reduction,
+//!    lowered by `lower_cross_thread_reduction`.
 //! 4. No loop around it is bound to the same axis, unless the loop's blocks
 //!    all write shared memory: then the threads share the copy (a
 //!    cooperative fetch), each doing the iterations of its index.
@@ -47,19 +49,14 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // 3.
     for r in Stmt::For(Box::new(l.clone())).blocks() {
         for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
-            if iv.kind == IterKind::Reduce && v.uses(lp) {
-                let why = if tag.is_block {
-                    "blocks cannot combine their partial sums"
-                } else {
-                    "threads would race on the same output and cannot combine their partial sums"
-                };
+            if tag.is_block && iv.kind == IterKind::Reduce && v.uses(lp) {
                 return Err(ScheduleError::new(format!(
-                    "loop {} cannot be bound to {}: block {} reduces over it, and {why}",
+                    "loop {} cannot be bound to {}: block {} reduces over it, and blocks cannot combine their partial sums",
                     lp.name(),
                     tag.name(),
                     r.block.name
                 ))
-                .help("bind only loops over spatial axes; keep the reduction loop serial"));
+                .help("bind it to a threadIdx axis (a cross-thread reduction), or keep it serial"));
             }
         }
     }

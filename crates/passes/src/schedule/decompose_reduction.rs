@@ -97,6 +97,10 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
             var_map.push((iv.var.clone(), Expr::var(&nv)));
             ivs.push(IterVar { var: nv, dom: iv.dom.clone(), kind: IterKind::Spatial });
             values.push(substitute(e, &loop_map));
+        } else {
+            // The init runs where every reduction variable is at the start
+            // of its domain: an init that names one means that value.
+            var_map.push((iv.var.clone(), iv.dom.min.clone()));
         }
     }
     let init_body = substitute_stmt(&init, &var_map);

@@ -8,8 +8,8 @@
 //! this pass finds the innermost loop around all accesses (their lowest
 //! common ancestor), the region the accesses cover in one iteration of that
 //! loop — inner loops relaxed to their ranges and, for shared memory, loops
-//! bound to thread indices relaxed too, since the threads of a block share
-//! one copy — and shrinks each dimension with a constant extent to it,
+//! bound to thread indices relaxed too, inside the allocation or around it,
+//! since the threads of a block share one copy — and shrinks each dimension with a constant extent to it,
 //! subtracting the region's start from every index. A local allocation
 //! moves to the body of that loop; a shared one stays where it is, once per
 //! GPU block, since the GPU reuses one array for every iteration. A dimension whose region has no constant size
@@ -76,17 +76,31 @@ fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
     }
 }
 
-fn compact(root: &Stmt, b: &Buffer) -> Stmt {
-    // The allocation's body.
-    let mut body = None;
-    root.walk(&mut |s| {
-        if let Stmt::Allocate { buffer, body: inner } = s {
-            if buffer == b {
-                body = Some((**inner).clone());
-            }
+/// The body of `b`'s allocation and the loops around the allocation,
+/// outermost first.
+fn find_allocation(s: &Stmt, b: &Buffer, loops: &mut Vec<For>) -> Option<(Stmt, Vec<For>)> {
+    match s {
+        Stmt::Allocate { buffer, body } if buffer == b => Some(((**body).clone(), loops.clone())),
+        Stmt::For(l) => {
+            loops.push((**l).clone());
+            let r = find_allocation(&l.body, b, loops);
+            loops.pop();
+            r
         }
-    });
-    let Some(body) = body else { return root.clone() };
+        _ => {
+            let mut found = None;
+            s.for_each_child(|c| {
+                if found.is_none() {
+                    found = find_allocation(c, b, loops);
+                }
+            });
+            found
+        }
+    }
+}
+
+fn compact(root: &Stmt, b: &Buffer) -> Stmt {
+    let Some((body, outer)) = find_allocation(root, b, &mut Vec::new()) else { return root.clone() };
     let mut acc = Vec::new();
     collect(&body, b, &mut Vec::new(), &mut acc);
     if acc.is_empty() {
@@ -98,14 +112,24 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
         depth = depth.min(a.loops.iter().zip(&acc[0].loops).take_while(|(x, y)| x.var == y.var).count());
     }
     let shared = b.scope() == Scope::Shared;
+    let thread_loop = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
+    // The threads of a GPU block share one copy of a shared buffer, so loops
+    // bound to thread indices are relaxed wherever they are, the ones around
+    // the allocation included.
+    let outer_threads: Vec<Relaxed> = if shared {
+        outer.iter().filter(|l| thread_loop(l)).map(|l| (l.var.clone(), l.min.clone(), l.extent.clone())).collect()
+    } else {
+        Vec::new()
+    };
     let mut region: Vec<Option<(Expr, Expr)>> = Vec::new();
     for (n, a) in acc.iter().enumerate() {
         let relaxed: Vec<Relaxed> = a
             .loops
             .iter()
             .enumerate()
-            .filter(|(i, l)| *i >= depth || shared && matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block))
+            .filter(|(i, l)| *i >= depth || shared && thread_loop(l))
             .map(|(_, l)| (l.var.clone(), l.min.clone(), l.extent.clone()))
+            .chain(outer_threads.iter().cloned())
             .collect();
         for (d, idx) in a.indices.iter().enumerate() {
             let r = relax(idx, &relaxed);

@@ -6,8 +6,10 @@
 //! whole body, in order of first appearance, as
 //! `blockIdx_x = T.launch_thread("blockIdx.x", 32)`. A bound loop shorter
 //! than its axis' extent runs under `if v < extent`. Axes not bound launch
-//! with extent 1. Refused: different extents for one axis where a loop is
-//! longer than the launch, and more than 1024 threads in a block.
+//! with extent 1. An existing `T.launch_thread` (pasted lowered code) fixes
+//! its axis' extent. Refused: a loop longer than the launch of its axis, two
+//! launches of one axis with different extents, and more than 1024 threads
+//! in a block.
 
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag, Var};
@@ -46,28 +48,110 @@ pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
     cfg
 }
 
+/// The function's top-level statements, under its allocations: the loop
+/// nests that run one after another.
+fn top_level(s: &Stmt) -> Vec<&Stmt> {
+    match s {
+        Stmt::Seq(v) => v.iter().flat_map(top_level).collect(),
+        Stmt::Allocate { body, .. } | Stmt::Let { body, .. } => top_level(body),
+        Stmt::Block(r) if r.block.name == "root" => top_level(&r.block.body),
+        Stmt::NoOp => vec![],
+        s => vec![s],
+    }
+}
+
+/// The first loop bound to a GPU axis in `s`, by name, or a launch.
+fn first_binding(s: &Stmt) -> Option<String> {
+    let mut found = None;
+    s.walk(&mut |x| {
+        if found.is_none() {
+            match x {
+                Stmt::For(l) if matches!(l.kind, ForKind::ThreadBinding(_)) => {
+                    found = Some(format!("`{}`", l.var.name()))
+                }
+                Stmt::Launch { tag, .. } => found = Some(tag.name().to_string()),
+                _ => {}
+            }
+        }
+    });
+    found
+}
+
+/// One kernel cannot hold loop nests that must finish one before the next
+/// starts on every thread block: a nest bound to GPU axes beside another
+/// nest (bound or not) would read what other blocks have not yet written.
+pub fn check_one_kernel(f: &PrimFunc) -> Result<(), Diagnostic> {
+    let items = top_level(&f.body);
+    let bound: Vec<(usize, String)> =
+        items.iter().enumerate().filter_map(|(i, s)| first_binding(s).map(|b| (i, b))).collect();
+    if bound.is_empty() || items.len() == 1 {
+        return Ok(());
+    }
+    let what = |s: &Stmt| {
+        let mut blocks = Vec::new();
+        s.walk(&mut |x| {
+            if let Stmt::Block(r) = x {
+                blocks.push(format!("`{}`", r.block.name));
+            }
+        });
+        match (s, blocks.is_empty()) {
+            (_, false) => format!("the loop nest of block {}", blocks.join(", ")),
+            (Stmt::For(l), true) => format!("the loop nest of `{}`", l.var.name()),
+            _ => "a statement".to_string(),
+        }
+    };
+    let (first, b) = &bound[0];
+    let other = items.iter().enumerate().find(|(i, _)| i != first).map(|(_, s)| what(s)).unwrap_or_default();
+    Err(Diagnostic::new(format!(
+        "{} is bound to GPU threads ({b}) and runs beside {other}: these need one kernel each, launched in \
+         order, and tirc compiles a function to one kernel",
+        what(items[*first]),
+    ))
+    .help("put the nests under one bound loop (compute_at, fuse), or write them as separate functions"))
+}
+
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    // The extent of each axis: the largest loop bound to it.
-    let mut axes: Vec<(ThreadTag, i64)> = Vec::new();
+    // The extent of each axis: the one of an existing launch, which is
+    // fixed, else the largest loop bound to it.
+    let mut launched: Vec<(ThreadTag, i64)> = Vec::new();
     let mut err = None;
     f.body.walk(&mut |s| {
-        if let Stmt::For(l) = s {
-            if let ForKind::ThreadBinding(t) = l.kind {
-                match l.extent.as_int() {
-                    Some(e) => match axes.iter_mut().find(|(x, _)| *x == t) {
-                        Some((_, old)) => *old = (*old).max(e),
-                        None => axes.push((t, e)),
-                    },
-                    None => {
-                        err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name())))
-                    }
+        if let Stmt::Launch { tag, extent, .. } = s {
+            match (extent.as_int(), launched.iter().find(|(x, _)| x == tag)) {
+                (Some(e), Some((_, old))) if *old != e => {
+                    err = Some(Diagnostic::new(format!(
+                        "{} is launched twice, with extents {old} and {e}: a kernel has one extent per axis",
+                        tag.name()
+                    )))
+                }
+                (Some(e), None) => launched.push((*tag, e)),
+                (Some(_), Some(_)) => {}
+                (None, _) => {
+                    err = Some(Diagnostic::new(format!("the launch of {} has no constant extent", tag.name())))
                 }
             }
         }
-        if let Stmt::Launch { tag, extent, .. } = s {
-            if let Some(e) = extent.as_int() {
-                if !axes.iter().any(|(x, _)| x == tag) {
-                    axes.push((*tag, e));
+    });
+    let mut axes = launched.clone();
+    f.body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            if let ForKind::ThreadBinding(t) = l.kind {
+                match (l.extent.as_int(), launched.iter().find(|(x, _)| *x == t)) {
+                    (Some(e), Some((_, fixed))) if e > *fixed => {
+                        err = Some(Diagnostic::new(format!(
+                            "the loop `{}` bound to {} runs {e} iterations, but {} is launched with {fixed}",
+                            l.var.name(),
+                            t.name(),
+                            t.name()
+                        )))
+                    }
+                    (Some(e), _) => match axes.iter_mut().find(|(x, _)| *x == t) {
+                        Some((_, old)) => *old = (*old).max(e),
+                        None => axes.push((t, e)),
+                    },
+                    (None, _) => {
+                        err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name())))
+                    }
                 }
             }
         }

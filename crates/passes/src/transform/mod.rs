@@ -12,6 +12,7 @@ pub mod flatten_buffers;
 pub mod inject_software_pipeline;
 pub mod insert_barriers;
 pub mod lower_blocks;
+pub mod lower_cross_thread_reduction;
 pub mod lower_init;
 pub mod promote_accumulators;
 pub mod simplify;
@@ -28,6 +29,7 @@ pub struct Pass {
 
 /// The lowering passes, in order.
 pub const PIPELINE: &[Pass] = &[
+    Pass { name: "lower_cross_thread_reduction", run: lower_cross_thread_reduction::run },
     Pass { name: "lower_init", run: lower_init::run },
     Pass { name: "lower_blocks", run: lower_blocks::run },
     Pass { name: "compact_buffers", run: compact_buffers::run },
@@ -41,7 +43,10 @@ pub const PIPELINE: &[Pass] = &[
 ];
 
 /// Runs every pass in order; `observe(name, ir)` sees the IR after each.
+/// Refuses, before any pass, a function that one kernel cannot run
+/// (`extract_launch::check_one_kernel`).
 pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc)) -> Result<PrimFunc, Diagnostic> {
+    extract_launch::check_one_kernel(&func)?;
     for p in PIPELINE {
         func = (p.run)(func)?;
         observe(p.name, &func);

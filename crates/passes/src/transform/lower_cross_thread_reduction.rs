@@ -1,0 +1,317 @@
+//! `lower_cross_thread_reduction`: a reduction block whose reduction loop is
+//! bound to `threadIdx` becomes a partial result per thread, a tree
+//! combining them in shared memory, and one write of the total.
+//!
+//! TVM allows `sch.bind(k, "threadIdx.x")` on a reduction loop (a row sum,
+//! softmax's max and sum, a GEMV): the threads split the reduction and must
+//! combine their partial results. For such a block `B` (its update
+//! `C[i] = C[i] op v` with `op` one of `+ * min max`, its init if any), let
+//! T be the loops bound to `threadIdx` that its reduction variables use,
+//! directly nested from the outermost of them (the *chain*, which may hold
+//! other thread loops, over spatial axes), with serial loops below. The
+//! chain is replaced by three of its copies, one after another:
+//!
+//! 1. each thread accumulates its part in a local `acc` (starting from the
+//!    identity of `op`) over the loops below the chain — block
+//!    `B_in_thread` — and stores it in a shared `B_red[s, t]`, `t` the
+//!    thread's place among the T loops, `s` its place among the other
+//!    thread loops (which reduce separately);
+//! 2. halving steps: `B_red[s, t] = B_red[s, t] op B_red[s, t + h]` for the
+//!    lower threads, until one value is left;
+//! 3. the thread with `t == 0` runs `B` itself, its reduction variables at
+//!    the start of their domains, with `v` replaced by `B_red[s, 0]`: the
+//!    init (when the reduction starts here) and one update.
+//!
+//! Each copy is an ordinary loop nest: run as written, with thread loops as
+//! plain loops, it computes what `B` did; once `extract_launch` merges the
+//! copies under one launch, `insert_barriers` puts a barrier between the
+//! steps. Runs first, on blocks. Refused, with the reason: a reduction over
+//! `blockIdx` (blocks cannot combine their results without a second
+//! kernel), a reduction whose thread loops are not nested directly, an
+//! update of another form, a block that shares the chain with other
+//! statements, or an output that depends on a thread loop of T.
+
+use crate::arith::Analyzer;
+use crate::schedule::tree::{loops_above, rewrite};
+use tirc_ir::region::infer_block_regions;
+use tirc_ir::structural_eq::same_expr;
+use tirc_ir::subst::{substitute, substitute_stmt};
+use tirc_ir::{
+    BinOp, BlockRealize, Buffer, DType, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var,
+};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut names = Vec::new();
+    for r in f.body.blocks() {
+        let path = loops_above(&f.body, &r.block.name).unwrap_or_default();
+        let reduces_over = |l: &For| {
+            r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
+        };
+        for l in &path {
+            if let ForKind::ThreadBinding(t) = l.kind {
+                if reduces_over(l) {
+                    if t.is_block {
+                        return Err(Diagnostic::new(format!(
+                            "block `{}` reduces over loop `{}`, bound to {}: thread blocks cannot combine their partial results in one kernel",
+                            r.block.name,
+                            l.var.name(),
+                            t.name()
+                        ))
+                        .help("bind the reduction loop to threadIdx, or keep it serial"));
+                    }
+                    names.push(r.block.name.clone());
+                    break;
+                }
+            }
+        }
+    }
+    for name in names {
+        f.body = lower_one(&f.body, &name)?;
+    }
+    Ok(f)
+}
+
+/// A loop variable and the expression that replaces it.
+type VarMap = (Var, Expr);
+
+/// The combiner of `C[i] = C[i] op v`: `op` and `v`.
+fn combiner(store: &Stmt) -> Option<(Buffer, Vec<Expr>, BinOp, Expr)> {
+    let Stmt::Store { buffer, indices, value } = store else { return None };
+    let Expr::Binary(op, a, b) = value else { return None };
+    if !matches!(op, BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max) {
+        return None;
+    }
+    let is_self = |e: &Expr| matches!(e, Expr::Load(lb, idx) if lb == buffer && idx.len() == indices.len() && idx.iter().zip(indices).all(|(x, y)| same_expr(x, y)));
+    let reads_out = |e: &Expr| {
+        let mut found = false;
+        e.walk(&mut |x| found |= matches!(x, Expr::Load(lb, _) if lb == buffer));
+        found
+    };
+    let v = if is_self(a) && !reads_out(b) {
+        (**b).clone()
+    } else if is_self(b) && !reads_out(a) {
+        (**a).clone()
+    } else {
+        return None;
+    };
+    Some((buffer.clone(), indices.clone(), *op, v))
+}
+
+/// The identity of `op` at type `t`.
+fn identity(op: BinOp, t: DType) -> Expr {
+    let (lo, hi) = if t.is_float() {
+        (Expr::Float(f64::NEG_INFINITY, t), Expr::Float(f64::INFINITY, t))
+    } else {
+        let bits = (t.bytes() * 8).min(63) as u32;
+        if t.is_int() && !matches!(t, DType::UInt(_)) {
+            (Expr::Int(-(1i64 << (bits - 1)), t), Expr::Int((1i64 << (bits - 1)) - 1, t))
+        } else {
+            (Expr::Int(0, t), Expr::Int(((1u64 << bits) - 1) as i64, t))
+        }
+    };
+    match op {
+        BinOp::Add => {
+            if t.is_float() {
+                Expr::Float(0.0, t)
+            } else {
+                Expr::Int(0, t)
+            }
+        }
+        BinOp::Mul => {
+            if t.is_float() {
+                Expr::Float(1.0, t)
+            } else {
+                Expr::Int(1, t)
+            }
+        }
+        BinOp::Max => lo,
+        _ => hi,
+    }
+}
+
+/// `∑ (v - min) * stride` over `loops`, the first slowest: a loop nest's
+/// place, counted from 0.
+fn linear(loops: &[(Var, Expr, i64)]) -> Expr {
+    let mut e = Expr::int(0);
+    for (v, min, ext) in loops {
+        e = e * Expr::int(*ext) + (Expr::var(v) - min.clone());
+    }
+    Analyzer::new().simplify(&e)
+}
+
+fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
+    let err = |m: String| Diagnostic::new(format!("cross-thread reduction of block `{name}`: {m}"));
+    let path = loops_above(root, name).unwrap_or_default();
+    let r = root.blocks().into_iter().find(|r| r.block.name == name).cloned().ok_or_else(|| err("not found".into()))?;
+    let (out, idx, op, v) = combiner(&r.block.body)
+        .ok_or_else(|| err("its update is not `C[..] = C[..] op v` with op one of + * min max".into()))?;
+    let reduce_uses =
+        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(v));
+    let is_thread = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
+    let lo =
+        path.iter().position(|l| is_thread(l) && reduce_uses(&l.var)).ok_or_else(|| err("no thread loop".into()))?;
+    let hi = lo + path[lo..].iter().take_while(|l| is_thread(l)).count();
+    let chain = &path[lo..hi];
+    let inner = &path[hi..];
+    if inner.iter().chain(&path[..lo]).any(|l| is_thread(l) && reduce_uses(&l.var)) {
+        return Err(err("its thread-bound reduction loops must be nested directly in one another".into()));
+    }
+    // The chain must hold nothing but the loops down to the block.
+    let mut s = &Stmt::For(Box::new(chain[0].clone()));
+    loop {
+        match s {
+            Stmt::For(l) => s = &l.body,
+            Stmt::Block(b) if b.block.name == name => break,
+            _ => return Err(err("the loops bound to its threads hold other statements too".into())),
+        }
+    }
+    let konst = |l: &For| -> Result<(Var, Expr, i64), Diagnostic> {
+        let e = l.extent.as_int().ok_or_else(|| err(format!("loop `{}` has no constant extent", l.var.name())))?;
+        Ok((l.var.clone(), l.min.clone(), e))
+    };
+    let t_loops: Vec<(Var, Expr, i64)> =
+        chain.iter().filter(|l| reduce_uses(&l.var)).map(konst).collect::<Result<_, _>>()?;
+    // Every other thread loop around the block reduces separately.
+    let s_loops: Vec<(Var, Expr, i64)> =
+        path[..hi].iter().filter(|l| is_thread(l) && !reduce_uses(&l.var)).map(konst).collect::<Result<_, _>>()?;
+    let n_t: i64 = t_loops.iter().map(|x| x.2).product();
+    let n_s: i64 = s_loops.iter().map(|x| x.2).product();
+    let below: Vec<&Var> =
+        chain.iter().chain(inner).filter(|l| reduce_uses(&l.var) || !is_thread(l)).map(|l| &l.var).collect();
+    for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
+        if iv.kind == IterKind::Spatial && below.iter().any(|x| e.uses(x)) {
+            return Err(err(format!(
+                "its spatial variable `{}` depends on a loop inside the reduction",
+                iv.var.name()
+            )));
+        }
+    }
+    let dtype = out.dtype();
+    let red = Buffer::new(format!("{name}_red"), dtype, vec![Expr::int(n_s * n_t)], Scope::Shared);
+    let acc = Buffer::new(format!("{name}_acc"), dtype, vec![Expr::int(1)], Scope::Local);
+
+    // A fresh copy of the chain's loops around `body`; returns it and the
+    // map from old loop variables to new.
+    let copy_chain = |suffix: &str, body: &dyn Fn(&[VarMap]) -> Stmt| -> Stmt {
+        let map: Vec<(Var, Expr)> = chain
+            .iter()
+            .map(|l| (l.var.clone(), Expr::var(&l.var.renamed(format!("{}_{suffix}", l.var.name())))))
+            .collect();
+        let mut s = body(&map);
+        for l in chain.iter().rev() {
+            let Some((_, Expr::Var(nv))) = map.iter().find(|(o, _)| *o == l.var) else { continue };
+            s = Stmt::For(Box::new(For {
+                var: nv.clone(),
+                min: substitute(&l.min, &map),
+                extent: l.extent.clone(),
+                kind: l.kind,
+                annotations: vec![],
+                body: s,
+            }));
+        }
+        s
+    };
+    let place = |map: &[(Var, Expr)]| {
+        let t = substitute(&linear(&t_loops), map);
+        let s = substitute(&linear(&s_loops), map);
+        (Analyzer::new().simplify(&(s * Expr::int(n_t))), t)
+    };
+
+    // 1. The partial result of each thread.
+    let mut b1 = r.block.clone();
+    b1.name = format!("{name}_in_thread");
+    b1.init = None;
+    let acc0 = Expr::Load(acc.clone(), vec![Expr::int(0)]);
+    // Its own block variables: the write-back block keeps the original ones.
+    let fresh: Vec<(Var, Expr)> =
+        b1.iter_vars.iter().map(|iv| (iv.var.clone(), Expr::var(&iv.var.renamed(iv.var.name())))).collect();
+    for (iv, (_, nv)) in b1.iter_vars.iter_mut().zip(&fresh) {
+        if let Expr::Var(nv) = nv {
+            iv.var = nv.clone();
+        }
+    }
+    b1.body = substitute_stmt(
+        &Stmt::Store { buffer: acc.clone(), indices: vec![Expr::int(0)], value: Expr::binary(op, acc0.clone(), v) },
+        &fresh,
+    );
+    let (reads, writes) = infer_block_regions(&b1);
+    b1.reads = reads;
+    b1.writes = writes;
+    let mut inner_stmt = Stmt::Block(Box::new(BlockRealize { block: b1, ..r.clone() }));
+    for l in inner.iter().rev() {
+        let mut l = l.clone();
+        l.body = inner_stmt;
+        inner_stmt = Stmt::For(Box::new(l));
+    }
+    let identity_map: Vec<(Var, Expr)> = vec![];
+    let (base, t) = place(&identity_map);
+    let phase1 = Stmt::Allocate {
+        buffer: acc.clone(),
+        body: Box::new(Stmt::seq(vec![
+            Stmt::Store { buffer: acc.clone(), indices: vec![Expr::int(0)], value: identity(op, dtype) },
+            inner_stmt,
+            Stmt::Store { buffer: red.clone(), indices: vec![Analyzer::new().simplify(&(base + t))], value: acc0 },
+        ])),
+    };
+    let mut phase1_loops = phase1;
+    for l in chain.iter().rev() {
+        let mut l = l.clone();
+        l.body = phase1_loops;
+        phase1_loops = Stmt::For(Box::new(l));
+    }
+    let mut phases = vec![phase1_loops];
+
+    // 2. Halving: the lower `m / 2` threads add the values `ceil(m / 2)`
+    // above them.
+    let mut m = n_t;
+    let mut step = 0;
+    while m > 1 {
+        let (half, up) = (m / 2, (m + 1) / 2);
+        phases.push(copy_chain(&format!("s{step}"), &|map| {
+            let (base, t) = place(map);
+            let at = |k: Expr| Analyzer::new().simplify(&(base.clone() + k));
+            let load = |k: Expr| Expr::Load(red.clone(), vec![at(k)]);
+            let value = Expr::binary(op, load(t.clone()), load(t.clone() + Expr::int(up)));
+            Stmt::if_then(
+                Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)),
+                Stmt::Store { buffer: red.clone(), indices: vec![at(t.clone())], value },
+            )
+        }));
+        m = up;
+        step += 1;
+    }
+
+    // 3. One thread writes the total through the block itself.
+    phases.push(copy_chain("w", &|map| {
+        let (base, t) = place(map);
+        // Reduction loops inside the chain, at their first iteration.
+        let mut at_start: Vec<(Var, Expr)> = map.to_vec();
+        for l in chain.iter().filter(|l| reduce_uses(&l.var)).chain(inner) {
+            at_start.retain(|(x, _)| *x != l.var);
+            at_start.push((l.var.clone(), substitute(&l.min, map)));
+        }
+        let an = Analyzer::new();
+        let mut b = r.clone();
+        b.block.alloc_buffers.clear();
+        b.iter_values = r.iter_values.iter().map(|e| an.simplify(&substitute(e, &at_start))).collect();
+        if r.predicate.as_bool() != Some(true) {
+            b.predicate = an.simplify(&substitute(&r.predicate, &at_start));
+        }
+        let total = Expr::Load(red.clone(), vec![base.clone()]);
+        b.block.body = Stmt::Store {
+            buffer: out.clone(),
+            indices: idx.clone(),
+            value: Expr::binary(op, Expr::Load(out.clone(), idx.clone()), total),
+        };
+        let (reads, writes) = infer_block_regions(&b.block);
+        b.block.reads = reads;
+        b.block.writes = writes;
+        Stmt::if_then(Expr::binary(BinOp::Eq, t, Expr::int(0)), Stmt::Block(Box::new(b)))
+    }));
+    let replacement = Stmt::Allocate { buffer: red, body: Box::new(Stmt::seq(phases)) };
+    let head = chain[0].var.clone();
+    Ok(rewrite(root, &mut |s| match s {
+        Stmt::For(l) if l.var == head => Some(replacement.clone()),
+        _ => None,
+    }))
+}
