@@ -37,6 +37,7 @@ fn formatting_keeps_meaning_and_is_idempotent() {
     let mut files = examples();
     files.extend(tir_files_under("golden"));
     files.extend(tir_files_under("tests/data/tvm"));
+    files.extend(tir_files_under("tests/data/conformance"));
     assert!(files.len() > 10);
     for p in files {
         let src = read(&p);

@@ -22,6 +22,10 @@ pub struct CudaKernel {
     pub source: String,
     pub launch: LaunchConfig,
     pub params: Vec<(String, DType)>,
+    /// Intermediate buffers in global memory (a function's `T.alloc_buffer`
+    /// left at scope "global"): kernel arguments after `params`, with their
+    /// element counts, which whoever launches the kernel allocates.
+    pub scratch: Vec<(String, DType, usize)>,
     /// Bytes of dynamic shared memory the launch must request.
     pub dynamic_shared_bytes: usize,
 }
@@ -98,6 +102,25 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
             g.read_only.insert(b.clone());
         }
     }
+    // Global intermediates become arguments: a kernel cannot allocate
+    // global memory, its launcher can.
+    let mut scratch = Vec::new();
+    let mut global_allocs = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == Scope::Global {
+                global_allocs.push(buffer.clone());
+            }
+        }
+    });
+    for b in &global_allocs {
+        let n = g.buf_name(b);
+        let size = b
+            .num_elements()
+            .ok_or_else(|| Diagnostic::new(format!("buffer `{}` has no constant size to allocate", b.name())))?;
+        sig.push(format!("{}* __restrict__ {n}", ctype(b.dtype())?));
+        scratch.push((n, b.dtype(), size.max(0) as usize));
+    }
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
     let mut shared = Vec::new();
@@ -158,7 +181,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({threads}) {name}({}) {{", sig.join(", "));
     src.push_str(&g.out);
     src.push_str("}\n");
-    Ok(CudaKernel { name, source: src, launch, params, dynamic_shared_bytes })
+    Ok(CudaKernel { name, source: src, launch, params, scratch, dynamic_shared_bytes })
 }
 
 /// Every type a buffer, a cast or a literal of `f` has.
@@ -463,12 +486,8 @@ impl Gen {
                         None => self.line(ind, &format!("__shared__ __align__(16) {t} {n}[{size}];")),
                     },
                     Scope::Local => self.line(ind, &format!("{t} {n}[{size}];")),
-                    Scope::Global => {
-                        return Err(Diagnostic::new(format!(
-                            "buffer `{}` is allocated in global memory inside a kernel; give it scope \"shared\" or \"local\"",
-                            buffer.name()
-                        )))
-                    }
+                    // A kernel argument (see `scratch`).
+                    Scope::Global => {}
                 }
                 self.stmt(body, ind)?;
             }

@@ -244,6 +244,9 @@ pub struct LoadedKernel {
     name: String,
     cfg: LaunchConfig,
     num_params: usize,
+    /// The kernel's global intermediates, allocated once when it is loaded
+    /// and passed after the caller's buffers at every launch.
+    scratch: Vec<DeviceBuffer>,
 }
 
 impl LoadedKernel {
@@ -405,6 +408,11 @@ impl Gpu {
             return Err(format!("kernel name {name:?} contains a NUL byte"));
         }
         let ptx = nvrtc_compile(&k.source, &self.arch)?;
+        let scratch = k
+            .scratch
+            .iter()
+            .map(|(_, t, n)| self.upload(&HostData::zeros(*t, *n)?))
+            .collect::<Result<Vec<_>, String>>()?;
         guarded("loading the kernel", || {
             let module = self
                 .ctx
@@ -428,6 +436,7 @@ impl Gpu {
                     shared_mem_bytes: shared_u32,
                 },
                 num_params: k.params.len(),
+                scratch,
             })
         })
     }
@@ -499,7 +508,7 @@ impl Gpu {
     /// Enqueues one launch, without synchronizing.
     fn enqueue(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
         let mut args = self.stream.launch_builder(&k.func);
-        for b in bufs {
+        for b in bufs.iter().copied().chain(&k.scratch) {
             args.arg(&b.slice);
         }
         unsafe { args.launch(k.cfg) }.map(|_| ()).map_err(|e| format!("launching kernel {} failed: {e}", k.name))

@@ -118,8 +118,13 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut chain = Vec::new();
     let mut s = &root.block.body;
     while let Stmt::For(l) = s {
+        // A block is independent across the loop's iterations only where a
+        // spatial variable of it follows the loop; an opaque block (no such
+        // variable) may carry values from one iteration to the next.
         let reduces = blocks.iter().any(|r| {
-            r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
+            let vars = || r.block.iter_vars.iter().zip(&r.iter_values);
+            vars().any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
+                || !vars().any(|(iv, v)| iv.kind == IterKind::Spatial && v.uses(&l.var))
         });
         // A store outside any block may depend on other iterations
         // (`A[i + 1] = A[i] + 1`): such a loop stays serial.

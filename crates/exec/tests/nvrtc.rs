@@ -83,6 +83,7 @@ fn kernel(name: &str, source: String, grid: i64, block: i64, params: usize, shar
         source,
         launch: LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1] },
         params: (0..params).map(|i| (format!("p{i}"), DType::Float(32))).collect(),
+        scratch: vec![],
         dynamic_shared_bytes: shared,
     }
 }

@@ -389,8 +389,13 @@ impl FuncResolver<'_> {
                         return Err(Diagnostic::at(p.span, "a region slice needs an end"));
                     };
                     let hi = self.expr(hi)?;
-                    let ext = match (lo.as_int(), hi.as_int()) {
-                        (Some(a), Some(b)) => Expr::int(b - a),
+                    // `lo:lo + e` (how regions print) has extent `e`: read
+                    // back, it must not grow into `lo + e - lo`.
+                    let ext = match (lo.as_int(), hi.as_int(), &hi) {
+                        (Some(a), Some(b), _) => Expr::int(b - a),
+                        (_, _, Expr::Binary(crate::BinOp::Add, x, e)) if crate::structural_eq::same_expr(x, &lo) => {
+                            (**e).clone()
+                        }
                         _ => hi.clone() - lo.clone(),
                     };
                     Range::new(lo, ext)
