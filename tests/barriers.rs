@@ -36,12 +36,12 @@ fn removing_any_barrier_is_caught() {
     for schedule in ["step3"] {
         let req = Request { schedule: Some(schedule.into()), defines: defines.clone(), ..Request::default() };
         let c = compile(&src, &req).unwrap_or_else(|e| panic!("{schedule}: {e:?}"));
-        let n = count_barriers(&c.lowered);
+        let n = count_barriers(&c.first().lowered);
         assert!(n >= 2, "{schedule}: expected barriers around the shared tiles, found {n}");
-        let (e, tol) = sim_check(&c.original, &c.lowered, 7).unwrap_or_else(|m| panic!("{schedule}: {m}"));
+        let (e, tol) = sim_check(&c.original, &c.first().lowered, 7).unwrap_or_else(|m| panic!("{schedule}: {m}"));
         assert!(e.rel_err <= tol, "{schedule}: rel_err {:.3e}", e.rel_err);
         for i in 0..n {
-            let broken = without_barrier(&c.lowered, i);
+            let broken = without_barrier(&c.first().lowered, i);
             match sim_check(&c.original, &broken, 7) {
                 Err(m) => assert!(m.contains("race on shared memory"), "{schedule} without barrier {i}: {m}"),
                 Ok(_) => panic!("{schedule}: removing barrier {i} of {n} went unnoticed"),

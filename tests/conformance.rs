@@ -6,7 +6,7 @@
 //! checked under each; one without, function by function.
 
 use tirc::compile::{compile_module, load, Request};
-use tirc::verify::sim_check_with;
+use tirc::verify::{sim_check_kernels, sim_check_with};
 use tirc_exec::sim::SimOptions;
 use tirc_passes::transform;
 
@@ -33,8 +33,18 @@ fn accepted_programs_compute_what_they_say() {
         for req in requests {
             let c = compile_module(module.clone(), &req).unwrap_or_else(|e| panic!("{name} {req:?}: {}", e.message));
             let mut stages = vec![("scheduled".to_string(), c.scheduled.clone(), true)];
-            for (i, (pass, f)) in c.after.iter().enumerate() {
-                stages.push((format!("after {pass}"), f.clone(), i < barriers));
+            // A function of several kernels is checked whole, kernel after
+            // kernel (`sim_check_kernels`); one kernel, after every pass.
+            if c.kernels.len() > 1 {
+                let funcs: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+                let (e, tol) = sim_check_kernels(&c.original, &funcs, &c.intermediates, 1)
+                    .unwrap_or_else(|m| panic!("{name} {req:?} kernels: {m}"));
+                assert!(e.rel_err <= tol && e.non_finite == 0, "{name} {req:?} kernels: rel_err {:.3e}", e.rel_err);
+                checked += 1;
+            } else {
+                for (i, (pass, f)) in c.first().after.iter().enumerate() {
+                    stages.push((format!("after {pass}"), f.clone(), i < barriers));
+                }
             }
             for (seed, (what, f, ignore_races)) in stages.into_iter().enumerate() {
                 let opts = SimOptions { ignore_races, ..Default::default() };

@@ -6,7 +6,6 @@
 //! `TIRC_BLESS=1 cargo test --test golden`, then read the diff.
 
 use tirc::compile::{compile, Request};
-use tirc_ir::printer::print_func;
 use tirc_tests::{bless, examples, golden_path, read};
 
 #[test]
@@ -19,7 +18,10 @@ fn lowered_tir_and_cuda_match_golden() {
         for s in &module.schedules {
             let req = Request { schedule: Some(s.name.clone()), ..Request::default() };
             let c = compile(&src, &req).unwrap_or_else(|e| panic!("{} {}: {:?}", ex.display(), s.name, e));
-            let outputs = [("tir", print_func(&c.lowered)), ("cu", c.kernel.source.clone())];
+            let outputs = [
+                ("tir", c.lowered_text()),
+                ("cu", c.kernels.iter().map(|k| k.cuda.source.clone()).collect::<String>()),
+            ];
             for (ext, text) in outputs {
                 let path = golden_path(&ex, &s.name, ext);
                 if bless() {

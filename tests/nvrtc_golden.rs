@@ -34,7 +34,7 @@ fn test_programs_compile_with_nvrtc() {
             let c =
                 compile(&read(&p), &Request::default()).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0].message));
             for arch in ["sm_80", "sm_90"] {
-                let ptx = nvrtc_compile(&c.kernel.source, arch)
+                let ptx = nvrtc_compile(&c.first().cuda.source, arch)
                     .unwrap_or_else(|log| panic!("{} for {arch}:\n{log}", p.display()));
                 assert!(ptx.contains(".entry"), "{}: no kernel entry in the PTX", p.display());
             }

@@ -31,7 +31,7 @@ fn every_stage_of_every_example_round_trips() {
             let c = compile(&src, &Request { schedule: Some(s.name.clone()), ..Request::default() })
                 .unwrap_or_else(|e| panic!("{e:?}"));
             roundtrip(&format!("{} {} scheduled", ex.display(), s.name), &c.scheduled);
-            for (pass, f) in &c.after {
+            for (pass, f) in c.kernels.iter().flat_map(|k| &k.after) {
                 roundtrip(&format!("{} {} after {pass}", ex.display(), s.name), f);
                 n += 1;
             }

@@ -165,6 +165,11 @@ pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
     let mut non_finite = 0;
     for (i, r) in reference.iter().enumerate() {
         let o = out.get(i);
+        // Poison the function itself leaves in place (an output it writes
+        // only in part) is not an error of the kernel.
+        if o.is_nan() && r.is_nan() {
+            continue;
+        }
         if !o.is_finite() && r.is_finite() {
             non_finite += 1;
             continue;

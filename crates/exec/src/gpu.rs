@@ -574,9 +574,26 @@ impl Gpu {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, String> {
-        self.check_args(k, bufs)?;
+        self.time_all(std::slice::from_ref(k), bufs, warmup, reps)
+    }
+
+    /// [`Gpu::time`] for kernels launched one after another on the same
+    /// buffers (a function of several kernels): one call launches them all.
+    pub fn time_all(
+        &self,
+        ks: &[LoadedKernel],
+        bufs: &[&DeviceBuffer],
+        warmup: usize,
+        reps: usize,
+    ) -> Result<Vec<f64>, String> {
+        for k in ks {
+            self.check_args(k, bufs)?;
+        }
+        let name = ks.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(" + ");
         guarded("timing a kernel", || {
-            self.time_calls(&format!("kernel {}", k.name), warmup, reps, &mut || self.enqueue(k, bufs))
+            self.time_calls(&format!("kernel {name}"), warmup, reps, &mut || {
+                ks.iter().try_for_each(|k| self.enqueue(k, bufs))
+            })
         })
     }
 

@@ -3,9 +3,11 @@
 
 use tirc_codegen::CudaKernel;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
-use tirc_ir::{Module, PrimFunc};
+use tirc_ir::printer::print_func;
+use tirc_ir::{Buffer, Module, PrimFunc};
 use tirc_passes::schedule::interp::run_schedule;
 use tirc_passes::transform;
+use tirc_passes::transform::split_kernels::split_kernels;
 
 /// What the user asked to compile.
 #[derive(Clone, Debug, Default)]
@@ -24,13 +26,46 @@ pub struct Compiled {
     pub original: PrimFunc,
     pub scheduled: PrimFunc,
     pub trace: Vec<String>,
+    /// The kernels, in launch order: one, unless the function's loop nests
+    /// are bound to GPU threads separately (`split_kernels`).
+    pub kernels: Vec<Kernel>,
+    /// Global buffers between the kernels, passed to each after the
+    /// function's parameters; empty for one kernel.
+    pub intermediates: Vec<Buffer>,
+    /// Warnings about the lowered kernels: they are correct, but likely
+    /// slower than meant (`verify_local_indices`).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// One kernel of a compiled function.
+pub struct Kernel {
     /// The IR after each pass, by pass name.
     pub after: Vec<(&'static str, PrimFunc)>,
     pub lowered: PrimFunc,
-    pub kernel: CudaKernel,
-    /// Warnings about the lowered kernel: it is correct, but likely slower
-    /// than meant (`verify_local_indices`).
-    pub warnings: Vec<Diagnostic>,
+    pub cuda: CudaKernel,
+}
+
+impl Compiled {
+    /// The first kernel: the only one of most functions.
+    pub fn first(&self) -> &Kernel {
+        &self.kernels[0]
+    }
+
+    /// The lowered IR of every kernel, in launch order.
+    pub fn lowered_text(&self) -> String {
+        self.kernels.iter().map(|k| print_func(&k.lowered)).collect::<Vec<_>>().join("\n")
+    }
+
+    /// The CUDA source of every kernel, each headed by its launch.
+    pub fn cuda_text(&self) -> String {
+        let mut out = String::new();
+        for k in &self.kernels {
+            let (g, b) = (k.cuda.launch.grid, k.cuda.launch.block);
+            out += &format!("// grid ({}, {}, {}), block ({}, {}, {})\n", g[0], g[1], g[2], b[0], b[1], b[2]);
+            out += &k.cuda.source;
+        }
+        out
+    }
 }
 
 /// Parses and resolves a source text.
@@ -92,16 +127,22 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
             (f.clone(), f, vec![])
         }
     };
-    let mut after = Vec::new();
     // Lowering and code generation know no finer place than the function.
     let here = |d: Diagnostic| match original.span {
         Some(s) if d.span.is_none() => d.or_at(s).label("while lowering this function"),
         _ => d,
     };
-    let lowered = transform::lower(scheduled.clone(), |name, f| after.push((name, f.clone()))).map_err(here)?;
-    let kernel = tirc_codegen::emit(&lowered).map_err(here)?;
-    let warnings = transform::verify_local_indices::check(&lowered);
-    Ok(Compiled { module, original, scheduled, trace, after, lowered, kernel, warnings })
+    let (funcs, intermediates) = split_kernels(&scheduled);
+    let mut kernels = Vec::new();
+    let mut warnings = Vec::new();
+    for f in funcs {
+        let mut after = Vec::new();
+        let lowered = transform::lower(f, |name, f| after.push((name, f.clone()))).map_err(here)?;
+        let cuda = tirc_codegen::emit(&lowered).map_err(here)?;
+        warnings.extend(transform::verify_local_indices::check(&lowered));
+        kernels.push(Kernel { after, lowered, cuda });
+    }
+    Ok(Compiled { module, original, scheduled, trace, kernels, intermediates, warnings })
 }
 
 /// `-D NAME=VALUE`: a module constant to override.

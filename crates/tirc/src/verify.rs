@@ -3,7 +3,7 @@
 //! them. Used by `tirc run` and by the tests, which check every primitive
 //! and pass by running the IR before and after it.
 
-use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
+use tirc_exec::data::{compare, ErrorStats, HostData};
 use tirc_exec::{reference, sim};
 use tirc_ir::{Buffer, PrimFunc, Stmt};
 
@@ -105,21 +105,38 @@ pub fn sim_check_with(
     seed: u64,
     opts: sim::SimOptions,
 ) -> Result<(ErrorStats, f64), String> {
-    let mut rng = Rng::new(seed);
-    let sizes = sizes(original)?;
-    let outs = outputs(original);
-    let mut inputs = Vec::new();
-    for (b, n) in original.params.iter().zip(&sizes) {
-        inputs.push(random(b.dtype(), *n, &mut rng)?);
+    check_kernels(original, std::slice::from_ref(candidate), &[], seed, opts)
+}
+
+/// `sim_check` of a function compiled to several kernels: they run in
+/// order on the parameters and the intermediates (zeroed) after them.
+pub fn sim_check_kernels(
+    original: &PrimFunc,
+    kernels: &[PrimFunc],
+    intermediates: &[Buffer],
+    seed: u64,
+) -> Result<(ErrorStats, f64), String> {
+    check_kernels(original, kernels, intermediates, seed, sim::SimOptions::default())
+}
+
+fn check_kernels(
+    original: &PrimFunc,
+    kernels: &[PrimFunc],
+    intermediates: &[Buffer],
+    seed: u64,
+    opts: sim::SimOptions,
+) -> Result<(ErrorStats, f64), String> {
+    let mut args = crate::measure::prepare(original, seed)?.args;
+    // The reference starts from the same poisoned outputs, so that what
+    // the function leaves unwritten is poison in both.
+    let start = args.clone();
+    for b in intermediates {
+        args.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
     }
-    let mut args = inputs.clone();
-    for (d, o) in args.iter_mut().zip(&outs) {
-        if *o {
-            poison(d);
-        }
+    for k in kernels {
+        sim::run(k, &mut args, opts)?;
     }
-    sim::run(candidate, &mut args, opts)?;
-    let reference = reference_sim(original, &inputs)?;
+    let reference = reference_sim(original, &start)?;
     let mut worst: Option<ErrorStats> = None;
     for (i, w) in written(original).iter().enumerate() {
         if *w {

@@ -16,6 +16,7 @@ pub mod lower_cross_thread_reduction;
 pub mod lower_init;
 pub mod promote_accumulators;
 pub mod simplify;
+pub mod split_kernels;
 pub mod unroll_loops;
 pub mod verify_local_indices;
 

@@ -62,30 +62,23 @@ pub fn main(a: Args) -> u8 {
             println!("# after schedule");
             print!("{}", print_func(&c.scheduled));
         }
-        for (name, f) in &c.after {
-            if want(name) {
-                println!("# after {name}");
-                print!("{}", print_func(f));
+        for (i, k) in c.kernels.iter().enumerate() {
+            for (name, f) in &k.after {
+                if want(name) {
+                    match c.kernels.len() {
+                        1 => println!("# after {name}"),
+                        n => println!("# after {name} (kernel {} of {n})", i + 1),
+                    }
+                    print!("{}", print_func(f));
+                }
             }
         }
         return 0;
     }
     match a.emit {
-        Emit::Tir => print!("{}", print_func(&c.lowered)),
+        Emit::Tir => print!("{}", c.lowered_text()),
         Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
-        Emit::Cuda => {
-            let k = &c.kernel;
-            println!(
-                "// grid ({}, {}, {}), block ({}, {}, {})",
-                k.launch.grid[0],
-                k.launch.grid[1],
-                k.launch.grid[2],
-                k.launch.block[0],
-                k.launch.block[1],
-                k.launch.block[2]
-            );
-            print!("{}", k.source);
-        }
+        Emit::Cuda => print!("{}", c.cuda_text()),
         Emit::Ptx => {
             if !tirc_exec::gpu::nvrtc_available() {
                 eprintln!(
@@ -94,11 +87,13 @@ pub fn main(a: Args) -> u8 {
                 );
                 return FAIL;
             }
-            match tirc_exec::gpu::nvrtc_compile(&c.kernel.source, &a.arch) {
-                Ok(ptx) => print!("{ptx}"),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return FAIL;
+            for k in &c.kernels {
+                match tirc_exec::gpu::nvrtc_compile(&k.cuda.source, &a.arch) {
+                    Ok(ptx) => print!("{ptx}"),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return FAIL;
+                    }
                 }
             }
         }

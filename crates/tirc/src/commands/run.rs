@@ -166,7 +166,15 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         return Err("--bench needs the GPU: the simulator checks results but does not time them".into());
     }
     let f = &c.original;
-    let measure::Prepared { inputs, args: mut run_args } = prepare(f, seed(a))?;
+    let measure::Prepared { args: mut run_args, .. } = prepare(f, seed(a))?;
+    // The reference starts from the same poisoned outputs, so that what
+    // the function leaves unwritten is poison in both.
+    let start = run_args.clone();
+    // The intermediates between kernels follow the parameters.
+    for b in &c.intermediates {
+        let n = b.num_elements().ok_or_else(|| format!("buffer {} has no constant size", b.name()))?;
+        run_args.push(tirc_exec::data::HostData::zeros(b.dtype(), n as usize)?);
+    }
     let work = measure::sim_work(f);
     let mut device = None;
     let mut resources = None;
@@ -175,30 +183,34 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     let reference_on;
     let reference: Vec<Vec<f64>>;
     if target == "sim" {
-        sim::run(&c.lowered, &mut run_args, sim::SimOptions::default())
-            .map_err(|e| format!("simulating the kernel: {e}"))?;
-        reference = reference_sim(f, &inputs)?;
+        for k in &c.kernels {
+            sim::run(&k.lowered, &mut run_args, sim::SimOptions::default())
+                .map_err(|e| format!("simulating kernel {}: {e}", k.cuda.name))?;
+        }
+        reference = reference_sim(f, &start)?;
         reference_on = "sim";
     } else {
         let g = gpu::Gpu::open()?;
         device = Some(g.name());
-        let k = g.load(&c.kernel)?;
-        resources = Some(g.resources(&k)?);
+        let ks: Vec<gpu::LoadedKernel> = c.kernels.iter().map(|k| g.load(&k.cuda)).collect::<Result<_, _>>()?;
+        resources = Some(g.resources(&ks[0])?);
         let bufs: Vec<gpu::DeviceBuffer> = run_args.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
         let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
-        g.launch(&k, &refs)?;
+        for k in &ks {
+            g.launch(k, &refs)?;
+        }
         for (d, b) in run_args.iter_mut().zip(&bufs) {
             g.download(b, d)?;
         }
         if work <= CPU_REFERENCE_LIMIT {
-            reference = reference_sim(f, &inputs)?;
+            reference = reference_sim(f, &start)?;
             reference_on = "sim";
         } else {
-            reference = reference_gpu(&g, f, &inputs)?;
+            reference = reference_gpu(&g, f, &start)?;
             reference_on = "cuda";
         }
         if a.bench {
-            let t = g.time(&k, &refs, a.warmup, a.repeat)?;
+            let t = g.time_all(&ks, &refs, a.warmup, a.repeat)?;
             time_ms = Some(median(t));
             if a.compare == Some(Baseline::Cublas) {
                 let shape = matmul_shape(f).ok_or_else(|| {
@@ -209,6 +221,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
             }
         }
     }
+    run_args.truncate(f.params.len());
     // Compare every output buffer; report the worst.
     let tol = a.tolerance.unwrap_or_else(|| default_tolerance(f));
     let stats = worst_error(f, &run_args, &reference)?;
@@ -266,15 +279,19 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
             format!("\"reference\": \"{}\"", o.reference_on),
             format!("\"time_ms\": {}", num(o.time_ms)),
             format!("\"gflops\": {}", num(o.gflops)),
-            format!("\"kernel\": \"{}\"", c.kernel.name),
+            format!("\"kernel\": \"{}\"", c.first().cuda.name),
             format!(
                 "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
-                c.kernel.launch.grid[0],
-                c.kernel.launch.grid[1],
-                c.kernel.launch.grid[2],
-                c.kernel.launch.block[0],
-                c.kernel.launch.block[1],
-                c.kernel.launch.block[2]
+                c.first().cuda.launch.grid[0],
+                c.first().cuda.launch.grid[1],
+                c.first().cuda.launch.grid[2],
+                c.first().cuda.launch.block[0],
+                c.first().cuda.launch.block[1],
+                c.first().cuda.launch.block[2]
+            ),
+            format!(
+                "\"kernels\": [{}]",
+                c.kernels.iter().map(|k| format!("\"{}\"", k.cuda.name)).collect::<Vec<_>>().join(", ")
             ),
         ];
         if let Some(d) = &o.device {
@@ -301,11 +318,13 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
     if let Some(d) = &o.device {
         println!("device: {d}");
     }
-    let l = c.kernel.launch;
-    println!(
-        "kernel: {} grid ({}, {}, {}) block ({}, {}, {})",
-        c.kernel.name, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
-    );
+    for k in &c.kernels {
+        let l = k.cuda.launch;
+        println!(
+            "kernel: {} grid ({}, {}, {}) block ({}, {}, {})",
+            k.cuda.name, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2]
+        );
+    }
     println!(
         "check: {status}: rel_err {:.3e}, max_abs_err {:.3e} (reference: unscheduled function in f64 on {})",
         o.stats.rel_err, o.stats.max_abs_err, o.reference_on

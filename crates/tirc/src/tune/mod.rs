@@ -204,7 +204,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
     };
     match o.target {
         Target::Sim => {
-            let (reference, _) = measure::reference(None, &original, &prepared.inputs)?;
+            let (reference, _) = measure::reference(None, &original, &prepared.args)?;
             reference_on = "sim";
             let chk = Checker { original: original.clone(), args: prepared.args, reference, tolerance };
             while reached < budget {
@@ -239,7 +239,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
             let key = key(&o.src, &module, &def.func, &def.name, &device);
             let mut db = Db::open(&o.db)?;
             db_path = Some(o.db.clone());
-            let (reference, on) = measure::reference(Some(&g), &original, &prepared.inputs)?;
+            let (reference, on) = measure::reference(Some(&g), &original, &prepared.args)?;
             reference_on = on;
             let chk = Checker { original: original.clone(), args: prepared.args.clone(), reference, tolerance };
             let bench = GpuBench::new(&g, chk, &written(&original), o.warmup, o.repeat, o.cap_s)?;

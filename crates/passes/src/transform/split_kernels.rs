@@ -1,0 +1,80 @@
+//! `split_kernels`: a function whose loop nests are bound to GPU threads
+//! separately becomes several kernels, launched in order.
+//!
+//! Thread blocks of one kernel cannot wait for one another, so a nest that
+//! reads what another nest wrote must start after that nest has finished on
+//! every block: TVM launches one kernel per such region. When
+//! `extract_launch::check_one_kernel` finds that the function needs more
+//! than one kernel, each top-level statement of its root block (a loop nest)
+//! becomes a function of its own, in order. The root's global buffers (the
+//! intermediates between nests) become parameters of every kernel, after the
+//! function's own, which the launcher allocates once; its other buffers
+//! (shared, local) go to each kernel that uses them. A nest bound to no GPU
+//! axis runs on one thread. A function one kernel can run is returned as
+//! it is, with no intermediates.
+
+use super::extract_launch::check_one_kernel;
+use tirc_ir::resolve::root_block;
+use tirc_ir::{Buffer, PrimFunc, Scope, Stmt};
+
+/// The kernels of `f` in launch order, and the intermediates each takes
+/// after `f`'s parameters.
+pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
+    if check_one_kernel(f).is_ok() {
+        return (vec![f.clone()], vec![]);
+    }
+    let (allocs, body) = match &f.body {
+        Stmt::Block(root) if root.block.name == "root" => (root.block.alloc_buffers.clone(), &root.block.body),
+        body => (vec![], body),
+    };
+    let (intermediates, local): (Vec<Buffer>, Vec<Buffer>) =
+        allocs.into_iter().partition(|b| b.scope() == Scope::Global);
+    let mut items = Vec::new();
+    flatten(body, &mut items);
+    let mut params = f.params.clone();
+    params.extend(intermediates.iter().cloned());
+    let kernels = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let used: Vec<Buffer> = local.iter().filter(|b| uses(&item, b)).cloned().collect();
+            PrimFunc {
+                name: if i == 0 { f.name.clone() } else { format!("{}_{i}", f.name) },
+                params: params.clone(),
+                attrs: f.attrs.clone(),
+                body: root_block(item, used),
+                span: f.span,
+            }
+        })
+        .collect();
+    (kernels, intermediates)
+}
+
+fn flatten(s: &Stmt, out: &mut Vec<Stmt>) {
+    match s {
+        Stmt::Seq(v) => v.iter().for_each(|x| flatten(x, out)),
+        Stmt::NoOp => {}
+        s => out.push(s.clone()),
+    }
+}
+
+/// Whether `s` reads or writes `b`.
+fn uses(s: &Stmt, b: &Buffer) -> bool {
+    let mut found = false;
+    s.walk(&mut |x| {
+        if let Stmt::Store { buffer, .. } = x {
+            found |= buffer == b;
+        }
+        x.for_each_expr(|e| {
+            e.walk(&mut |y| {
+                if let tirc_ir::Expr::Load(lb, _) = y {
+                    found |= lb == b;
+                }
+            })
+        });
+        if let Stmt::Block(r) = x {
+            found |= r.block.reads.iter().chain(&r.block.writes).any(|g| &g.buffer == b);
+        }
+    });
+    found
+}
