@@ -18,6 +18,15 @@ impl HostData {
     /// Zero-filled contents for `n` elements of type `t`. Types without a
     /// host representation of their own (float16, bfloat16, int16) are
     /// refused.
+    /// `n` elements of poison (NaN for floats): an intermediate buffer
+    /// before anything is written to it, so that a read of what was never
+    /// written shows in the result.
+    pub fn poisoned(t: DType, n: usize) -> Result<HostData, String> {
+        let mut d = HostData::zeros(t, n)?;
+        poison(&mut d);
+        Ok(d)
+    }
+
     pub fn zeros(t: DType, n: usize) -> Result<HostData, String> {
         Ok(match t {
             DType::Float(32) => HostData::F32(vec![0.0; n]),

@@ -411,7 +411,7 @@ impl Gpu {
         let scratch = k
             .scratch
             .iter()
-            .map(|(_, t, n)| self.upload(&HostData::zeros(*t, *n)?))
+            .map(|(_, t, n)| self.upload(&HostData::poisoned(*t, *n)?))
             .collect::<Result<Vec<_>, String>>()?;
         guarded("loading the kernel", || {
             let module = self

@@ -121,10 +121,17 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         // A block is independent across the loop's iterations only where a
         // spatial variable of it follows the loop; an opaque block (no such
         // variable) may carry values from one iteration to the next.
+        // Nor is a block whose writes do not follow the loop (a "spatial"
+        // variable that accumulates into one element).
         let reduces = blocks.iter().any(|r| {
             let vars = || r.block.iter_vars.iter().zip(&r.iter_values);
-            vars().any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
-                || !vars().any(|(iv, v)| iv.kind == IterKind::Spatial && v.uses(&l.var))
+            let follow: Vec<&tirc_ir::Var> = vars()
+                .filter(|(iv, v)| iv.kind == IterKind::Spatial && v.uses(&l.var))
+                .map(|(iv, _)| &iv.var)
+                .collect();
+            let written_along =
+                r.block.writes.iter().all(|w| w.region.iter().any(|g| follow.iter().any(|v| g.min.uses(v))));
+            vars().any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var)) || follow.is_empty() || !written_along
         });
         // A store outside any block may depend on other iterations
         // (`A[i + 1] = A[i] + 1`): such a loop stays serial.

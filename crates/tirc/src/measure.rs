@@ -89,7 +89,7 @@ pub fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<
     let plan = reference::plan(f, true).map_err(|d| d.message)?;
     let mut host = widen(inputs, f)?;
     for b in &plan.intermediates {
-        host.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+        host.push(HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
     }
     let bufs: Vec<gpu::DeviceBuffer> = host.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
     let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();

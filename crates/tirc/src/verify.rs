@@ -80,7 +80,7 @@ pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>,
     let plan = reference::plan(f, true).map_err(|d| d.message)?;
     let mut bufs = widen(inputs, f)?;
     for b in &plan.intermediates {
-        bufs.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+        bufs.push(HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
     }
     let opts = sim::SimOptions { f64_storage: true, ..Default::default() };
     for k in &plan.kernels {
@@ -109,7 +109,7 @@ pub fn sim_check_with(
 }
 
 /// `sim_check` of a function compiled to several kernels: they run in
-/// order on the parameters and the intermediates (zeroed) after them.
+/// order on the parameters and the intermediates (poisoned) after them.
 pub fn sim_check_kernels(
     original: &PrimFunc,
     kernels: &[PrimFunc],
@@ -131,7 +131,7 @@ fn check_kernels(
     // the function leaves unwritten is poison in both.
     let start = args.clone();
     for b in intermediates {
-        args.push(HostData::zeros(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+        args.push(HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
     }
     for k in kernels {
         sim::run(k, &mut args, opts)?;

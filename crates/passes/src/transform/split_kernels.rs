@@ -9,12 +9,14 @@
 //! becomes a function of its own, in order. The root's global buffers (the
 //! intermediates between nests) become parameters of every kernel, after the
 //! function's own, which the launcher allocates once; its other buffers
-//! (shared, local) go to each kernel that uses them. A nest bound to no GPU
+//! (shared, local) go to the kernel that uses them, or, where two kernels
+//! use one, to global memory as an intermediate. A nest bound to no GPU
 //! axis runs on one thread. A function one kernel can run is returned as
 //! it is, with no intermediates.
 
 use super::extract_launch::check_one_kernel;
 use tirc_ir::resolve::root_block;
+use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{Buffer, PrimFunc, Scope, Stmt};
 
 /// The kernels of `f` in launch order, and the intermediates each takes
@@ -27,10 +29,27 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
         Stmt::Block(root) if root.block.name == "root" => (root.block.alloc_buffers.clone(), &root.block.body),
         body => (vec![], body),
     };
-    let (intermediates, local): (Vec<Buffer>, Vec<Buffer>) =
-        allocs.into_iter().partition(|b| b.scope() == Scope::Global);
     let mut items = Vec::new();
     flatten(body, &mut items);
+    // A shared or local buffer that two kernels use must outlive the first:
+    // it moves to global memory, as an intermediate.
+    let mut moved: Vec<(Buffer, Buffer)> = Vec::new();
+    let mut intermediates = Vec::new();
+    let mut local = Vec::new();
+    for b in allocs {
+        if b.scope() == Scope::Global {
+            intermediates.push(b);
+        } else if items.iter().filter(|s| uses(s, &b)).count() > 1 {
+            let g = b.with(|n| n.scope = Scope::Global);
+            moved.push((b, g.clone()));
+            intermediates.push(g);
+        } else {
+            local.push(b);
+        }
+    }
+    if !moved.is_empty() {
+        items = items.iter().map(|s| replace_buffers_stmt(s, &moved)).collect();
+    }
     let mut params = f.params.clone();
     params.extend(intermediates.iter().cloned());
     let kernels = items

@@ -173,7 +173,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     // The intermediates between kernels follow the parameters.
     for b in &c.intermediates {
         let n = b.num_elements().ok_or_else(|| format!("buffer {} has no constant size", b.name()))?;
-        run_args.push(tirc_exec::data::HostData::zeros(b.dtype(), n as usize)?);
+        run_args.push(tirc_exec::data::HostData::poisoned(b.dtype(), n as usize)?);
     }
     let work = measure::sim_work(f);
     let mut device = None;
