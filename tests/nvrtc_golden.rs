@@ -22,6 +22,14 @@ fn have_nvrtc() -> bool {
     false
 }
 
+/// NVRTC compiles `source` for sm_80 and sm_90 into PTX with a kernel.
+fn compiles_for_every_arch(what: &str, source: &str) {
+    for arch in ["sm_80", "sm_90"] {
+        let ptx = nvrtc_compile(source, arch).unwrap_or_else(|log| panic!("{what} for {arch}:\n{log}"));
+        assert!(ptx.contains(".entry"), "{what}: no kernel entry in the PTX");
+    }
+}
+
 #[test]
 fn test_programs_compile_with_nvrtc() {
     if !have_nvrtc() {
@@ -33,10 +41,8 @@ fn test_programs_compile_with_nvrtc() {
         if p.extension().is_some_and(|e| e == "tir") {
             let c =
                 compile(&read(&p), &Request::default()).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0].message));
-            for arch in ["sm_80", "sm_90"] {
-                let ptx = nvrtc_compile(&c.first().cuda.source, arch)
-                    .unwrap_or_else(|log| panic!("{} for {arch}:\n{log}", p.display()));
-                assert!(ptx.contains(".entry"), "{}: no kernel entry in the PTX", p.display());
+            for k in &c.kernels {
+                compiles_for_every_arch(&p.display().to_string(), &k.cuda.source);
             }
             n += 1;
         }
@@ -54,11 +60,7 @@ fn golden_kernels_compile_with_nvrtc() {
         for file in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
             let p = file.path();
             if p.extension().is_some_and(|e| e == "cu") {
-                for arch in ["sm_80", "sm_90"] {
-                    let ptx = nvrtc_compile(&read(&p), arch)
-                        .unwrap_or_else(|log| panic!("{} for {arch}:\n{log}", p.display()));
-                    assert!(ptx.contains(".entry"), "{}: no kernel entry in the PTX", p.display());
-                }
+                compiles_for_every_arch(&p.display().to_string(), &read(&p));
                 n += 1;
             }
         }

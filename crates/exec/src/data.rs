@@ -1,6 +1,7 @@
 //! Host-side buffer contents: typed element vectors, random inputs, poison,
 //! and comparison against a reference.
 
+use half::{bf16, f16};
 use tirc_ir::DType;
 
 /// The contents of one buffer on the host.
@@ -12,12 +13,11 @@ pub enum HostData {
     I64(Vec<i64>),
     /// bool, int8 and uint8 elements, one byte each.
     U8(Vec<u8>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
 }
 
 impl HostData {
-    /// Zero-filled contents for `n` elements of type `t`. Types without a
-    /// host representation of their own (float16, bfloat16, int16) are
-    /// refused.
     /// `n` elements of poison (NaN for floats): an intermediate buffer
     /// before anything is written to it, so that a read of what was never
     /// written shows in the result.
@@ -27,8 +27,12 @@ impl HostData {
         Ok(d)
     }
 
+    /// Zero-filled contents for `n` elements of type `t`. Types without a
+    /// host representation of their own (int16, float8) are refused.
     pub fn zeros(t: DType, n: usize) -> Result<HostData, String> {
         Ok(match t {
+            DType::Float(16) => HostData::F16(vec![f16::ZERO; n]),
+            DType::BFloat16 => HostData::BF16(vec![bf16::ZERO; n]),
             DType::Float(32) => HostData::F32(vec![0.0; n]),
             DType::Float(64) => HostData::F64(vec![0.0; n]),
             DType::Int(32) | DType::UInt(32) => HostData::I32(vec![0; n]),
@@ -45,6 +49,8 @@ impl HostData {
             HostData::I32(v) => v.len(),
             HostData::I64(v) => v.len(),
             HostData::U8(v) => v.len(),
+            HostData::F16(v) => v.len(),
+            HostData::BF16(v) => v.len(),
         }
     }
 
@@ -58,6 +64,7 @@ impl HostData {
             HostData::F32(_) | HostData::I32(_) => 4,
             HostData::F64(_) | HostData::I64(_) => 8,
             HostData::U8(_) => 1,
+            HostData::F16(_) | HostData::BF16(_) => 2,
         }
     }
 
@@ -69,6 +76,8 @@ impl HostData {
             HostData::I32(v) => v[i] as f64,
             HostData::I64(v) => v[i] as f64,
             HostData::U8(v) => v[i] as f64,
+            HostData::F16(v) => v[i].to_f64(),
+            HostData::BF16(v) => v[i].to_f64(),
         }
     }
 
@@ -85,6 +94,8 @@ impl HostData {
             HostData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             HostData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
             HostData::U8(v) => v.clone(),
+            HostData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            HostData::BF16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
     }
 
@@ -103,6 +114,8 @@ impl HostData {
             HostData::I32(v) => *v = chunks::<4>(bytes).map(i32::from_le_bytes).collect(),
             HostData::I64(v) => *v = chunks::<8>(bytes).map(i64::from_le_bytes).collect(),
             HostData::U8(v) => *v = bytes.to_vec(),
+            HostData::F16(v) => *v = chunks::<2>(bytes).map(f16::from_le_bytes).collect(),
+            HostData::BF16(v) => *v = chunks::<2>(bytes).map(bf16::from_le_bytes).collect(),
         }
     }
 }
@@ -141,6 +154,8 @@ pub fn random(t: DType, n: usize, rng: &mut Rng) -> Result<HostData, String> {
         HostData::I32(v) => v.iter_mut().for_each(|x| *x = (rng.next_u64() % 16) as i32 - 8),
         HostData::I64(v) => v.iter_mut().for_each(|x| *x = (rng.next_u64() % 16) as i64 - 8),
         HostData::U8(v) => v.iter_mut().for_each(|x| *x = (rng.next_u64() % 2) as u8),
+        HostData::F16(v) => v.iter_mut().for_each(|x| *x = f16::from_f64(rng.uniform())),
+        HostData::BF16(v) => v.iter_mut().for_each(|x| *x = bf16::from_f64(rng.uniform())),
     }
     Ok(d)
 }
@@ -154,6 +169,8 @@ pub fn poison(d: &mut HostData) {
         HostData::I32(v) => v.iter_mut().for_each(|x| *x = i32::MIN + 7),
         HostData::I64(v) => v.iter_mut().for_each(|x| *x = i64::MIN + 7),
         HostData::U8(v) => v.iter_mut().for_each(|x| *x = 0xA5),
+        HostData::F16(v) => v.iter_mut().for_each(|x| *x = f16::NAN),
+        HostData::BF16(v) => v.iter_mut().for_each(|x| *x = bf16::NAN),
     }
 }
 

@@ -117,6 +117,8 @@ fn write_back(d: &mut HostData, data: &[f64]) {
         HostData::I32(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as i32),
         HostData::I64(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as i64),
         HostData::U8(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as u8),
+        HostData::F16(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = half::f16::from_f64(*y)),
+        HostData::BF16(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = half::bf16::from_f64(*y)),
     }
 }
 
@@ -268,14 +270,7 @@ impl Machine {
             }
             Stmt::If { cond, then, orelse } => {
                 let c = self.eval(cond, active)?;
-                let (mut yes, mut no) = (Vec::new(), Vec::new());
-                for (k, &t) in active.iter().enumerate() {
-                    if c.i(k) != 0 {
-                        yes.push(t)
-                    } else {
-                        no.push(t)
-                    }
-                }
+                let (yes, no) = split_lanes(&c, active);
                 self.exec(then, &yes)?;
                 if let Some(e) = orelse {
                     self.exec(e, &no)?;
@@ -605,6 +600,8 @@ fn merge_lanes(c: &Col, x: &Col, y: &Col) -> Col {
 fn rounder(t: DType, f64_storage: bool) -> fn(f64) -> f64 {
     match t {
         DType::Float(32) if !f64_storage => |x| x as f32 as f64,
+        DType::Float(16) if !f64_storage => |x| half::f16::from_f64(x).to_f64(),
+        DType::BFloat16 if !f64_storage => |x| half::bf16::from_f64(x).to_f64(),
         DType::Float(64) => |x| x,
         t if t.is_float() => |x| x,
         DType::Bool => |x| if x != 0.0 { 1.0 } else { 0.0 },

@@ -51,8 +51,15 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
         .collect()
 }
 
+/// The relative error a result may have: by the narrowest float type among
+/// the parameters (an accumulation in it rounds at every step).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
-    if f.params.iter().any(|b| b.dtype() == tirc_ir::DType::F32) {
+    let has = |t: tirc_ir::DType| f.params.iter().any(|b| b.dtype() == t);
+    if has(tirc_ir::DType::BFloat16) {
+        5e-2
+    } else if has(tirc_ir::DType::Float(16)) {
+        1e-2
+    } else if has(tirc_ir::DType::F32) {
         1e-4
     } else if f.params.iter().all(|b| b.dtype().is_int() || b.dtype().is_bool()) {
         0.0
@@ -61,14 +68,16 @@ pub fn default_tolerance(f: &PrimFunc) -> f64 {
     }
 }
 
-/// Float32 inputs widened to float64 for the reference.
+/// Float inputs widened to float64 for the reference.
 pub fn widen(inputs: &[HostData], f: &PrimFunc) -> Result<Vec<HostData>, String> {
     let f64f = reference::to_f64(f);
     inputs
         .iter()
         .zip(&f64f.params)
         .map(|(d, b)| match (d, b.dtype()) {
-            (HostData::F32(v), tirc_ir::DType::Float(64)) => Ok(HostData::F64(v.iter().map(|x| *x as f64).collect())),
+            (HostData::F32(_) | HostData::F16(_) | HostData::BF16(_), tirc_ir::DType::Float(64)) => {
+                Ok(HostData::F64(d.to_f64()))
+            }
             (d, _) => Ok(d.clone()),
         })
         .collect()
