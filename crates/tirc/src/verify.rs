@@ -51,10 +51,26 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
         .collect()
 }
 
-/// The relative error a result may have: by the narrowest float type among
-/// the parameters (an accumulation in it rounds at every step).
+/// The relative error a result may have: by the narrowest float type the
+/// function computes in — its parameters, its intermediate buffers, its
+/// casts (an accumulation in it rounds at every step).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
-    let has = |t: tirc_ir::DType| f.params.iter().any(|b| b.dtype() == t);
+    let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();
+    f.body.walk(&mut |s| {
+        match s {
+            Stmt::Block(r) => types.extend(r.block.alloc_buffers.iter().map(|b| b.dtype())),
+            Stmt::Allocate { buffer, .. } => types.push(buffer.dtype()),
+            _ => {}
+        }
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let tirc_ir::Expr::Cast(t, _) = x {
+                    types.push(*t);
+                }
+            })
+        });
+    });
+    let has = |t: tirc_ir::DType| types.contains(&t);
     if has(tirc_ir::DType::BFloat16) {
         5e-2
     } else if has(tirc_ir::DType::Float(16)) {
