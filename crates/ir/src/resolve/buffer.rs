@@ -177,6 +177,12 @@ impl FuncResolver<'_> {
     }
 
     pub(crate) fn dtype_arg(&self, e: &ast::Expr) -> R<DType> {
+        // `x: T.let[T.int32] = ...`, TVM's spelling of a typed let.
+        if let ExprKind::Subscript { value, indices } = &e.kind {
+            if let ([t], Some("T.let")) = (&indices[..], dotted(value).as_deref()) {
+                return self.dtype_arg(t);
+            }
+        }
         let name = match &e.kind {
             ExprKind::Str(s) => s.clone(),
             _ => match dotted(e) {

@@ -618,13 +618,15 @@ impl FuncResolver<'_> {
                 _ => ForKind::Serial,
             };
             let mut ann = vec![];
-            let mut thread = None;
+            let mut tag: Option<&ast::Expr> = None;
             for a in args {
                 match a {
-                    Arg::Positional(e) => pos.push(self.expr(e)?),
-                    Arg::Keyword(k, e) if k.name == "thread" && form == "thread_binding" => {
-                        thread = Some(self.thread_tag(e)?)
+                    // TVM's positional form: `T.thread_binding(0, n, "threadIdx.x")`.
+                    Arg::Positional(e) if form == "thread_binding" && matches!(e.kind, ExprKind::Str(_)) => {
+                        tag = Some(e)
                     }
+                    Arg::Keyword(k, e) if k.name == "thread" && form == "thread_binding" => tag = Some(e),
+                    Arg::Positional(e) => pos.push(self.expr(e)?),
                     Arg::Keyword(k, e) if k.name == "annotations" => ann = self.attr_dict(e)?,
                     Arg::Keyword(k, _) => {
                         return Err(Diagnostic::at(k.span, format!("`{f}` takes no argument `{}`", k.name)))
@@ -635,10 +637,15 @@ impl FuncResolver<'_> {
                 }
             }
             if form == "thread_binding" {
-                let Some(t) = thread else {
+                let Some(t) = tag else {
                     return Err(Diagnostic::at(iter.span, "T.thread_binding needs `thread=\"...\"`"));
                 };
-                kind = ForKind::ThreadBinding(t);
+                // A virtual thread (`vthread.x`) runs as an unrolled loop
+                // inside each real thread, as TVM lowers it.
+                kind = match &t.kind {
+                    ExprKind::Str(s) if s == "vthread" || s.starts_with("vthread.") => ForKind::Unrolled,
+                    _ => ForKind::ThreadBinding(self.thread_tag(t)?),
+                };
             }
             let (min, extent) = match pos.len() {
                 1 => (Expr::int(0), pos.remove(0)),
