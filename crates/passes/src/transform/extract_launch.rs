@@ -48,68 +48,6 @@ pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
     cfg
 }
 
-/// The function's top-level statements, under its allocations: the loop
-/// nests that run one after another.
-fn top_level(s: &Stmt) -> Vec<&Stmt> {
-    match s {
-        Stmt::Seq(v) => v.iter().flat_map(top_level).collect(),
-        Stmt::Allocate { body, .. } | Stmt::Let { body, .. } => top_level(body),
-        Stmt::Block(r) if r.block.name == "root" => top_level(&r.block.body),
-        Stmt::NoOp => vec![],
-        s => vec![s],
-    }
-}
-
-/// The first loop bound to a GPU axis in `s`, by name, or a launch.
-fn first_binding(s: &Stmt) -> Option<String> {
-    let mut found = None;
-    s.walk(&mut |x| {
-        if found.is_none() {
-            match x {
-                Stmt::For(l) if matches!(l.kind, ForKind::ThreadBinding(_)) => {
-                    found = Some(format!("`{}`", l.var.name()))
-                }
-                Stmt::Launch { tag, .. } => found = Some(tag.name().to_string()),
-                _ => {}
-            }
-        }
-    });
-    found
-}
-
-/// One kernel cannot hold loop nests that must finish one before the next
-/// starts on every thread block: a nest bound to GPU axes beside another
-/// nest (bound or not) would read what other blocks have not yet written.
-pub fn check_one_kernel(f: &PrimFunc) -> Result<(), Diagnostic> {
-    let items = top_level(&f.body);
-    let bound: Vec<(usize, String)> =
-        items.iter().enumerate().filter_map(|(i, s)| first_binding(s).map(|b| (i, b))).collect();
-    if bound.is_empty() || items.len() == 1 {
-        return Ok(());
-    }
-    let what = |s: &Stmt| {
-        let mut blocks = Vec::new();
-        s.walk(&mut |x| {
-            if let Stmt::Block(r) = x {
-                blocks.push(format!("`{}`", r.block.name));
-            }
-        });
-        match (s, blocks.is_empty()) {
-            (_, false) => format!("the loop nest of block {}", blocks.join(", ")),
-            (Stmt::For(l), true) => format!("the loop nest of `{}`", l.var.name()),
-            _ => "a statement".to_string(),
-        }
-    };
-    let (first, b) = &bound[0];
-    let other = items.iter().enumerate().find(|(i, _)| i != first).map(|(_, s)| what(s)).unwrap_or_default();
-    Err(Diagnostic::new(format!(
-        "{} is bound to GPU threads ({b}) and runs beside {other}: these need one kernel each, launched in \
-         order, and tirc compiles a function to one kernel",
-        what(items[*first]),
-    ))
-    .help("put the nests under one bound loop (compute_at, fuse), or write them as separate functions"))
-}
-
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     // The extent of each axis: the one of an existing launch, which is
     // fixed, else the largest loop bound to it.

@@ -45,9 +45,9 @@ pub const PIPELINE: &[Pass] = &[
 
 /// Runs every pass in order; `observe(name, ir)` sees the IR after each.
 /// Refuses, before any pass, a function that one kernel cannot run
-/// (`extract_launch::check_one_kernel`).
+/// (`split_kernels::check_one_kernel`: split it first).
 pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc)) -> Result<PrimFunc, Diagnostic> {
-    extract_launch::check_one_kernel(&func)?;
+    split_kernels::check_one_kernel(&func)?;
     for p in PIPELINE {
         func = (p.run)(func)?;
         observe(p.name, &func);

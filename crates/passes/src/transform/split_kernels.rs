@@ -4,7 +4,7 @@
 //! Thread blocks of one kernel cannot wait for one another, so a nest that
 //! reads what another nest wrote must start after that nest has finished on
 //! every block: TVM launches one kernel per such region. When
-//! `extract_launch::check_one_kernel` finds that the function needs more
+//! `check_one_kernel` (below) finds that the function needs more
 //! than one kernel, each top-level statement of its root block (a loop nest)
 //! becomes a function of its own, in order. The root's global buffers (the
 //! intermediates between nests) become parameters of every kernel, after the
@@ -14,10 +14,9 @@
 //! axis runs on one thread. A function one kernel can run is returned as
 //! it is, with no intermediates.
 
-use super::extract_launch::check_one_kernel;
 use tirc_ir::resolve::root_block;
 use tirc_ir::subst::replace_buffers_stmt;
-use tirc_ir::{Buffer, PrimFunc, Scope, Stmt};
+use tirc_ir::{Buffer, Diagnostic, ForKind, PrimFunc, Scope, Stmt};
 
 /// The kernels of `f` in launch order, and the intermediates each takes
 /// after `f`'s parameters.
@@ -96,4 +95,66 @@ fn uses(s: &Stmt, b: &Buffer) -> bool {
         }
     });
     found
+}
+
+/// The function's top-level statements, under its allocations: the loop
+/// nests that run one after another.
+fn top_level(s: &Stmt) -> Vec<&Stmt> {
+    match s {
+        Stmt::Seq(v) => v.iter().flat_map(top_level).collect(),
+        Stmt::Allocate { body, .. } | Stmt::Let { body, .. } => top_level(body),
+        Stmt::Block(r) if r.block.name == "root" => top_level(&r.block.body),
+        Stmt::NoOp => vec![],
+        s => vec![s],
+    }
+}
+
+/// The first loop bound to a GPU axis in `s`, by name, or a launch.
+fn first_binding(s: &Stmt) -> Option<String> {
+    let mut found = None;
+    s.walk(&mut |x| {
+        if found.is_none() {
+            match x {
+                Stmt::For(l) if matches!(l.kind, ForKind::ThreadBinding(_)) => {
+                    found = Some(format!("`{}`", l.var.name()))
+                }
+                Stmt::Launch { tag, .. } => found = Some(tag.name().to_string()),
+                _ => {}
+            }
+        }
+    });
+    found
+}
+
+/// One kernel cannot hold loop nests that must finish one before the next
+/// starts on every thread block: a nest bound to GPU axes beside another
+/// nest (bound or not) would read what other blocks have not yet written.
+pub fn check_one_kernel(f: &PrimFunc) -> Result<(), Diagnostic> {
+    let items = top_level(&f.body);
+    let bound: Vec<(usize, String)> =
+        items.iter().enumerate().filter_map(|(i, s)| first_binding(s).map(|b| (i, b))).collect();
+    if bound.is_empty() || items.len() == 1 {
+        return Ok(());
+    }
+    let what = |s: &Stmt| {
+        let mut blocks = Vec::new();
+        s.walk(&mut |x| {
+            if let Stmt::Block(r) = x {
+                blocks.push(format!("`{}`", r.block.name));
+            }
+        });
+        match (s, blocks.is_empty()) {
+            (_, false) => format!("the loop nest of block {}", blocks.join(", ")),
+            (Stmt::For(l), true) => format!("the loop nest of `{}`", l.var.name()),
+            _ => "a statement".to_string(),
+        }
+    };
+    let (first, b) = &bound[0];
+    let other = items.iter().enumerate().find(|(i, _)| i != first).map(|(_, s)| what(s)).unwrap_or_default();
+    Err(Diagnostic::new(format!(
+        "{} is bound to GPU threads ({b}) and runs beside {other}: these need one kernel each, launched in \
+         order, and this function cannot be split into kernels here",
+        what(items[*first]),
+    ))
+    .help("put the nests under one bound loop (compute_at, fuse), or at the top of the function"))
 }
