@@ -11,10 +11,12 @@ pub mod extract_launch;
 pub mod flatten_buffers;
 pub mod inject_software_pipeline;
 pub mod insert_barriers;
+pub mod loop_partition;
 pub mod lower_blocks;
 pub mod lower_cross_thread_reduction;
 pub mod lower_init;
 pub mod promote_accumulators;
+pub mod relax_guards;
 pub mod simplify;
 pub mod split_kernels;
 pub mod unroll_loops;
@@ -40,6 +42,8 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "simplify", run: simplify::run },
     Pass { name: "insert_barriers", run: insert_barriers::run },
     Pass { name: "promote_accumulators", run: promote_accumulators::run },
+    Pass { name: "relax_guards", run: relax_guards::run },
+    Pass { name: "loop_partition", run: loop_partition::run },
     Pass { name: "unroll_loops", run: unroll_loops::run },
 ];
 

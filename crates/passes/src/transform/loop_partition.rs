@@ -1,0 +1,271 @@
+//! `loop_partition`: conditions that hold on most of a loop's range are
+//! tested only where they can fail.
+//!
+//! A partial tile at the edge of a shape guards its loads, stores and
+//! multiply-adds with `if` and `T.if_then_else` conditions (`by * 64 + ty *
+//! 8 + i < 4097`). In all tiles but the last, every such test is true, yet
+//! the kernel evaluates it in the innermost loop, and a guarded copy can no
+//! longer be one vector access. This pass (TVM's `LoopPartition`) finds, for
+//! a variable `v` over `[lo, hi]`, the subrange `[l, u]` on which the range
+//! analysis proves the conditions that depend on `v`, and:
+//!
+//! - for a `blockIdx` launch, branches once at the top of the kernel:
+//!   `if l <= v <= u` runs the body simplified under that range (the interior
+//!   tiles, no test left), else the body as it was (the boundary tiles); the
+//!   condition is uniform over the threads of a block, so barriers inside
+//!   either branch stay legal; allocations stay above the branch, so shared
+//!   memory is not doubled;
+//! - for a serial loop with constant bounds, splits it into up to three
+//!   loops over `[lo, l)`, `[l, u]` and `(u, hi]`, run in that order, the
+//!   middle one simplified.
+//!
+//! A condition is partitioned on when it is proved at one end of the range
+//! and not at the other (a bound on `v` from above or below); the subrange
+//! is found by bisection with the analyzer, so it is exact for the affine
+//! and floor-division indices the schedule primitives produce. Conditions
+//! that depend on two launch indices at once, or that the analyzer cannot
+//! decide on any subrange, stay as they are, and so does a loop whose
+//! interior would be empty. Each iteration runs the same statements in
+//! the same order as before, so the result is the same.
+//!
+//! Code size: each partitioned launch doubles the kernel body, each
+//! partitioned loop repeats its body once or twice (a one-iteration part
+//! becomes straight-line code). Unrolled and vectorized loops are not split:
+//! their copies are folded by the CUDA compiler once the interior is known.
+
+use crate::arith::{conjuncts, Analyzer};
+use crate::transform::simplify;
+use tirc_ir::{BinOp, Diagnostic, Expr, For, ForKind, PrimFunc, Stmt, Var};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut an = Analyzer::new();
+    f.body = kernel(&f.body, &mut an, &mut Vec::new());
+    Ok(f)
+}
+
+/// Walks the launch head (launches and allocations), then specializes the
+/// body on the block indices and partitions its loops.
+fn kernel(s: &Stmt, an: &mut Analyzer, blocks: &mut Vec<(Var, i64)>) -> Stmt {
+    match s {
+        Stmt::Launch { var, tag, extent, body } => {
+            let extent_value = extent.as_int();
+            if let Some(e) = extent_value {
+                an.bind(var, 0, e - 1);
+                if tag.is_block {
+                    blocks.push((var.clone(), e));
+                }
+            }
+            let body = kernel(body, an, blocks);
+            an.unbind(var);
+            Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(body) }
+        }
+        Stmt::Allocate { buffer, body } => {
+            Stmt::Allocate { buffer: buffer.clone(), body: Box::new(kernel(body, an, blocks)) }
+        }
+        _ => {
+            let mut interior = an.clone();
+            let mut guard = Vec::new();
+            for (v, extent) in blocks.iter() {
+                let found = atoms(s, an);
+                if let Some((l, u)) = subrange(v, 0, extent - 1, &found) {
+                    interior.bind(v, l, u);
+                    if l > 0 {
+                        guard.push(Expr::binary(BinOp::Ge, Expr::var(v), Expr::int(l)));
+                    }
+                    if u < extent - 1 {
+                        guard.push(Expr::binary(BinOp::Le, Expr::var(v), Expr::int(u)));
+                    }
+                }
+            }
+            let boundary = partition(s, an);
+            if guard.is_empty() {
+                return boundary;
+            }
+            let inside = simplify::stmt(s, &mut interior);
+            let inside = partition(&inside, &mut interior);
+            let cond = guard.into_iter().reduce(Expr::and).expect("a guard");
+            Stmt::If { cond, then: Box::new(inside), orelse: Some(Box::new(boundary)) }
+        }
+    }
+}
+
+/// Splits the serial loops of `s` (and of its parts) at the ends of the
+/// subranges found for their variables.
+fn partition(s: &Stmt, an: &mut Analyzer) -> Stmt {
+    match s {
+        Stmt::For(l) if l.kind == ForKind::Serial => {
+            let (Some(min), Some(extent)) = (l.min.as_int(), l.extent.as_int()) else {
+                return descend(s, an);
+            };
+            let (lo, hi) = (min, min + extent - 1);
+            an.bind(&l.var, lo, hi);
+            let found = atoms(&l.body, an);
+            an.unbind(&l.var);
+            let Some((a, b)) = subrange(&l.var, lo, hi, &found) else {
+                return descend(s, an);
+            };
+            let part = |from: i64, to: i64| {
+                let mut p = (**l).clone();
+                p.min = Expr::int(from);
+                p.extent = Expr::int(to - from + 1);
+                Stmt::For(Box::new(p))
+            };
+            let mut parts = Vec::new();
+            if a > lo {
+                parts.push(part(lo, a - 1));
+            }
+            parts.push(part(a, b));
+            if b < hi {
+                parts.push(part(b + 1, hi));
+            }
+            // Each part is simplified under its own range, then its inner
+            // loops are partitioned in turn.
+            Stmt::seq(parts.iter().map(|p| descend(&simplify::stmt(p, an), an)).collect())
+        }
+        _ => descend(s, an),
+    }
+}
+
+/// Partitions the children of `s` with the ranges of its variables known.
+fn descend(s: &Stmt, an: &mut Analyzer) -> Stmt {
+    match s {
+        Stmt::For(l) => {
+            an.bind_range(&l.var, &l.min, &l.extent);
+            let body = partition(&l.body, an);
+            an.unbind(&l.var);
+            Stmt::For(Box::new(For { body, ..(**l).clone() }))
+        }
+        Stmt::Let { var, value, body } => {
+            if let Some((lo, hi)) = an.bound(value) {
+                an.bind(var, lo, hi);
+            }
+            let body = partition(body, an);
+            an.unbind(var);
+            Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(body) }
+        }
+        Stmt::Launch { var, extent, .. } => {
+            if let Some(e) = extent.as_int() {
+                an.bind(var, 0, e - 1);
+            }
+            let out = s.map_children(|c| partition(c, an));
+            an.unbind(var);
+            out
+        }
+        _ => s.map_children(|c| partition(c, an)),
+    }
+}
+
+/// A condition found in a statement, with the ranges known where it is.
+struct Atom {
+    cond: Expr,
+    ranges: Analyzer,
+}
+
+/// The undecided `and`-ed parts of every `if` and `T.if_then_else`
+/// condition in `s`.
+fn atoms(s: &Stmt, an: &mut Analyzer) -> Vec<Atom> {
+    let mut out = Vec::new();
+    collect(s, an, &mut out);
+    out
+}
+
+fn collect(s: &Stmt, an: &mut Analyzer, out: &mut Vec<Atom>) {
+    let from_expr = |e: &Expr, an: &Analyzer, out: &mut Vec<Atom>| {
+        e.walk(&mut |x| {
+            if let Expr::Select(c, _, _) = x {
+                push_atoms(c, an, out);
+            }
+        })
+    };
+    match s {
+        Stmt::For(l) => {
+            an.bind_range(&l.var, &l.min, &l.extent);
+            collect(&l.body, an, out);
+            an.unbind(&l.var);
+        }
+        Stmt::Let { var, value, body } => {
+            from_expr(value, an, out);
+            if let Some((lo, hi)) = an.bound(value) {
+                an.bind(var, lo, hi);
+            }
+            collect(body, an, out);
+            an.unbind(var);
+        }
+        Stmt::Launch { var, extent, body, .. } => {
+            if let Some(e) = extent.as_int() {
+                an.bind(var, 0, e - 1);
+            }
+            collect(body, an, out);
+            an.unbind(var);
+        }
+        Stmt::If { cond, then, orelse } => {
+            push_atoms(cond, an, out);
+            from_expr(cond, an, out);
+            collect(then, an, out);
+            if let Some(e) = orelse {
+                collect(e, an, out);
+            }
+        }
+        Stmt::Store { indices, value, .. } => {
+            for i in indices {
+                from_expr(i, an, out);
+            }
+            from_expr(value, an, out);
+        }
+        _ => s.for_each_child(|c| collect(c, an, out)),
+    }
+}
+
+fn push_atoms(cond: &Expr, an: &Analyzer, out: &mut Vec<Atom>) {
+    for c in conjuncts(cond) {
+        if an.prove(&c).is_none() {
+            out.push(Atom { cond: c, ranges: an.clone() });
+        }
+    }
+}
+
+/// The subrange `[l, u]` of `[lo, hi]` on which every condition bounding
+/// `v` from one side is proved, if it is smaller than the whole range and
+/// not empty.
+fn subrange(v: &Var, lo: i64, hi: i64, atoms: &[Atom]) -> Option<(i64, i64)> {
+    if lo >= hi {
+        return None;
+    }
+    let holds = |a: &Atom, l: i64, u: i64| {
+        let mut an = a.ranges.clone();
+        an.bind(v, l, u);
+        an.prove(&a.cond) == Some(true)
+    };
+    let (mut l, mut u) = (lo, hi);
+    for a in atoms.iter().filter(|a| a.cond.uses(v)) {
+        match (holds(a, lo, lo), holds(a, hi, hi)) {
+            (true, false) => {
+                // The largest `x` with the condition proved on `[lo, x]`.
+                let (mut good, mut bad) = (lo, hi);
+                while bad - good > 1 {
+                    let mid = good + (bad - good) / 2;
+                    if holds(a, lo, mid) {
+                        good = mid
+                    } else {
+                        bad = mid
+                    }
+                }
+                u = u.min(good);
+            }
+            (false, true) => {
+                let (mut bad, mut good) = (lo, hi);
+                while good - bad > 1 {
+                    let mid = bad + (good - bad) / 2;
+                    if holds(a, mid, hi) {
+                        good = mid
+                    } else {
+                        bad = mid
+                    }
+                }
+                l = l.max(good);
+            }
+            _ => {}
+        }
+    }
+    ((l, u) != (lo, hi) && l <= u).then_some((l, u))
+}

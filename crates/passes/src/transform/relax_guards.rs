@@ -1,0 +1,498 @@
+//! `relax_guards`: a per-thread buffer is updated on a whole tile, and only
+//! the elements that are read back are guarded.
+//!
+//! At the edge of a shape, a partial tile guards the update of its
+//! accumulator, `if by * 64 + ty * 8 + i < M and ..: C_local[i * 4 + j] =
+//! C_local[i * 4 + j] + A_shared[..] * B_shared[..]`, in the innermost loop.
+//! The CUDA compiler can then neither share the shared-memory loads between
+//! the multiply-adds nor keep the tests out of the loop, and the boundary
+//! tile runs several times slower than the others. Triton computes the whole
+//! tile and masks only the loads and the final store; this pass does the
+//! same where it is provably harmless.
+//!
+//! For a local buffer `L`, a conjunct `d` of the `if` directly around a
+//! store `L[e(x)] = v` is dropped when:
+//! - `d` depends only on the loop variables `x` of the index and on launch
+//!   indices (it says which *element* is written, not when);
+//! - every read of `L` outside the updates of `L` (the write-back, a use in
+//!   another buffer) is under a condition with a conjunct that is `d` once
+//!   its index's variables are renamed to `x` (its index has the same form:
+//!   the same launch part, the same coefficients over loops of the same
+//!   ranges, distinct elements for distinct iterations); so an element for
+//!   which `d` is false is never read out;
+//! - each update of `L` reads `L` only at the element it writes, so the
+//!   values of those never-read elements cannot flow into the others;
+//! - `v` and `e(x)` are safe to compute where `d` is false: every load is
+//!   proved in bounds of its buffer and stays within the span it reads
+//!   under `d` (the next pipeline stage of a compacted shared tile may
+//!   follow it), there is no integer division by a non-constant, no
+//!   intrinsic with an effect; and `v` reads no global memory, whose
+//!   bandwidth the guard saves.
+//!
+//! The elements written where the guard is now false are never read, so the
+//! results are the same. Other conjuncts (a bound on the reduction variable,
+//! which says *when* an element is updated) stay.
+
+use crate::arith::{conjuncts, Analyzer};
+use std::collections::HashMap;
+use tirc_ir::structural_eq::same_expr;
+use tirc_ir::subst::substitute;
+use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut locals = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == Scope::Local {
+                locals.push(buffer.clone());
+            }
+        }
+    });
+    for l in &locals {
+        let mut sites = Sites::default();
+        let mut scope = Walk::default();
+        if gather(&f.body, l, &mut scope, &mut sites).is_none() {
+            continue;
+        }
+        let drops = decide(&sites);
+        if drops.values().any(|d| !d.is_empty()) {
+            let mut counter = 0;
+            f.body = rewrite(&f.body, l, &drops, &mut counter);
+        }
+    }
+    Ok(f)
+}
+
+/// An index `base + sum(coef * var)` over loop variables of constant range.
+#[derive(Clone)]
+struct Affine {
+    base: Expr,
+    /// `(coefficient, variable, min, extent)`.
+    terms: Vec<(i64, Var, i64, i64)>,
+}
+
+/// A store to the buffer, with the conjuncts of the `if` directly around it.
+struct Write {
+    index: Affine,
+    direct: Vec<Expr>,
+    /// Whether computing the store unguarded is safe (see the header).
+    safe: bool,
+    /// The loads of other buffers in the stored value.
+    loads: Vec<Expr>,
+    /// The ranges known at the store.
+    ranges: Analyzer,
+}
+
+/// A read of the buffer outside its updates, with every condition known to
+/// hold there (`None` where the reach is not known: an `else` branch).
+struct Read {
+    index: Affine,
+    guards: Option<Vec<Expr>>,
+}
+
+#[derive(Default)]
+struct Sites {
+    /// By the order of the stores to the buffer in the body.
+    writes: Vec<Option<Write>>,
+    reads: Vec<Read>,
+    /// The launch indices of the kernel.
+    launches: Vec<Var>,
+}
+
+/// What is known at a point of the walk.
+#[derive(Default)]
+struct Walk {
+    an: Analyzer,
+    /// Variables of loops with constant bounds: `(min, extent)`.
+    loops: HashMap<usize, (i64, i64)>,
+    launches: Vec<Var>,
+    guards: Vec<Expr>,
+    under_else: usize,
+}
+
+/// Records every access to `l`; `None` when an access has a form this pass
+/// does not reason about.
+fn gather(s: &Stmt, l: &Buffer, sc: &mut Walk, out: &mut Sites) -> Option<()> {
+    match s {
+        Stmt::For(f) => {
+            sc.an.bind_range(&f.var, &f.min, &f.extent);
+            if let (Some(m), Some(e)) = (f.min.as_int(), f.extent.as_int()) {
+                sc.loops.insert(f.var.key(), (m, e));
+            }
+            let r = gather(&f.body, l, sc, out);
+            sc.loops.remove(&f.var.key());
+            sc.an.unbind(&f.var);
+            r
+        }
+        Stmt::Launch { var, extent, body, .. } => {
+            if let Some(e) = extent.as_int() {
+                sc.an.bind(var, 0, e - 1);
+            }
+            sc.launches.push(var.clone());
+            out.launches.push(var.clone());
+            let r = gather(body, l, sc, out);
+            sc.launches.pop();
+            sc.an.unbind(var);
+            r
+        }
+        Stmt::Let { var, value, body } => {
+            reads_in(value, l, sc, out)?;
+            if let Some((lo, hi)) = sc.an.bound(value) {
+                sc.an.bind(var, lo, hi);
+            }
+            let r = gather(body, l, sc, out);
+            sc.an.unbind(var);
+            r
+        }
+        Stmt::If { cond, then, orelse } => {
+            reads_in(cond, l, sc, out)?;
+            let parts = conjuncts(cond);
+            let n = parts.len();
+            sc.guards.extend(parts);
+            let direct = match &**then {
+                Stmt::Store { buffer, indices, value } if buffer.key() == l.key() && orelse.is_none() => {
+                    let conds = sc.guards[sc.guards.len() - n..].to_vec();
+                    Some(store(indices, value, l, conds, sc, out))
+                }
+                _ => None,
+            };
+            let r = match direct {
+                Some(r) => r,
+                None => gather(then, l, sc, out),
+            };
+            sc.guards.truncate(sc.guards.len() - n);
+            r?;
+            if let Some(e) = orelse {
+                sc.under_else += 1;
+                let r = gather(e, l, sc, out);
+                sc.under_else -= 1;
+                r?;
+            }
+            Some(())
+        }
+        Stmt::Store { buffer, indices, value } if buffer.key() == l.key() => {
+            store(indices, value, l, Vec::new(), sc, out)
+        }
+        Stmt::Store { indices, value, .. } => {
+            for i in indices {
+                reads_in(i, l, sc, out)?;
+            }
+            reads_in(value, l, sc, out)
+        }
+        _ => {
+            let mut r = Some(());
+            s.for_each_expr(|e| {
+                if r.is_some() {
+                    r = reads_in(e, l, sc, out);
+                }
+            });
+            s.for_each_child(|c| {
+                if r.is_some() {
+                    r = gather(c, l, sc, out);
+                }
+            });
+            r
+        }
+    }
+}
+
+/// A store to `l`: its value may read `l` only at the element it writes.
+fn store(indices: &[Expr], value: &Expr, l: &Buffer, direct: Vec<Expr>, sc: &Walk, out: &mut Sites) -> Option<()> {
+    let [index] = indices else { return None };
+    let mut same_element = true;
+    value.walk(&mut |e| {
+        if let Expr::Load(b, idx) = e {
+            if b.key() == l.key() && !(idx.len() == 1 && same_expr(&idx[0], index)) {
+                same_element = false;
+            }
+        }
+    });
+    if !same_element || mentions(index, l) {
+        return None;
+    }
+    let mut loads = Vec::new();
+    value.walk(&mut |e| {
+        if matches!(e, Expr::Load(b, _) if b.key() != l.key()) {
+            loads.push(e.clone());
+        }
+    });
+    let write = affine(index, sc).map(|a| Write {
+        index: a,
+        direct,
+        safe: safe(value, sc) && safe(index, sc) && in_bounds(l, index, sc),
+        loads,
+        ranges: sc.an.clone(),
+    });
+    out.writes.push(write);
+    Some(())
+}
+
+/// Records the reads of `l` in `e`, which is not an update of `l`.
+fn reads_in(e: &Expr, l: &Buffer, sc: &Walk, out: &mut Sites) -> Option<()> {
+    let mut ok = true;
+    e.walk(&mut |x| {
+        if let Expr::Load(b, idx) = x {
+            if b.key() == l.key() {
+                match (idx.as_slice(), ok) {
+                    ([i], true) => match affine(i, sc) {
+                        Some(index) => {
+                            out.reads.push(Read { index, guards: (sc.under_else == 0).then(|| sc.guards.clone()) })
+                        }
+                        None => ok = false,
+                    },
+                    _ => ok = false,
+                }
+            }
+        }
+    });
+    ok.then_some(())
+}
+
+fn mentions(e: &Expr, l: &Buffer) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| found |= matches!(x, Expr::Load(b, _) if b.key() == l.key()));
+    found
+}
+
+/// `e` as a launch part plus loop variables times constants.
+fn affine(e: &Expr, sc: &Walk) -> Option<Affine> {
+    let e = sc.an.simplify(e);
+    let mut terms = Vec::new();
+    let mut base = Vec::new();
+    split_sum(&e, 1, &mut |coef, t| match t {
+        Expr::Var(v) if sc.loops.contains_key(&v.key()) => {
+            let (m, n) = sc.loops[&v.key()];
+            terms.push((coef, v.clone(), m, n));
+            true
+        }
+        _ => {
+            let mut only_launch = true;
+            t.walk(&mut |x| {
+                if let Expr::Var(v) = x {
+                    only_launch &= sc.launches.contains(v);
+                }
+            });
+            base.push(Expr::folded(BinOp::Mul, t.clone(), Expr::Int(coef, t.dtype())));
+            only_launch
+        }
+    })
+    .then_some(())?;
+    let base = base.into_iter().reduce(|a, b| Expr::binary(BinOp::Add, a, b)).unwrap_or(Expr::Int(0, e.dtype()));
+    Some(Affine { base: sc.an.simplify(&base), terms })
+}
+
+/// Calls `f(coef, term)` for each term of a sum; false if any call is.
+fn split_sum(e: &Expr, coef: i64, f: &mut impl FnMut(i64, &Expr) -> bool) -> bool {
+    match e {
+        Expr::Binary(BinOp::Add, a, b) => split_sum(a, coef, f) && split_sum(b, coef, f),
+        Expr::Binary(BinOp::Sub, a, b) => split_sum(a, coef, f) && split_sum(b, -coef, f),
+        Expr::Binary(BinOp::Mul, a, b) => match (a.as_int(), b.as_int()) {
+            (_, Some(c)) => split_sum(a, coef * c, f),
+            (Some(c), _) => split_sum(b, coef * c, f),
+            _ => f(coef, e),
+        },
+        _ => f(coef, e),
+    }
+}
+
+/// Distinct iterations give distinct elements: positive coefficients that
+/// form a mixed radix over the loop ranges.
+fn injective(a: &Affine) -> bool {
+    let mut t: Vec<_> = a.terms.iter().map(|(c, _, _, n)| (*c, *n)).collect();
+    t.sort();
+    let mut reach = 0i64;
+    for (c, n) in t {
+        if c <= reach || c <= 0 {
+            return false;
+        }
+        reach += c * (n - 1);
+    }
+    true
+}
+
+/// Whether `e` can be evaluated where its guard is false: loads in bounds,
+/// no integer division by a variable, no effect.
+fn safe(e: &Expr, sc: &Walk) -> bool {
+    let mut ok = true;
+    e.walk(&mut |x| match x {
+        Expr::Load(b, idx) => ok &= idx.len() == 1 && in_bounds(b, &idx[0], sc),
+        Expr::Binary(BinOp::Div | BinOp::FloorDiv | BinOp::FloorMod, _, d) if x.dtype().is_int() => {
+            ok &= matches!(d.as_int(), Some(c) if c != 0)
+        }
+        Expr::Call(i, _) => ok &= !matches!(i, Intrinsic::CpAsync),
+        _ => {}
+    });
+    ok
+}
+
+fn in_bounds(b: &Buffer, index: &Expr, sc: &Walk) -> bool {
+    match (b.alloc_elements().or_else(|| b.num_elements()), sc.an.bound(&sc.an.simplify(index))) {
+        (Some(n), Some((lo, hi))) => lo >= 0 && hi < n,
+        _ => false,
+    }
+}
+
+/// For each write (by order), the conjuncts of its direct guard to drop.
+fn decide(sites: &Sites) -> HashMap<usize, Vec<Expr>> {
+    let mut drops = HashMap::new();
+    for (n, w) in sites.writes.iter().enumerate() {
+        let Some(w) = w else { continue };
+        if !w.safe || w.direct.is_empty() || !injective(&w.index) {
+            continue;
+        }
+        let element_vars: Vec<&Var> = w.index.terms.iter().map(|t| &t.1).collect();
+        let droppable: Vec<Expr> = w
+            .direct
+            .iter()
+            .filter(|d| only_uses(d, &element_vars, &sites.launches))
+            .filter(|d| sites.reads.iter().all(|r| read_implies(r, &w.index, d)))
+            .cloned()
+            .collect();
+        if !loads_stay_in_place(w, &droppable) {
+            continue;
+        }
+        drops.insert(n, droppable);
+    }
+    drops
+}
+
+/// Whether each load of the store (none of them global), with the
+/// `dropped` conditions no longer tested, stays within the span of elements it reads under them: the
+/// elements of a partial tile at the end of a compacted shared buffer are
+/// followed by the next pipeline stage's, which other threads may be
+/// writing. The span under the conditions is found by narrowing the range
+/// of each variable that a condition bounds by itself.
+fn loads_stay_in_place(w: &Write, dropped: &[Expr]) -> bool {
+    if dropped.is_empty() {
+        return true;
+    }
+    let narrowed = narrow(&w.ranges, dropped);
+    w.loads.iter().all(|load| {
+        let Expr::Load(b, idx) = load else { return false };
+        // A global load costs bandwidth that the guard saves.
+        if b.scope() == Scope::Global {
+            return false;
+        }
+        idx.iter().all(|i| {
+            let i = w.ranges.simplify(i);
+            match (w.ranges.bound(&i), narrowed.bound(&i)) {
+                (Some((lo, hi)), Some((nlo, nhi))) => nlo <= lo && hi <= nhi,
+                _ => false,
+            }
+        })
+    })
+}
+
+/// `an` with the range of each variable tightened by the conditions
+/// `sum(c * v) + rest < 0` (or `<=`, `>`, `>=`) that bound it alone.
+fn narrow(an: &Analyzer, conds: &[Expr]) -> Analyzer {
+    let mut out = an.clone();
+    for c in conds {
+        // The condition as `x < 0`.
+        let x = match c {
+            Expr::Binary(BinOp::Lt, a, b) => Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone()),
+            Expr::Binary(BinOp::Le, a, b) => Expr::binary(
+                BinOp::Sub,
+                Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone()),
+                Expr::Int(1, a.dtype()),
+            ),
+            Expr::Binary(BinOp::Gt, a, b) => Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone()),
+            Expr::Binary(BinOp::Ge, a, b) => Expr::binary(
+                BinOp::Sub,
+                Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone()),
+                Expr::Int(1, a.dtype()),
+            ),
+            _ => continue,
+        };
+        if !x.dtype().is_int() {
+            continue;
+        }
+        let mut terms: Vec<(i64, Expr)> = Vec::new();
+        split_sum(&an.simplify(&x), 1, &mut |c, t| {
+            terms.push((c, t.clone()));
+            true
+        });
+        for (k, (c, t)) in terms.iter().enumerate() {
+            let Expr::Var(v) = t else { continue };
+            // The smallest value of the other terms.
+            let mut rest = 0i64;
+            let mut known = true;
+            for (j, (c2, t2)) in terms.iter().enumerate() {
+                if j == k {
+                    continue;
+                }
+                match out.bound(t2) {
+                    Some((lo, hi)) => rest += (c2 * lo).min(c2 * hi),
+                    None => known = false,
+                }
+            }
+            let Some((lo, hi)) = out.bound(t) else { continue };
+            if !known || *c == 0 {
+                continue;
+            }
+            // c * v < -rest
+            let (lo, hi) =
+                if *c > 0 { (lo, hi.min((-rest - 1).div_euclid(*c))) } else { (lo.max(rest.div_euclid(-c) + 1), hi) };
+            if lo <= hi {
+                out.bind(v, lo, hi);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `d` uses no variable but the element's loop variables and the
+/// launch indices.
+fn only_uses(d: &Expr, vars: &[&Var], launches: &[Var]) -> bool {
+    let mut ok = true;
+    d.walk(&mut |x| {
+        if let Expr::Var(v) = x {
+            ok &= vars.contains(&v) || launches.contains(v);
+        }
+    });
+    ok
+}
+
+/// Whether the read `r`, at the element of the write index `w`, holds only
+/// where `d` does: its index has `w`'s form and one of its guards is `d`
+/// with its variables renamed.
+fn read_implies(r: &Read, w: &Affine, d: &Expr) -> bool {
+    let Some(guards) = &r.guards else { return false };
+    if !same_expr(&r.index.base, &w.base) || r.index.terms.len() != w.terms.len() {
+        return false;
+    }
+    let mut rename = Vec::new();
+    for (c, v, m, n) in &r.index.terms {
+        let Some((_, wv, wm, wn)) = w.terms.iter().find(|t| t.0 == *c) else { return false };
+        if (m, n) != (wm, wn) || rename.iter().any(|(_, x): &(Var, Expr)| x.as_var() == Some(wv)) {
+            return false;
+        }
+        rename.push((v.clone(), Expr::var(wv)));
+    }
+    let an = Analyzer::new();
+    let d = an.simplify(d);
+    guards.iter().any(|g| same_expr(&an.simplify(&substitute(g, &rename)), &d))
+}
+
+/// Drops the decided conjuncts from the guards of the stores to `l`.
+fn rewrite(s: &Stmt, l: &Buffer, drops: &HashMap<usize, Vec<Expr>>, counter: &mut usize) -> Stmt {
+    match s {
+        Stmt::If { cond, then, orelse: None } if matches!(&**then, Stmt::Store { buffer, .. } if buffer.key() == l.key()) =>
+        {
+            let n = *counter;
+            *counter += 1;
+            let Some(drop) = drops.get(&n) else { return s.clone() };
+            let kept: Vec<Expr> =
+                conjuncts(cond).into_iter().filter(|c| !drop.iter().any(|d| same_expr(c, d))).collect();
+            match kept.into_iter().reduce(Expr::and) {
+                Some(cond) => Stmt::If { cond, then: then.clone(), orelse: None },
+                None => (**then).clone(),
+            }
+        }
+        Stmt::Store { buffer, .. } if buffer.key() == l.key() => {
+            *counter += 1;
+            s.clone()
+        }
+        _ => s.map_children(|c| rewrite(c, l, drops, counter)),
+    }
+}

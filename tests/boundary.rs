@@ -1,0 +1,143 @@
+//! Shapes no tile divides: `relax_guards` and `loop_partition` leave the
+//! interior tiles without tests and the boundary tiles with as few as
+//! correctness needs, and the kernels still compute the function (checked
+//! on the simulator, races included).
+
+use tirc::compile::{compile, Request};
+use tirc::verify::sim_check;
+use tirc_ir::printer::{print_expr, print_func};
+use tirc_ir::{Expr, PrimFunc, Scope, Stmt};
+use tirc_tests::{read, root};
+
+fn lowered(
+    src: &str,
+    schedule: Option<&str>,
+    defines: &[(&str, i64)],
+    params: &[(&str, &str)],
+) -> (PrimFunc, PrimFunc) {
+    let req = Request {
+        schedule: schedule.map(Into::into),
+        defines: defines.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Request::default()
+    };
+    let c = compile(src, &req).unwrap_or_else(|e| panic!("{schedule:?}: {}", e[0].message));
+    let (e, tol) = sim_check(&c.original, &c.first().lowered, 3).unwrap_or_else(|m| panic!("{schedule:?}: {m}"));
+    assert!(e.rel_err <= tol && e.non_finite == 0, "{schedule:?}: rel_err {:.3e}", e.rel_err);
+    let lowered = c.first().lowered.clone();
+    (c.original, lowered)
+}
+
+/// The statement below the launches and allocations of a kernel.
+fn kernel_body(f: &PrimFunc) -> &Stmt {
+    let mut s = &f.body;
+    loop {
+        match s {
+            Stmt::Launch { body, .. } | Stmt::Allocate { body, .. } => s = body,
+            _ => return s,
+        }
+    }
+}
+
+/// Stores into buffers of `scope` under an `if`, and stores in all.
+fn guarded_stores(s: &Stmt, scope: Scope) -> (usize, usize) {
+    fn go(s: &Stmt, scope: Scope, under_if: bool, out: &mut (usize, usize)) {
+        match s {
+            Stmt::Store { buffer, .. } if buffer.scope() == scope => {
+                out.1 += 1;
+                out.0 += under_if as usize;
+            }
+            Stmt::If { then, orelse, .. } => {
+                go(then, scope, true, out);
+                if let Some(e) = orelse {
+                    go(e, scope, true, out);
+                }
+            }
+            _ => s.for_each_child(|c| go(c, scope, under_if, out)),
+        }
+    }
+    let mut out = (0, 0);
+    go(s, scope, false, &mut out);
+    out
+}
+
+fn uses_block_index_only(cond: &Expr) -> bool {
+    let mut ok = true;
+    cond.walk(&mut |e| {
+        if let Expr::Var(v) = e {
+            ok &= v.name().starts_with("blockIdx");
+        }
+    });
+    ok
+}
+
+#[test]
+fn interior_tiles_of_a_pipelined_matmul_test_nothing_in_the_compute_loop() {
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    let params = [("BM", "32"), ("BN", "32"), ("BK", "16")];
+    let (_, f) = lowered(&src, Some("step6_async"), &[("M", 100), ("N", 70), ("K", 50)], &params);
+    let Stmt::If { cond, then, orelse: Some(boundary) } = kernel_body(&f) else {
+        panic!("expected one branch on the block index at the top of the kernel:\n{}", print_func(&f))
+    };
+    assert!(uses_block_index_only(cond), "the branch tests more than the block index:{}", print_expr(cond));
+    // The interior updates its accumulator with no test at all; only the
+    // last k-tile's bound stays in the boundary tiles.
+    let (guarded, all) = guarded_stores(then, Scope::Local);
+    assert!(all > 0);
+    let (_, boundary_all) = guarded_stores(boundary, Scope::Local);
+    assert!(boundary_all > 0);
+    let text = print_func(&f);
+    assert!(guarded < all, "every accumulator update of the interior is still guarded:\n{text}");
+}
+
+#[test]
+fn a_guard_whose_element_is_read_out_unguarded_stays() {
+    // Some elements of `L` are not written, and the read-out is guarded by
+    // a select, which the pass does not take as a guard: to it, every
+    // element is read out, so the guard must stay.
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((64, 8), "float32"), B: T.Buffer((64, 8), "float32")):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            with T.block("outer"):
+                L = T.alloc_buffer((8,), scope="local")
+                for i in range(8):
+                    with T.block("init"):
+                        T.where(tx * 8 + i < 200)
+                        L[i] = A[bx * 32 + tx, i] * T.float32(2)
+                for i in range(8):
+                    with T.block("out"):
+                        B[bx * 32 + tx, i] = T.if_then_else(tx * 8 + i < 200, L[i], T.float32(1))
+"#;
+    let (_, f) = lowered(src, None, &[], &[]);
+    let (guarded, all) = guarded_stores(kernel_body(&f), Scope::Local);
+    assert_eq!((guarded, all), (1, 1), "the guard of L was dropped:\n{}", print_func(&f));
+}
+
+#[test]
+fn a_padded_stencil_is_split_where_its_padding_test_is_decided() {
+    // The read `A[i - 1]` is padded at `i == 0` only: the loop over `i`
+    // runs its first iteration apart, the rest with no test, and in each
+    // part the test is decided.
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((4, 100), "float32"), B: T.Buffer((4, 100), "float32")):
+    for r in T.thread_binding(4, thread="threadIdx.x"):
+        for i in range(100):
+            with T.block("B"):
+                vr, vi = T.axis.remap("SS", [r, i])
+                B[vr, vi] = T.if_then_else(vi >= 1, A[vr, vi - 1], T.float32(0)) + A[vr, vi]
+"#;
+    let (_, f) = lowered(src, None, &[], &[]);
+    let mut selects = 0;
+    let mut loops = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            loops.push((l.min.as_int(), l.extent.as_int()));
+        }
+        s.for_each_expr(|e| e.walk(&mut |x| selects += matches!(x, Expr::Select(..)) as usize));
+    });
+    assert_eq!(selects, 0, "expected the padding test decided in every iteration:\n{}", print_func(&f));
+    assert_eq!(loops, vec![(Some(1), Some(99))], "expected the loop from 1 to 99:\n{}", print_func(&f));
+}
