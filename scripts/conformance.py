@@ -292,9 +292,27 @@ def funcs_of(path: Path, manifest_funcs) -> list:
 # The stages
 
 
+SIZE_VARIABLE = re.compile(r"`(\w+)` is a size known only at run time")
+
+
+def size_defines(sizes):
+    return [a for n, v in sorted(sizes.items()) for a in ("-D", f"{n}={v}")]
+
+
 def stage_check(path: Path, cfg):
+    # A function with size variables (`n: T.int32`, `m = T.int32()`) is
+    # compiled for given sizes: the sizes tirc asks for get --size-value.
+    sizes = {}
     r = invoke(["check", str(path)], cfg)
+    while r.rc == 1 and cfg.size_value:
+        missing = [n for n in SIZE_VARIABLE.findall(r.stderr) if n not in sizes]
+        if not missing:
+            break
+        sizes.update({n: cfg.size_value for n in missing})
+        r = invoke(["check", str(path), *size_defines(sizes)], cfg)
     rec = {"rc": r.rc, "seconds": r.seconds}
+    if sizes:
+        rec["sizes"] = sizes
     kind = failure_kind(r)
     if kind is None:
         rec["outcome"] = "accepted" if r.rc == 0 else "refused"
@@ -308,8 +326,8 @@ def stage_check(path: Path, cfg):
     return rec
 
 
-def stage_run(path: Path, func, cfg):
-    args = ["run", str(path), "--target", "sim", "--json", "--seed", str(cfg.seed)]
+def stage_run(path: Path, func, cfg, sizes=None):
+    args = ["run", str(path), "--target", "sim", "--json", "--seed", str(cfg.seed), *size_defines(sizes or {})]
     if func is not None:
         args += ["--func", func]
     r = invoke(args, cfg)
@@ -417,7 +435,8 @@ def process(path: Path, funcs, cfg, tmp: Path):
     rec["check"] = stage_check(path, cfg)
     if cfg.run and rec["check"]["outcome"] == "accepted":
         targets = funcs if len(funcs) > 1 else [None]
-        rec["run"] = [stage_run(path, f, cfg) for f in targets]
+        sizes = rec["check"].get("sizes")
+        rec["run"] = [stage_run(path, f, cfg, sizes) for f in targets]
     if cfg.fmt:
         rec["fmt"] = stage_fmt(path, cfg, tmp)
         if rec["check"]["outcome"] == "accepted" and rec["fmt"].get("out1_check") not in (None, "accepted"):
@@ -432,6 +451,7 @@ def process(path: Path, funcs, cfg, tmp: Path):
 def summarize(results, top):
     s = {"files": len(results)}
     s["check"] = dict(collections.Counter(r["check"]["outcome"] for r in results))
+    s["accepted_with_sizes"] = sum(1 for r in results if r["check"]["outcome"] == "accepted" and r["check"].get("sizes"))
     runs = [(r, x) for r in results for x in r.get("run", [])]
     s["run"] = dict(collections.Counter(x["outcome"] for _, x in runs))
     fmts = [r for r in results if "fmt" in r]
@@ -515,6 +535,7 @@ def print_report(s, top):
     p = print
     p(f"\n== tirc conformance: {s['files']} files ==")
     p(f"check : {counts_line(CHECK_OUTCOMES, s['check'])}")
+    p(f"        of the accepted, {s['accepted_with_sizes']} with -D for their size variables")
     p(f"run   : {counts_line(RUN_OUTCOMES, s['run'])}  [per prim_func, sim]")
     p(f"fmt   : {counts_line(FMT_OUTCOMES, s['fmt'])}")
     p(f"fmt out1 check: {dict(s['fmt_out1_check'])}")
@@ -575,6 +596,12 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--mem-limit", type=int, default=8192, help="MB per tirc process; 0 for none")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--size-value",
+        type=int,
+        default=64,
+        help="the -D value given to each size variable tirc asks for (0: give none)",
+    )
     ap.add_argument("--json", dest="json_out", type=Path)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--match", default=None)

@@ -127,6 +127,9 @@ impl FuncResolver<'_> {
     fn name(&mut self, n: &str, span: Span) -> R<Expr> {
         match self.lookup(n) {
             Some(Binding::Var(v) | Binding::Thread(v, _)) => Ok(Expr::Var(v.clone())),
+            // The stand-in of a declaration already reported: any use goes,
+            // as a value no check refuses (a size of 0 would be).
+            Some(Binding::Buffer(b)) if self.poisoned.contains(b) => Ok(Expr::int(1)),
             Some(Binding::Buffer(_) | Binding::View(..)) => {
                 Err(Diagnostic::at(span, format!("`{n}` is a buffer, not a value"))
                     .help(format!("index it, e.g. `{n}[i, j]`")))

@@ -30,7 +30,12 @@ pub(crate) enum Binding {
 }
 
 pub(crate) struct FuncResolver<'a> {
-    pub consts: &'a [(String, i64)],
+    /// Module constants, then the function's size variables once given.
+    pub consts: Vec<(String, i64)>,
+    /// The `-D` values, for the function's size variables (`n: T.int32`,
+    /// `m = T.int32()`), and the names among them that were used.
+    pub(crate) sizes: &'a [(String, i64)],
+    pub(crate) used_sizes: Vec<String>,
     pub scopes: Vec<Vec<(String, Binding)>>,
     pub errors: Vec<Diagnostic>,
     pub(crate) attrs: Annotations,
@@ -45,12 +50,21 @@ pub(crate) struct FuncResolver<'a> {
     pub poisoned: Vec<Buffer>,
 }
 
-pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Result<PrimFunc, Vec<Diagnostic>> {
+/// Resolves a `@T.prim_func`. `sizes` gives the values of its size
+/// variables; the names it used are added to `used`.
+pub(crate) fn resolve_prim_func(
+    s: &ast::Stmt,
+    consts: &[(String, i64)],
+    sizes: &[(String, i64)],
+    used: &mut Vec<String>,
+) -> Result<PrimFunc, Vec<Diagnostic>> {
     let StmtKind::FunctionDef { name, params, body, .. } = &s.kind else {
         return Err(vec![Diagnostic::at(s.span, "expected a function")]);
     };
     let mut r = FuncResolver {
-        consts,
+        consts: consts.to_vec(),
+        sizes,
+        used_sizes: vec![],
         scopes: vec![vec![]],
         errors: vec![],
         attrs: vec![],
@@ -67,6 +81,12 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
                 r.bind(&p.name.name, Binding::Buffer(b.clone()));
                 bufs.push(Some(b));
             }
+            Ok(None) if is_size_annotation(p.annotation.as_ref()) => {
+                if let Err(e) = r.size_variable(&p.name.name, p.span) {
+                    r.errors.push(e);
+                }
+                bufs.push(Some(Buffer::new("", DType::I32, vec![], Scope::Global)));
+            }
             Ok(None) => {
                 r.bind(&p.name.name, Binding::Handle);
                 r.handles.push((p.name.name.clone(), None));
@@ -82,10 +102,13 @@ pub(crate) fn resolve_prim_func(s: &ast::Stmt, consts: &[(String, i64)]) -> Resu
         }
     }
     let body_stmt = r.stmts(body);
-    // Handles take the buffer `T.match_buffer` gave them.
+    used.extend(r.used_sizes.iter().cloned());
+    // Handles take the buffer `T.match_buffer` gave them; size parameters
+    // are gone, specialized to their values.
     let mut out_params = Vec::new();
     for (p, b) in params.iter().zip(bufs) {
         match b {
+            Some(b) if is_size_annotation(p.annotation.as_ref()) && b.name().is_empty() => {}
             Some(b) => out_params.push(b),
             None => match r.handles.iter().find(|(n, _)| *n == p.name.name) {
                 Some((_, Some(b))) => out_params.push(b.clone()),
@@ -142,6 +165,28 @@ impl FuncResolver<'_> {
         }
     }
 
+    /// A size variable (`n: T.int32` or `n = T.int32()`): tirc specializes
+    /// the function to its value, given with `-D n=..`. Without one, the
+    /// error names it, and its uses resolve to a stand-in so that they are
+    /// not reported again.
+    pub(crate) fn size_variable(&mut self, name: &str, span: Span) -> R<()> {
+        match self.sizes.iter().find(|(n, _)| n == name) {
+            Some((_, v)) => {
+                self.used_sizes.push(name.to_string());
+                self.consts.push((name.to_string(), *v));
+                Ok(())
+            }
+            None => {
+                self.consts.push((name.to_string(), 1));
+                Err(Diagnostic::at(
+                    span,
+                    format!("`{name}` is a size known only at run time; give its value with `-D {name}=<value>`"),
+                )
+                .help("tirc compiles a function for the sizes it is given: every size variable needs a -D"))
+            }
+        }
+    }
+
     /// Binds `name` to a stand-in buffer after the error in its
     /// declaration, so that its uses are not each reported again.
     pub(crate) fn poison(&mut self, name: &str) -> Buffer {
@@ -174,8 +219,17 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(p.span, format!("parameter `{}` has no type", p.name.name))
                 .help(format!("write `{}: T.Buffer((M, N), \"float32\")`", p.name.name)));
         };
-        if dotted(ann).as_deref() == Some("T.handle") {
+        if dotted(ann).as_deref() == Some("T.handle") || is_size_annotation(Some(ann)) {
             return Ok(None);
+        }
+        if let Some(t) = dotted(ann).and_then(|d| d.strip_prefix("T.").map(str::to_string)) {
+            if DType::parse(&t).is_some() {
+                return Err(Diagnostic::at(
+                    ann.span,
+                    format!("a scalar parameter of type {t} is not supported: only integer sizes are"),
+                )
+                .help("pass the value in a one-element buffer, or make it a module constant"));
+            }
         }
         let (args, span) = match &ann.kind {
             ExprKind::Call { func, args } if dotted(func).as_deref() == Some("T.Buffer") => (args.clone(), ann.span),
@@ -226,7 +280,7 @@ impl FuncResolver<'_> {
     fn poison_target(&mut self, s: &ast::Stmt) {
         if let StmtKind::Assign { targets, value: ast::Expr { kind: ExprKind::Call { .. }, .. } } = &s.kind {
             if let [ast::Expr { kind: ExprKind::Name(n), .. }] = &targets[..] {
-                if self.lookup(n).is_none() {
+                if self.lookup(n).is_none() && !self.consts.iter().any(|(c, _)| c == n) {
                     self.poison(n);
                 }
             }
@@ -496,6 +550,10 @@ impl FuncResolver<'_> {
                         .help(format!("to name a value, write `{name}: T.int32 = ...`")));
                 };
                 let f = dotted(func).unwrap_or_default();
+                if is_size_declaration(&f, args) {
+                    self.size_variable(name, s.span)?;
+                    return Ok(Stmt::NoOp);
+                }
                 match f.as_str() {
                     "T.match_buffer" => {
                         let (Some(Arg::Positional(h)), rest) = (args.first(), &args[1.min(args.len())..]) else {
@@ -829,6 +887,23 @@ impl FuncResolver<'_> {
 pub(crate) const MAX_ELEMENTS: i64 = 1 << 40;
 
 /// What `name = T.<f>(...)` may assign, for suggestions.
+/// `n: T.int32` (or another integer type) as a parameter's annotation.
+fn is_size_annotation(ann: Option<&ast::Expr>) -> bool {
+    ann.and_then(dotted)
+        .and_then(|d| d.strip_prefix("T.").and_then(DType::parse))
+        .is_some_and(|t| t.is_int() && t != DType::Bool)
+}
+
+/// `T.int32()`, `T.int64()`, or TVM's older `T.var("int32")`.
+fn is_size_declaration(f: &str, args: &[Arg]) -> bool {
+    let int = |t: &str| DType::parse(t).is_some_and(|t| t.is_int() && t != DType::Bool);
+    match (f.strip_prefix("T."), args) {
+        (Some(t), []) => int(t),
+        (Some("var"), [Arg::Positional(a)]) => matches!(&a.kind, ExprKind::Str(t) if int(t)),
+        _ => false,
+    }
+}
+
 const ASSIGNABLE: [&str; 8] = [
     "T.match_buffer",
     "T.alloc_buffer",

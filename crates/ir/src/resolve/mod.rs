@@ -26,7 +26,8 @@ pub fn resolve_module(m: &ast::Module, defines: &[(String, i64)]) -> Result<Modu
     for (name, _) in defines {
         if !r.used_defines.contains(name) {
             let known = r.module.constants.iter().map(|c| c.name.as_str());
-            let d = Diagnostic::new(format!("-D {name}: the file defines no module constant `{name}`"));
+            let d =
+                Diagnostic::new(format!("-D {name}: the file defines no module constant or size variable `{name}`"));
             r.errors.push(did_you_mean(d, name, known));
         }
     }
@@ -92,7 +93,7 @@ impl ModuleResolver<'_> {
                     let _ = args;
                     let consts: Vec<(String, i64)> =
                         self.module.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
-                    match func::resolve_prim_func(s, &consts) {
+                    match func::resolve_prim_func(s, &consts, self.defines, &mut self.used_defines) {
                         Ok(f) => self.module.funcs.push(f),
                         Err(mut es) => self.errors.append(&mut es),
                     }

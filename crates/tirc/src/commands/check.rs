@@ -8,7 +8,7 @@ use tirc::compile::{compile_module, load, Request};
 pub struct Args {
     /// The .tir file.
     pub file: std::path::PathBuf,
-    /// Override a module constant: -D M=64.
+    /// Override a module constant or give a size variable (`n: T.int32`, `m = T.int32()`) its value: -D M=64. All are compile-time: the kernel is specialized to them.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = super::parse_define)]
     pub define: Vec<(String, i64)>,
 }

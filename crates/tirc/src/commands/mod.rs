@@ -26,7 +26,7 @@ pub struct Common {
     /// The prim_func to use when no schedule is named.
     #[arg(long)]
     pub func: Option<String>,
-    /// Override a module constant: -D M=64.
+    /// Override a module constant or give a size variable (`n: T.int32`, `m = T.int32()`) its value: -D M=64. All are compile-time: the kernel is specialized to them.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub define: Vec<(String, i64)>,
     /// Override a schedule parameter: -p BM=64.
