@@ -131,7 +131,7 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                 .collect();
             let written_along =
                 r.block.writes.iter().all(|w| w.region.iter().any(|g| follow.iter().any(|v| g.min.uses(v))));
-            vars().any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var)) || follow.is_empty() || !written_along
+            vars().any(|(iv, v)| iv.kind != IterKind::Spatial && v.uses(&l.var)) || follow.is_empty() || !written_along
         });
         // A store outside any block may depend on other iterations
         // (`A[i + 1] = A[i] + 1`): such a loop stays serial.

@@ -266,7 +266,7 @@ impl Printer {
             Stmt::AsyncWait(n) => self.line(ind, &format!("T.ptx_wait_group({n})")),
             Stmt::Store { buffer, indices, value } => {
                 let b = self.buf(buffer);
-                let idx = self.indices(indices);
+                let idx = self.subscript(indices);
                 let v = self.expr(value, 0);
                 self.line(ind, &format!("{b}[{idx}] = {v}"));
             }
@@ -422,7 +422,8 @@ impl Printer {
                         iv.dom.extent.as_int().is_some()
                             && self.loop_extents.get(&x.key()) == iv.dom.extent.as_int().as_ref()
                     })
-            });
+            })
+            && b.iter_vars.iter().all(|iv| iv.kind != IterKind::Opaque);
         if remap {
             let kinds: String =
                 b.iter_vars.iter().map(|iv| if iv.kind == IterKind::Spatial { 'S' } else { 'R' }).collect();
@@ -432,7 +433,11 @@ impl Printer {
             return;
         }
         for (iv, v) in b.iter_vars.iter().zip(&r.iter_values) {
-            let kind = if iv.kind == IterKind::Spatial { "spatial" } else { "reduce" };
+            let kind = match iv.kind {
+                IterKind::Spatial => "spatial",
+                IterKind::Reduce => "reduce",
+                IterKind::Opaque => "opaque",
+            };
             let dom = if iv.dom.min.as_int() == Some(0) {
                 self.expr(&iv.dom.extent, 0)
             } else {
@@ -461,11 +466,23 @@ impl Printer {
                 }
             })
             .collect();
+        if parts.is_empty() {
+            return format!("{b}[()]");
+        }
         format!("{b}[{}]", parts.join(", "))
     }
 
     fn indices(&mut self, idx: &[Expr]) -> String {
         idx.iter().map(|e| self.expr(e, 0)).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The indices between brackets: `()` for a buffer of no dimensions,
+    /// as TVM writes `C[()]`.
+    fn subscript(&mut self, idx: &[Expr]) -> String {
+        if idx.is_empty() {
+            return "()".into();
+        }
+        self.indices(idx)
     }
 
     /// Prints `e`; parenthesised when its precedence is below `prec`.
@@ -519,7 +536,7 @@ impl Printer {
             Expr::Cast(t, a) => format!("T.Cast(\"{t}\", {})", self.expr(a, 0)),
             Expr::Load(b, idx) => {
                 let n = self.buf(b);
-                format!("{n}[{}]", self.indices(idx))
+                format!("{n}[{}]", self.subscript(idx))
             }
             Expr::Call(i, args) => format!("T.{}({})", i.name(), self.indices(args)),
         }

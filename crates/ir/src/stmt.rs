@@ -103,6 +103,9 @@ pub enum IterKind {
     Spatial,
     /// `R`: the block accumulates over the variable.
     Reduce,
+    /// `T.axis.opaque` (or `T.axis.scan`): neither; its iterations depend
+    /// on each other in a way tirc does not know, so they run in order.
+    Opaque,
 }
 
 #[derive(Clone, Debug)]

@@ -94,7 +94,7 @@ fn unknown_overrides_are_bad_input() {
     assert!(stderr(&o).contains("no parameter `BQ`"), "{}", stderr(&o));
     let o = tirc(&["lower", "ir-examples/matmul.tir", "-D", "Q=3"]);
     assert_eq!(code(&o), 1);
-    assert!(stderr(&o).contains("no module constant `Q`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no module constant or size variable `Q`"), "{}", stderr(&o));
 }
 
 #[test]

@@ -290,11 +290,12 @@ impl FuncResolver<'_> {
         let kind = match kind {
             "spatial" | "S" => IterKind::Spatial,
             "reduce" | "R" => IterKind::Reduce,
+            "opaque" | "scan" => IterKind::Opaque,
             _ => {
                 return Err(did_you_mean(
                     Diagnostic::at(span, format!("unknown axis kind `T.axis.{kind}`")),
                     kind,
-                    ["spatial", "reduce", "remap"],
+                    ["spatial", "reduce", "opaque", "scan", "remap"],
                 ))
             }
         };
@@ -373,6 +374,11 @@ impl FuncResolver<'_> {
                 return Ok(BufferRegion { buffer: b, region });
             }
             _ => return Err(Diagnostic::at(e.span, "expected a buffer region such as `A[vi, 0:64]`")),
+        };
+        // `C[()]`: the element of a buffer of no dimensions.
+        let parts = match parts {
+            [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[][..],
+            _ => parts,
         };
         if parts.len() != buffer.ndim() {
             return Err(self.rank_error(&buffer, parts.len(), e.span));

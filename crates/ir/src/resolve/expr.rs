@@ -171,6 +171,11 @@ impl FuncResolver<'_> {
             _ => None,
         };
         let buffer = self.buffer_ref(value)?;
+        // `C[()]`: the element of a buffer of no dimensions.
+        let indices = match indices {
+            [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[][..],
+            _ => indices,
+        };
         let mut idx = Vec::new();
         for i in indices {
             if let ExprKind::Slice { .. } = i.kind {
@@ -416,7 +421,7 @@ fn limit(t: DType, max: bool) -> Option<Expr> {
     })
 }
 
-fn is_literal(e: &Expr) -> bool {
+pub(crate) fn is_literal(e: &Expr) -> bool {
     matches!(e, Expr::Int(..) | Expr::Float(..))
 }
 

@@ -5,6 +5,7 @@
 //! `x = T.decl_buffer(..)`, `x = T.allocate(..)` and `x: T.int32 = v` scope
 //! over the statements that follow them in the same body.
 
+use super::expr::is_literal;
 use super::{dotted, span_of_args};
 use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
@@ -541,7 +542,14 @@ impl FuncResolver<'_> {
             ExprKind::Subscript { .. } => {
                 let (buffer, indices) = self.store_target(target)?;
                 let v = self.expr(value)?;
-                let v = self.coerce(v, buffer.dtype(), value.span)?;
+                // An integer stored into a float buffer is converted, as
+                // TVM's parser does (`A[vi] = vi + 1`).
+                let v = match (v.dtype(), buffer.dtype()) {
+                    (from, to) if from.is_int() && from != DType::Bool && to.is_float() && !is_literal(&v) => {
+                        Expr::Cast(to, Box::new(v))
+                    }
+                    _ => self.coerce(v, buffer.dtype(), value.span)?,
+                };
                 Ok(Stmt::Store { buffer, indices, value: v })
             }
             ExprKind::Name(name) => {

@@ -49,6 +49,14 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // 3.
     for r in Stmt::For(Box::new(l.clone())).blocks() {
         for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
+            if iv.kind == IterKind::Opaque && v.uses(lp) {
+                return Err(ScheduleError::new(format!(
+                    "loop {} cannot be bound to {}: block {} has an opaque axis over it, whose iterations must run in order",
+                    lp.name(),
+                    tag.name(),
+                    r.block.name
+                )));
+            }
             if tag.is_block && iv.kind == IterKind::Reduce && v.uses(lp) {
                 return Err(ScheduleError::new(format!(
                     "loop {} cannot be bound to {}: block {} reduces over it, and blocks cannot combine their partial sums",

@@ -46,7 +46,7 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
         return Err(ScheduleError::new(format!("loop `{}` is not around block `{block}`", at.name())));
     };
     let spatial_uses =
-        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Spatial && e.uses(v));
+        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind != IterKind::Reduce && e.uses(v));
     let reduce_uses =
         |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(v));
     // 3.
@@ -92,10 +92,10 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     let mut values = Vec::new();
     let mut var_map = Vec::new();
     for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
-        if iv.kind == IterKind::Spatial {
+        if iv.kind != IterKind::Reduce {
             let nv = iv.var.renamed(iv.var.name());
             var_map.push((iv.var.clone(), Expr::var(&nv)));
-            ivs.push(IterVar { var: nv, dom: iv.dom.clone(), kind: IterKind::Spatial });
+            ivs.push(IterVar { var: nv, dom: iv.dom.clone(), kind: iv.kind });
             values.push(substitute(e, &loop_map));
         } else {
             // The init runs where every reduction variable is at the start

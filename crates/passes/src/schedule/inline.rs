@@ -183,6 +183,11 @@ fn spatial_block(sch: &Schedule, block: &str) -> Result<BlockRealize> {
             "block `{block}` is a reduction; only element-wise (spatial) blocks can be inlined"
         )));
     }
+    if r.block.iter_vars.iter().any(|iv| iv.kind == IterKind::Opaque) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` has an opaque axis, whose iterations run in order; only element-wise (spatial) blocks can be inlined"
+        )));
+    }
     Ok(r)
 }
 

@@ -24,9 +24,11 @@ fn set_kind(sch: &mut Schedule, lp: &LoopRV, kind: ForKind, what: &str) -> Resul
     if kind != ForKind::Unrolled {
         for r in Stmt::For(Box::new(l.clone())).blocks() {
             for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
-                if iv.kind == IterKind::Reduce && v.uses(lp) {
+                if iv.kind != IterKind::Spatial && v.uses(lp) {
+                    let how =
+                        if iv.kind == IterKind::Reduce { "reduces over it" } else { "has an opaque axis over it" };
                     return Err(ScheduleError::new(format!(
-                        "loop `{}` cannot be {what}: block {} reduces over it, so its iterations depend on each other",
+                        "loop `{}` cannot be {what}: block {} {how}, so its iterations depend on each other",
                         lp.name(),
                         r.block.name
                     )));

@@ -68,7 +68,11 @@ fn linear(b: &Buffer, idx: &[Expr]) -> Vec<Expr> {
         let terms = idx.iter().zip(strides).map(|(i, s)| if s == 1 { i.clone() } else { i.clone() * Expr::int(s) });
         return vec![terms.reduce(|a, t| a + t).unwrap_or(Expr::int(0))];
     }
-    if idx.len() <= 1 {
+    if idx.is_empty() {
+        // A buffer of no dimensions holds one element.
+        return vec![Expr::int(0)];
+    }
+    if idx.len() == 1 {
         return idx.to_vec();
     }
     let mut acc = idx[0].clone();

@@ -239,33 +239,27 @@ fn subrange(v: &Var, lo: i64, hi: i64, atoms: &[Atom]) -> Option<(i64, i64)> {
     let (mut l, mut u) = (lo, hi);
     for a in atoms.iter().filter(|a| a.cond.uses(v)) {
         match (holds(a, lo, lo), holds(a, hi, hi)) {
-            (true, false) => {
-                // The largest `x` with the condition proved on `[lo, x]`.
-                let (mut good, mut bad) = (lo, hi);
-                while bad - good > 1 {
-                    let mid = good + (bad - good) / 2;
-                    if holds(a, lo, mid) {
-                        good = mid
-                    } else {
-                        bad = mid
-                    }
-                }
-                u = u.min(good);
-            }
-            (false, true) => {
-                let (mut bad, mut good) = (lo, hi);
-                while good - bad > 1 {
-                    let mid = bad + (good - bad) / 2;
-                    if holds(a, mid, hi) {
-                        good = mid
-                    } else {
-                        bad = mid
-                    }
-                }
-                l = l.max(good);
-            }
+            // The largest `x` with the condition proved on `[lo, x]`.
+            (true, false) => u = u.min(bisect(lo, hi, |x| holds(a, lo, x))),
+            // The smallest `x` with the condition proved on `[x, hi]`.
+            (false, true) => l = l.max(bisect(hi, lo, |x| holds(a, x, hi))),
             _ => {}
         }
     }
     ((l, u) != (lo, hi) && l <= u).then_some((l, u))
+}
+
+/// The boundary between `good`, where `ok` holds, and `bad`, where it does
+/// not, on the side of `good` (either may be the larger), for an `ok` that
+/// changes once between them.
+fn bisect(mut good: i64, mut bad: i64, ok: impl Fn(i64) -> bool) -> i64 {
+    while (bad - good).abs() > 1 {
+        let mid = good + (bad - good) / 2;
+        if ok(mid) {
+            good = mid
+        } else {
+            bad = mid
+        }
+    }
+    good
 }
