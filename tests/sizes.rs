@@ -1,7 +1,7 @@
 //! Size variables (`n: T.int32`, `m = T.int32()`): the function is compiled
 //! for the values `-D` gives, at sizes no tile divides, and checked on the
-//! simulator; a missing value or one the file does not declare is an error
-//! that names it.
+//! simulator; a missing value, one that is not positive, or one the file
+//! does not declare is an error that names it.
 
 use tirc::compile::{compile, Request};
 use tirc::verify::sim_check;
@@ -40,4 +40,9 @@ fn a_missing_or_unknown_size_is_named() {
     assert!(e[0].span.is_some());
     let Err(e) = compile(&src, &request(None, &[("n", 8), ("m", 8), ("k", 3)])) else { panic!("compiled with -D k") };
     assert!(e[0].message.contains("-D k"), "{}", e[0].message);
+    for bad in [0, -5] {
+        let Err(e) = compile(&src, &request(None, &[("n", 8), ("m", bad)])) else { panic!("compiled with m={bad}") };
+        assert_eq!(e.len(), 1, "one error, not one per use: {:?}", e.iter().map(|d| &d.message).collect::<Vec<_>>());
+        assert!(e[0].message.contains(&format!("-D m={bad}")) && e[0].span.is_some(), "{}", e[0].message);
+    }
 }

@@ -172,6 +172,12 @@ impl FuncResolver<'_> {
     /// not reported again.
     pub(crate) fn size_variable(&mut self, name: &str, span: Span) -> R<()> {
         match self.sizes.iter().find(|(n, _)| n == name) {
+            Some((_, v)) if *v < 1 => {
+                self.used_sizes.push(name.to_string());
+                self.consts.push((name.to_string(), 1));
+                Err(Diagnostic::at(span, format!("`{name}` is a size: -D {name}={v} gives it no element"))
+                    .help(format!("give a positive value, e.g. `-D {name}=1024`")))
+            }
             Some((_, v)) => {
                 self.used_sizes.push(name.to_string());
                 self.consts.push((name.to_string(), *v));
