@@ -80,7 +80,10 @@ impl FuncResolver<'_> {
         let names = |v: &[BufferRegion]| v.iter().map(|r| r.buffer.name().to_string()).collect::<Vec<_>>().join(", ");
         let declared_writes: &[BufferRegion] = writes.map_or(w_inf, |w| &w.0[..]);
         if let Some((ws, span)) = writes {
-            if let Some(missing) = w_inf.iter().find(|w| !ws.iter().any(|d| d.buffer == w.buffer)) {
+            // A stand-in for a declaration already reported is not named.
+            let undeclared =
+                |w: &&BufferRegion| !ws.iter().any(|d| d.buffer == w.buffer) && !self.poisoned.contains(&w.buffer);
+            if let Some(missing) = w_inf.iter().find(undeclared) {
                 return Err(Diagnostic::at(
                     *span,
                     format!(
@@ -97,7 +100,8 @@ impl FuncResolver<'_> {
             }
         }
         if let Some((rs, span)) = reads {
-            let declared = |b: &Buffer| rs.iter().chain(declared_writes).any(|d| &d.buffer == b);
+            let declared =
+                |b: &Buffer| rs.iter().chain(declared_writes).any(|d| &d.buffer == b) || self.poisoned.contains(b);
             if let Some(missing) = r_inf.iter().find(|r| !declared(&r.buffer)) {
                 return Err(Diagnostic::at(
                     *span,

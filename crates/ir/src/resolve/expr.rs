@@ -130,7 +130,7 @@ impl FuncResolver<'_> {
             // The stand-in of a declaration already reported: any use goes,
             // as a value no check refuses (a size of 0 would be).
             Some(Binding::Buffer(b)) if self.poisoned.contains(b) => Ok(Expr::int(1)),
-            Some(Binding::Buffer(_) | Binding::View(..)) => {
+            Some(Binding::Buffer(_) | Binding::View(..) | Binding::Region { .. }) => {
                 Err(Diagnostic::at(span, format!("`{n}` is a buffer, not a value"))
                     .help(format!("index it, e.g. `{n}[i, j]`")))
             }
@@ -151,7 +151,7 @@ impl FuncResolver<'_> {
         };
         match self.lookup(n) {
             Some(Binding::Buffer(b)) => Ok(b.clone()),
-            Some(Binding::View(b, _)) => Ok(b.clone()),
+            Some(Binding::View(b, _)) | Some(Binding::Region { base: b, .. }) => Ok(b.clone()),
             Some(_) => Err(Diagnostic::at(e.span, format!("`{n}` is not a buffer"))),
             None => {
                 let names = self.visible_names();
@@ -166,6 +166,10 @@ impl FuncResolver<'_> {
         let view = match &value.kind {
             ExprKind::Name(n) => match self.lookup(n) {
                 Some(Binding::View(b, shape)) => Some((b.clone(), shape.clone())),
+                Some(Binding::Region { base, mins, dims }) => {
+                    let (base, mins, dims) = (base.clone(), mins.clone(), dims.clone());
+                    return self.region_access(&base, &mins, &dims, indices, span);
+                }
                 _ => None,
             },
             _ => None,
@@ -205,6 +209,42 @@ impl FuncResolver<'_> {
             return Err(self.rank_error(&buffer, idx.len(), span));
         }
         Ok((buffer, idx))
+    }
+
+    /// `X[i, ..]` of a window `X = T.match_buffer(B[region], shape)`: the
+    /// element of `B` at the region's start plus the indices.
+    fn region_access(
+        &mut self,
+        base: &Buffer,
+        mins: &[Expr],
+        dims: &[usize],
+        indices: &[ast::Expr],
+        span: Span,
+    ) -> R<(Buffer, Vec<Expr>)> {
+        let indices = match indices {
+            [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[][..],
+            _ => indices,
+        };
+        if indices.len() != dims.len() {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "this window has {} dimension{}, but {} indices are given",
+                    dims.len(),
+                    plural(dims.len()),
+                    indices.len()
+                ),
+            ));
+        }
+        let mut idx = mins.to_vec();
+        for (i, &d) in indices.iter().zip(dims) {
+            let x = self.expr(i)?;
+            if !x.dtype().is_int() {
+                return Err(Diagnostic::at(i.span, format!("an index must be an integer, not {}", x.dtype())));
+            }
+            idx[d] = if mins[d].as_int() == Some(0) { x } else { mins[d].clone() + x };
+        }
+        Ok((base.clone(), idx))
     }
 
     pub(crate) fn store_target(&mut self, target: &ast::Expr) -> R<(Buffer, Vec<Expr>)> {

@@ -23,6 +23,15 @@ pub(crate) enum Binding {
     Buffer(Buffer),
     /// A flat view `T.Buffer((n,), data=B.data)` of a buffer of another shape.
     View(Buffer, Vec<Expr>),
+    /// `X = T.match_buffer(B[lo0:hi0, j], shape)` in a block: a window on
+    /// `B` whose element `X[i]` is `B[lo0 + i, j]`. `mins` has one start per
+    /// dimension of `B`; `dims[k]` is the dimension of `B` that `X`'s
+    /// dimension `k` walks (the others are single elements).
+    Region {
+        base: Buffer,
+        mins: Vec<Expr>,
+        dims: Vec<usize>,
+    },
     /// A `T.handle` parameter not yet matched to a buffer.
     Handle,
     /// `x = T.env_thread("threadIdx.x")`: a thread index that a later
@@ -192,6 +201,43 @@ impl FuncResolver<'_> {
                 .help("tirc compiles a function for the sizes it is given: every size variable needs a -D"))
             }
         }
+    }
+
+    /// `X = T.match_buffer(B[region], shape)`: `X` walks the last
+    /// dimensions of the region (the ones before must have extent 1), or
+    /// else those whose extent is not 1, in order; its shape must be their
+    /// extents.
+    fn match_region(&mut self, name: &str, region: &ast::Expr, rest: &[Arg], span: Span) -> R<Binding> {
+        let r = self.region(region)?;
+        let view = self.buffer_decl(name, rest, span, r.buffer.scope())?;
+        let shape: Vec<Option<i64>> = view.shape().iter().map(|e| e.as_int()).collect();
+        let extents: Vec<Option<i64>> = r.region.iter().map(|x| x.extent.as_int()).collect();
+        let fits = |dims: &[usize]| {
+            dims.len() == shape.len() && dims.iter().zip(&shape).all(|(&d, s)| s.is_some() && extents[d] == *s)
+        };
+        let lead = extents.len().saturating_sub(shape.len());
+        let trailing: Vec<usize> = (lead..extents.len()).collect();
+        let non_unit: Vec<usize> = (0..extents.len()).filter(|&d| extents[d] != Some(1)).collect();
+        let dims = if extents[..lead].iter().all(|e| *e == Some(1)) && fits(&trailing) {
+            trailing
+        } else if fits(&non_unit) {
+            non_unit
+        } else {
+            let show = |v: &[Option<i64>]| {
+                v.iter().map(|x| x.map_or("?".to_string(), |n| n.to_string())).collect::<Vec<_>>().join(", ")
+            };
+            return Err(Diagnostic::at(
+                span,
+                format!("the shape ({}) does not match the region's extents ({})", show(&shape), show(&extents)),
+            ));
+        };
+        if view.dtype() != r.buffer.dtype() {
+            return Err(Diagnostic::at(
+                span,
+                format!("`{name}` is {} but `{}` is {}", view.dtype(), r.buffer.name(), r.buffer.dtype()),
+            ));
+        }
+        Ok(Binding::Region { base: r.buffer, mins: r.region.into_iter().map(|x| x.min).collect(), dims })
     }
 
     /// Binds `name` to a stand-in buffer after the error in its
@@ -573,6 +619,11 @@ impl FuncResolver<'_> {
                         let (Some(Arg::Positional(h)), rest) = (args.first(), &args[1.min(args.len())..]) else {
                             return Err(Diagnostic::at(value.span, "T.match_buffer takes a handle and a shape"));
                         };
+                        if let ExprKind::Subscript { .. } = &h.kind {
+                            let binding = self.match_region(name, h, rest, value.span)?;
+                            self.bind(name, binding);
+                            return Ok(Stmt::NoOp);
+                        }
                         let ExprKind::Name(hname) = &h.kind else {
                             return Err(Diagnostic::at(h.span, "expected a handle parameter"));
                         };
