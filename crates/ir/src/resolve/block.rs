@@ -379,11 +379,7 @@ impl FuncResolver<'_> {
             }
             _ => return Err(Diagnostic::at(e.span, "expected a buffer region such as `A[vi, 0:64]`")),
         };
-        // `C[()]`: the element of a buffer of no dimensions.
-        let parts = match parts {
-            [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[][..],
-            _ => parts,
-        };
+        let parts = super::expr::element_indices(parts);
         if parts.len() != buffer.ndim() {
             return Err(self.rank_error(&buffer, parts.len(), e.span));
         }

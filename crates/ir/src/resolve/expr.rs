@@ -163,25 +163,13 @@ impl FuncResolver<'_> {
     /// `B[i, j]`: the buffer and its indices, checked against its rank; a
     /// flat view's index is turned back into the indices of its buffer.
     fn access(&mut self, value: &ast::Expr, indices: &[ast::Expr], span: Span) -> R<(Buffer, Vec<Expr>)> {
-        let view = match &value.kind {
-            ExprKind::Name(n) => match self.lookup(n) {
-                Some(Binding::View(b, shape)) => Some((b.clone(), shape.clone())),
-                Some(Binding::Region { base, mins, dims }) => {
-                    let (base, mins, dims) = (base.clone(), mins.clone(), dims.clone());
-                    return self.region_access(&base, &mins, &dims, indices, span);
-                }
-                _ => None,
-            },
+        let binding = match &value.kind {
+            ExprKind::Name(n) => self.lookup(n).cloned(),
             _ => None,
         };
         let buffer = self.buffer_ref(value)?;
-        // `C[()]`: the element of a buffer of no dimensions.
-        let indices = match indices {
-            [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[][..],
-            _ => indices,
-        };
         let mut idx = Vec::new();
-        for i in indices {
+        for i in element_indices(indices) {
             if let ExprKind::Slice { .. } = i.kind {
                 return Err(Diagnostic::at(i.span, "a slice is not allowed here; name one element"));
             }
@@ -191,60 +179,39 @@ impl FuncResolver<'_> {
             }
             idx.push(x);
         }
-        if let Some((base, shape)) = view {
-            if idx.len() != shape.len() {
-                return Err(Diagnostic::at(
-                    span,
-                    format!(
-                        "this view has {} dimension{}, but {} indices are given",
-                        shape.len(),
-                        plural(shape.len()),
-                        idx.len()
-                    ),
-                ));
-            }
-            return Ok((base.clone(), reindex(&idx, &shape, base.shape())));
-        }
-        if idx.len() != buffer.ndim() && !self.poisoned.contains(&buffer) {
-            return Err(self.rank_error(&buffer, idx.len(), span));
-        }
-        Ok((buffer, idx))
-    }
-
-    /// `X[i, ..]` of a window `X = T.match_buffer(B[region], shape)`: the
-    /// element of `B` at the region's start plus the indices.
-    fn region_access(
-        &mut self,
-        base: &Buffer,
-        mins: &[Expr],
-        dims: &[usize],
-        indices: &[ast::Expr],
-        span: Span,
-    ) -> R<(Buffer, Vec<Expr>)> {
-        let indices = match indices {
-            [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[][..],
-            _ => indices,
-        };
-        if indices.len() != dims.len() {
-            return Err(Diagnostic::at(
+        let count_error = |what: &str, n: usize| {
+            Diagnostic::at(
                 span,
-                format!(
-                    "this window has {} dimension{}, but {} indices are given",
-                    dims.len(),
-                    plural(dims.len()),
-                    indices.len()
-                ),
-            ));
-        }
-        let mut idx = mins.to_vec();
-        for (i, &d) in indices.iter().zip(dims) {
-            let x = self.expr(i)?;
-            if !x.dtype().is_int() {
-                return Err(Diagnostic::at(i.span, format!("an index must be an integer, not {}", x.dtype())));
+                format!("this {what} has {n} dimension{}, but {} indices are given", plural(n), idx.len()),
+            )
+        };
+        match binding {
+            Some(Binding::View(base, shape)) => {
+                if idx.len() != shape.len() {
+                    return Err(count_error("view", shape.len()));
+                }
+                let idx = reindex(&idx, &shape, base.shape());
+                Ok((base, idx))
             }
-            idx[d] = if mins[d].as_int() == Some(0) { x } else { mins[d].clone() + x };
+            // `X[i, ..]` of a window `X = T.match_buffer(B[region], shape)`:
+            // the element of `B` at the region's start plus the indices.
+            Some(Binding::Region { base, mins, dims }) => {
+                if idx.len() != dims.len() {
+                    return Err(count_error("window", dims.len()));
+                }
+                let mut at = mins.clone();
+                for (x, &d) in idx.into_iter().zip(&dims) {
+                    at[d] = if mins[d].as_int() == Some(0) { x } else { mins[d].clone() + x };
+                }
+                Ok((base, at))
+            }
+            _ => {
+                if idx.len() != buffer.ndim() && !self.poisoned.contains(&buffer) {
+                    return Err(self.rank_error(&buffer, idx.len(), span));
+                }
+                Ok((buffer, idx))
+            }
         }
-        Ok((base.clone(), idx))
     }
 
     pub(crate) fn store_target(&mut self, target: &ast::Expr) -> R<(Buffer, Vec<Expr>)> {
@@ -506,4 +473,13 @@ fn reindex(idx: &[Expr], view: &[Expr], base: &[Expr]) -> Vec<Expr> {
         out.push(e);
     }
     out
+}
+
+/// The indices of a subscript: `C[()]`, the element of a buffer of no
+/// dimensions, has none.
+pub(crate) fn element_indices(indices: &[ast::Expr]) -> &[ast::Expr] {
+    match indices {
+        [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[],
+        _ => indices,
+    }
 }
