@@ -184,6 +184,19 @@ impl Intrinsic {
     }
 }
 
+/// `a // b` as TVM's `floordiv` computes it: rounded toward negative
+/// infinity, for either sign of `b` (which is not zero). The one definition
+/// that constant folding, the schedule interpreter and the simulator share.
+pub fn floor_div(a: i64, b: i64) -> i64 {
+    a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)
+}
+
+/// `a % b` as TVM's `floormod` computes it: `a - b * floor_div(a, b)`, with
+/// the sign of `b`.
+pub fn floor_mod(a: i64, b: i64) -> i64 {
+    a - b * floor_div(a, b)
+}
+
 #[derive(Clone, Debug)]
 pub enum Expr {
     Int(i64, DType),
@@ -225,10 +238,8 @@ impl Expr {
                     BinOp::Add => x.checked_add(y),
                     BinOp::Sub => x.checked_sub(y),
                     BinOp::Mul => x.checked_mul(y),
-                    BinOp::FloorDiv if y != 0 => Some(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
-                    BinOp::FloorMod if y != 0 => {
-                        Some(x - y * (x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)))
-                    }
+                    BinOp::FloorDiv if y != 0 => Some(floor_div(x, y)),
+                    BinOp::FloorMod if y != 0 => Some(floor_mod(x, y)),
                     BinOp::Min => Some(x.min(y)),
                     BinOp::Max => Some(x.max(y)),
                     _ => None,
@@ -386,5 +397,18 @@ impl Range {
 
     pub fn from_extent(extent: Expr) -> Range {
         Range { min: Expr::int(0), extent }
+    }
+}
+
+#[cfg(test)]
+mod floor_tests {
+    use super::{floor_div, floor_mod};
+
+    #[test]
+    fn floor_division_rounds_toward_negative_infinity() {
+        assert_eq!((floor_div(7, 2), floor_mod(7, 2)), (3, 1));
+        assert_eq!((floor_div(-7, 2), floor_mod(-7, 2)), (-4, 1));
+        assert_eq!((floor_div(7, -2), floor_mod(7, -2)), (-4, -1));
+        assert_eq!((floor_div(-7, -2), floor_mod(-7, -2)), (3, -1));
     }
 }

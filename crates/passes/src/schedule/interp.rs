@@ -422,8 +422,8 @@ impl Interp<'_> {
                     B::Sub => x.checked_sub(y),
                     B::Mul => x.checked_mul(y),
                     B::FloorDiv | B::Mod if y == 0 => return Err(Diagnostic::at(span, "division by zero")),
-                    B::FloorDiv => Some(x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0)),
-                    B::Mod => Some(x - y * (x.div_euclid(y) - i64::from(y < 0 && x.rem_euclid(y) != 0))),
+                    B::FloorDiv => Some(tirc_ir::expr::floor_div(x, y)),
+                    B::Mod => Some(tirc_ir::expr::floor_mod(x, y)),
                     B::Pow if (0..63).contains(&y) => x.checked_pow(y as u32),
                     _ => return Err(Diagnostic::at(span, "this operator is not supported in a schedule")),
                 };

@@ -1,0 +1,854 @@
+//! The simulator's second step: a compiled kernel run on one thread block
+//! at a time, its threads in lockstep.
+//!
+//! Every node runs for all the active threads before the next one starts,
+//! and every expression is evaluated as a column: one value per active
+//! thread, computed by a tight loop per operation. `act` is the list of
+//! active threads (thread ids in increasing order); columns are indexed by
+//! position in it, variable tables by thread id.
+
+use super::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Program, Term};
+use super::race::{Conflict, RaceTable};
+use super::value::{intrinsic, wrap_to};
+use super::{SimError, SimOptions, SimStats};
+use std::collections::VecDeque;
+use tirc_ir::expr::{floor_div, floor_mod};
+use tirc_ir::{BinOp, DType, Scope};
+
+type R = Result<(), SimError>;
+
+/// A copy issued by `cp.async`: (memory, address, value).
+type AsyncCopy = (usize, usize, f64);
+
+pub(super) struct Mem {
+    pub data: Vec<f64>,
+    /// Elements per thread for local memory (0 for shared and global).
+    per_thread: usize,
+    shared: bool,
+    race: RaceTable,
+}
+
+impl Mem {
+    pub(super) fn global(data: Vec<f64>) -> Mem {
+        Mem { data, per_thread: 0, shared: false, race: RaceTable::default() }
+    }
+}
+
+/// An integer variable's values: one per thread, or one for all the threads
+/// that bound it (a loop counter, a block index), which saves writing and
+/// reading a column. Only threads in the binding's scope ever read it.
+#[derive(Clone)]
+struct IntVar {
+    uniform: Option<i64>,
+    col: Vec<i64>,
+}
+
+pub(super) struct Machine<'p> {
+    prog: &'p Program,
+    opts: SimOptions,
+    /// Threads per block.
+    n: usize,
+    tid: Vec<[i64; 3]>,
+    ivars: Vec<IntVar>,
+    fvars: Vec<Vec<f64>>,
+    pub mems: Vec<Mem>,
+    /// The barrier interval shared-memory accesses are recorded in.
+    epoch: u32,
+    pub stats: SimStats,
+    /// Per thread, its asynchronous copies not yet in a group.
+    open: Vec<Vec<AsyncCopy>>,
+    /// Per thread, its committed groups, oldest first; they land at the
+    /// `wait_group` that covers them, so a read before the wait sees stale
+    /// data.
+    committed: Vec<VecDeque<Vec<AsyncCopy>>>,
+    ipool: Vec<Vec<i64>>,
+    fpool: Vec<Vec<f64>>,
+    tpool: Vec<Vec<u32>>,
+}
+
+impl<'p> Machine<'p> {
+    pub(super) fn new(prog: &'p Program, opts: SimOptions, block: [i64; 3], params: Vec<Mem>) -> Machine<'p> {
+        let n = block.iter().product::<i64>().max(1) as usize;
+        let tid = (0..n as i64).map(|t| [t % block[0], t / block[0] % block[1], t / (block[0] * block[1])]).collect();
+        let mut mems = params;
+        mems.resize_with(prog.mems.len(), || Mem::global(Vec::new()));
+        Machine {
+            prog,
+            opts,
+            n,
+            tid,
+            ivars: vec![IntVar { uniform: Some(0), col: vec![0; n] }; prog.int_slots],
+            fvars: vec![vec![0.0; n]; prog.float_slots],
+            mems,
+            epoch: 1,
+            stats: SimStats::default(),
+            open: vec![Vec::new(); n],
+            committed: vec![VecDeque::new(); n],
+            ipool: Vec::new(),
+            fpool: Vec::new(),
+            tpool: Vec::new(),
+        }
+    }
+
+    /// Runs the kernel body for the thread block at `bidx`.
+    pub(super) fn run_block(&mut self, bidx: [i64; 3]) -> R {
+        let prog = self.prog;
+        for &(slot, tag) in &prog.launch {
+            let d = tag.dim as usize;
+            let var = &mut self.ivars[slot];
+            if tag.is_block || self.tid.iter().all(|t| t[d] == 0) {
+                var.uniform = Some(if tag.is_block { bidx[d] } else { 0 });
+            } else {
+                var.uniform = None;
+                for (v, t) in var.col.iter_mut().zip(&self.tid) {
+                    *v = t[d];
+                }
+            }
+        }
+        self.open.iter_mut().for_each(Vec::clear);
+        self.committed.iter_mut().for_each(VecDeque::clear);
+        self.next_epoch();
+        let all: Vec<u32> = (0..self.n as u32).collect();
+        self.exec(&prog.body, &all)
+    }
+
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Stamps of 2^32 intervals ago could match again: forget them.
+            for m in self.mems.iter_mut().filter(|m| m.shared) {
+                m.race.reset(m.data.len());
+            }
+            self.epoch = 1;
+        }
+    }
+
+    /// The value of an affine term when it is the same for every thread:
+    /// a variable bound to one value, or an expression of such variables.
+    fn uniform(&self, term: &Term) -> Option<i64> {
+        match term {
+            Term::Var(s) => self.ivars[*s].uniform,
+            Term::Expr(e) => self.uniform_expr(e),
+        }
+    }
+
+    fn uniform_expr(&self, e: &IExpr) -> Option<i64> {
+        let one = |op: BinOp, t: DType, x: i64, y: i64| {
+            let mut out = [x];
+            int_op_const(op, t, &mut out, y).ok()?;
+            Some(out[0])
+        };
+        match e {
+            IExpr::Const(v) => Some(*v),
+            IExpr::Var(s) => self.ivars[*s].uniform,
+            IExpr::BinConst(op, t, a, c) => one(*op, *t, self.uniform_expr(a)?, *c),
+            IExpr::Bin(op, t, a, b) => one(*op, *t, self.uniform_expr(a)?, self.uniform_expr(b)?),
+            IExpr::Affine { terms, constant, t } => {
+                let mut v = *constant;
+                for (term, c) in terms {
+                    v = v.wrapping_add(self.uniform(term)?.wrapping_mul(*c));
+                }
+                let mut out = [v];
+                wrap_to(*t, &mut out);
+                Some(out[0])
+            }
+            _ => None,
+        }
+    }
+
+    /// Binds an integer variable to `vals`, the values of the threads of
+    /// `act`.
+    fn set_int(&mut self, slot: usize, act: &[u32], vals: &[i64]) {
+        let v = &mut self.ivars[slot];
+        if vals.iter().all(|&x| x == vals[0]) {
+            v.uniform = Some(vals[0]);
+        } else {
+            v.uniform = None;
+            for (&x, &t) in vals.iter().zip(act) {
+                v.col[t as usize] = x;
+            }
+        }
+    }
+
+    fn itake(&mut self, n: usize) -> Vec<i64> {
+        // Every evaluation writes all of its output: only growth is filled.
+        let mut v = self.ipool.pop().unwrap_or_default();
+        v.resize(n, 0);
+        v
+    }
+
+    fn ftake(&mut self, n: usize) -> Vec<f64> {
+        let mut v = self.fpool.pop().unwrap_or_default();
+        v.resize(n, 0.0);
+        v
+    }
+
+    fn ttake(&mut self) -> Vec<u32> {
+        let mut v = self.tpool.pop().unwrap_or_default();
+        v.clear();
+        v
+    }
+
+    /// The threads of `act` whose lane of `c` is true, and those whose is
+    /// false.
+    fn split(&mut self, c: &[i64], act: &[u32]) -> (Vec<u32>, Vec<u32>) {
+        let (mut yes, mut no) = (self.ttake(), self.ttake());
+        for (&x, &t) in c.iter().zip(act) {
+            if x != 0 {
+                yes.push(t)
+            } else {
+                no.push(t)
+            }
+        }
+        (yes, no)
+    }
+
+    fn show(&self, t: u32) -> String {
+        let t = self.tid[t as usize];
+        format!("({}, {}, {})", t[0], t[1], t[2])
+    }
+
+    fn exec(&mut self, s: &Node, act: &[u32]) -> R {
+        if act.is_empty() {
+            return Ok(());
+        }
+        match s {
+            Node::Seq(v) => {
+                for x in v {
+                    self.exec(x, act)?;
+                }
+            }
+            Node::Nop => {}
+            Node::Barrier => {
+                if act.len() != self.n {
+                    return Err(format!(
+                        "a barrier is reached by {} of the block's {} threads: barriers must not sit under thread-dependent control flow",
+                        act.len(),
+                        self.n
+                    ));
+                }
+                self.stats.barriers += 1;
+                self.next_epoch();
+            }
+            Node::AsyncCommit => {
+                for &t in act {
+                    let g = std::mem::take(&mut self.open[t as usize]);
+                    self.committed[t as usize].push_back(g);
+                }
+            }
+            Node::AsyncWait(n) => {
+                for &t in act {
+                    while self.committed[t as usize].len() > *n {
+                        let Some(g) = self.committed[t as usize].pop_front() else { break };
+                        for (mi, a, v) in g {
+                            self.touch(mi, a, t, true)?;
+                            self.mems[mi].data[a] = v;
+                        }
+                    }
+                }
+            }
+            Node::Store { mem, index, value, round, cp_async } => {
+                let mut vals = self.ftake(act.len());
+                self.fe(value, act, &mut vals)?;
+                round.round_all(&mut vals);
+                let mut idx = self.itake(act.len());
+                self.index(index, act, &mut idx)?;
+                let shared = self.mems[*mem].shared;
+                for ((&i, &v), &t) in idx.iter().zip(&vals).zip(act) {
+                    let a = self.address(*mem, i, t)?;
+                    if shared {
+                        self.touch(*mem, a, t, true)?;
+                    }
+                    if *cp_async {
+                        self.open[t as usize].push((*mem, a, v));
+                    } else {
+                        self.mems[*mem].data[a] = v;
+                    }
+                }
+                self.fpool.push(vals);
+                self.ipool.push(idx);
+            }
+            Node::If { cond, then, orelse } => {
+                let mut c = self.itake(act.len());
+                self.ie(cond, act, &mut c)?;
+                if c.iter().all(|&x| x != 0) {
+                    self.ipool.push(c);
+                    self.exec(then, act)?;
+                } else if c.iter().all(|&x| x == 0) {
+                    self.ipool.push(c);
+                    if let Some(e) = orelse {
+                        self.exec(e, act)?;
+                    }
+                } else {
+                    let (yes, no) = self.split(&c, act);
+                    self.ipool.push(c);
+                    self.exec(then, &yes)?;
+                    if let Some(e) = orelse {
+                        self.exec(e, &no)?;
+                    }
+                    self.tpool.push(yes);
+                    self.tpool.push(no);
+                }
+            }
+            Node::For { var, min, extent, body } => {
+                let mut min_v = self.itake(act.len());
+                self.ie(min, act, &mut min_v)?;
+                let mut ext = self.itake(act.len());
+                self.ie(extent, act, &mut ext)?;
+                let max_ext = ext.iter().copied().max().unwrap_or(0);
+                let uniform = ext.iter().all(|&e| e == max_ext);
+                let mut now = self.ttake();
+                let same_start = min_v.iter().all(|&m| m == min_v[0]);
+                for it in 0..max_ext {
+                    let v = &mut self.ivars[*var];
+                    if same_start {
+                        v.uniform = Some(min_v[0] + it);
+                    } else {
+                        v.uniform = None;
+                        for (&m, &t) in min_v.iter().zip(act) {
+                            v.col[t as usize] = m + it;
+                        }
+                    }
+                    if uniform {
+                        self.exec(body, act)?;
+                    } else {
+                        now.clear();
+                        now.extend(act.iter().zip(&ext).filter(|(_, &e)| it < e).map(|(&t, _)| t));
+                        self.exec(body, &now)?;
+                    }
+                }
+                self.tpool.push(now);
+                self.ipool.push(min_v);
+                self.ipool.push(ext);
+            }
+            Node::LetInt { var, value, body } => {
+                let mut v = self.itake(act.len());
+                self.ie(value, act, &mut v)?;
+                self.set_int(*var, act, &v);
+                self.ipool.push(v);
+                self.exec(body, act)?;
+            }
+            Node::LetFloat { var, value, body } => {
+                let mut v = self.ftake(act.len());
+                self.fe(value, act, &mut v)?;
+                let col = &mut self.fvars[*var];
+                for (&x, &t) in v.iter().zip(act) {
+                    col[t as usize] = x;
+                }
+                self.fpool.push(v);
+                self.exec(body, act)?;
+            }
+            Node::Alloc { mem, body } => {
+                let decl = &self.prog.mems[*mem];
+                let elements = decl.elements.clone()?;
+                let (per_thread, shared, size) = match decl.scope {
+                    Scope::Local => (elements, false, elements * self.n),
+                    Scope::Shared => (0, true, elements),
+                    Scope::Global => (0, false, elements),
+                };
+                let m = &mut self.mems[*mem];
+                // Uninitialised memory reads as NaN, so that a read of
+                // something never written cannot go unnoticed.
+                m.data.clear();
+                m.data.resize(size, f64::NAN);
+                m.per_thread = per_thread;
+                m.shared = shared;
+                if shared && !self.opts.ignore_races {
+                    m.race.reset(size);
+                }
+                let r = self.exec(body, act);
+                // Kept for the next time the statement runs.
+                let m = &mut self.mems[*mem];
+                m.data.clear();
+                m.race.reset(0);
+                r?;
+            }
+            Node::Block(b) => self.block(b, act)?,
+            Node::Fail(m) => return Err(m.clone()),
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, b: &BlockNode, act: &[u32]) -> R {
+        let n = act.len();
+        let mut at_start = vec![true; n];
+        let mut v = self.itake(n);
+        let mut start = self.itake(n);
+        for (slot, value, min) in &b.binds {
+            self.ie(value, act, &mut v)?;
+            self.set_int(*slot, act, &v);
+            if let Some(min) = min {
+                self.ie(min, act, &mut start)?;
+                for ((s, x), m) in at_start.iter_mut().zip(&v).zip(&start) {
+                    *s &= x == m;
+                }
+            }
+        }
+        self.ie(&b.predicate, act, &mut v)?;
+        let on: Vec<u32> = act.iter().zip(&v).filter(|(_, &p)| p != 0).map(|(&t, _)| t).collect();
+        if let Some(init) = &b.init {
+            let first: Vec<u32> =
+                act.iter().zip(&v).zip(&at_start).filter(|((_, &p), &s)| p != 0 && s).map(|((&t, _), _)| t).collect();
+            self.exec(init, &first)?;
+        }
+        self.ipool.push(v);
+        self.ipool.push(start);
+        self.exec(&b.body, &on)
+    }
+
+    /// The element indices of an access, each dimension checked.
+    fn index(&mut self, index: &Index, act: &[u32], out: &mut [i64]) -> R {
+        match index {
+            Index::Flat(e) => self.ie(e, act, out),
+            Index::Dims(dims, name) => {
+                out.fill(0);
+                let mut c = self.itake(act.len());
+                for (d, (e, extent)) in dims.iter().enumerate() {
+                    self.ie(e, act, &mut c)?;
+                    for (a, &v) in out.iter_mut().zip(&c) {
+                        if v < 0 || v >= *extent {
+                            return Err(format!(
+                                "out-of-bounds access: index {v} of dimension {d} of {name} (extent {extent})"
+                            ));
+                        }
+                        *a = *a * extent + v;
+                    }
+                }
+                self.ipool.push(c);
+                Ok(())
+            }
+        }
+    }
+
+    /// The address of element `idx` of memory `mi` for thread `t`, checked
+    /// against the memory's size (a thread's own part, for local memory).
+    #[inline(always)]
+    fn address(&self, mi: usize, idx: i64, t: u32) -> Result<usize, SimError> {
+        let m = &self.mems[mi];
+        let (n, base) = if m.per_thread > 0 { (m.per_thread, t as usize * m.per_thread) } else { (m.data.len(), 0) };
+        match usize::try_from(idx) {
+            Ok(i) if i < n => Ok(base + i),
+            _ => Err(self.out_of_bounds(mi, idx, t)),
+        }
+    }
+
+    #[cold]
+    fn out_of_bounds(&self, mi: usize, idx: i64, t: u32) -> SimError {
+        let m = &self.mems[mi];
+        let n = if m.per_thread > 0 { m.per_thread } else { m.data.len() };
+        format!(
+            "out-of-bounds access: {}[{idx}] with {n} elements, by thread {}",
+            self.prog.mems[mi].name,
+            self.show(t)
+        )
+    }
+
+    /// Records a shared-memory access and reports a race with an earlier
+    /// one by another thread since the last barrier.
+    #[inline]
+    fn touch(&mut self, mi: usize, addr: usize, t: u32, write: bool) -> R {
+        if self.opts.ignore_races || !self.mems[mi].shared {
+            return Ok(());
+        }
+        let epoch = self.epoch;
+        self.mems[mi].race.touch(addr, t, write, epoch).map_err(|c| self.race_error(mi, addr, t, write, c))
+    }
+
+    #[cold]
+    fn race_error(&self, mi: usize, addr: usize, t: u32, write: bool, c: Conflict) -> SimError {
+        let name = &self.prog.mems[mi].name;
+        let (me, other) = (self.show(t), self.show(c.thread));
+        if c.wrote {
+            let what = if write { "writes" } else { "reads" };
+            format!("race on shared memory: thread {me} {what} {name}[{addr}], which thread {other} wrote since the last barrier")
+        } else {
+            format!("race on shared memory: thread {me} writes {name}[{addr}], which thread {other} read since the last barrier")
+        }
+    }
+
+    fn load(&mut self, l: &Load, act: &[u32], out: &mut [f64]) -> R {
+        let mut idx = self.itake(act.len());
+        self.index(&l.index, act, &mut idx)?;
+        let mi = l.mem;
+        let m = &mut self.mems[mi];
+        if m.shared && !self.opts.ignore_races {
+            // One loop with the bounds check and the race record inlined:
+            // the inner loop of a tiled kernel reads shared memory.
+            let epoch = self.epoch;
+            let mut failed = None;
+            for (k, (&i, &t)) in idx.iter().zip(act).enumerate() {
+                match usize::try_from(i) {
+                    Ok(a) if a < m.data.len() => match m.race.touch(a, t, false, epoch) {
+                        Ok(()) => out[k] = m.data[a],
+                        Err(c) => {
+                            failed = Some(self.race_error(mi, a, t, false, c));
+                            break;
+                        }
+                    },
+                    _ => {
+                        failed = Some(self.out_of_bounds(mi, i, t));
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        } else {
+            for ((o, &i), &t) in out.iter_mut().zip(&idx).zip(act) {
+                let a = self.address(mi, i, t)?;
+                *o = self.mems[mi].data[a];
+            }
+        }
+        self.ipool.push(idx);
+        Ok(())
+    }
+
+    /// Evaluates an integer expression for the threads of `act` into `out`.
+    fn ie(&mut self, e: &IExpr, act: &[u32], out: &mut [i64]) -> R {
+        match e {
+            IExpr::Const(v) => out.fill(*v),
+            IExpr::Var(s) => {
+                let v = &self.ivars[*s];
+                if let Some(x) = v.uniform {
+                    out.fill(x);
+                } else if act.len() == self.n {
+                    out.copy_from_slice(&v.col);
+                } else {
+                    for (o, &t) in out.iter_mut().zip(act) {
+                        *o = v.col[t as usize];
+                    }
+                }
+            }
+            IExpr::BinConst(op, t, a, c) => {
+                self.ie(a, act, out)?;
+                int_op_const(*op, *t, out, *c)?;
+            }
+            IExpr::Bin(op, t, a, b) => {
+                self.ie(a, act, out)?;
+                let mut y = self.itake(act.len());
+                self.ie(b, act, &mut y)?;
+                int_op(*op, *t, out, &y)?;
+                self.ipool.push(y);
+            }
+            IExpr::FloatCompare(op, a, b) => {
+                let mut x = self.ftake(act.len());
+                let mut y = self.ftake(act.len());
+                self.fe(a, act, &mut x)?;
+                self.fe(b, act, &mut y)?;
+                let cmp: fn(f64, f64) -> bool = match op {
+                    BinOp::Eq => |a, b| a == b,
+                    BinOp::Ne => |a, b| a != b,
+                    BinOp::Lt => |a, b| a < b,
+                    BinOp::Le => |a, b| a <= b,
+                    BinOp::Gt => |a, b| a > b,
+                    _ => |a, b| a >= b,
+                };
+                for ((o, &a), &b) in out.iter_mut().zip(&x).zip(&y) {
+                    *o = i64::from(cmp(a, b));
+                }
+                self.fpool.push(x);
+                self.fpool.push(y);
+            }
+            IExpr::Not(a) => {
+                self.ie(a, act, out)?;
+                out.iter_mut().for_each(|x| *x = i64::from(*x == 0));
+            }
+            IExpr::And(a, b) | IExpr::Or(a, b) => {
+                let and = matches!(e, IExpr::And(..));
+                self.ie(a, act, out)?;
+                // The threads whose left side does not decide the result.
+                let undecided = |x: i64| (x != 0) == and;
+                if out.iter().all(|&x| undecided(x)) {
+                    self.ie(b, act, out)?;
+                    out.iter_mut().for_each(|x| *x = i64::from(*x != 0));
+                } else if out.iter().any(|&x| undecided(x)) {
+                    let (yes, no) = self.split(out, act);
+                    let rest = if and { &yes } else { &no };
+                    let mut y = self.itake(rest.len());
+                    self.ie(b, rest, &mut y)?;
+                    let mut j = 0;
+                    for x in out.iter_mut() {
+                        if undecided(*x) {
+                            *x = i64::from(y[j] != 0);
+                            j += 1;
+                        } else {
+                            *x = i64::from(!and);
+                        }
+                    }
+                    self.ipool.push(y);
+                    self.tpool.push(yes);
+                    self.tpool.push(no);
+                } else {
+                    out.fill(i64::from(!and));
+                }
+            }
+            IExpr::Select(c, a, b) => {
+                let mut cv = self.itake(act.len());
+                self.ie(c, act, &mut cv)?;
+                if cv.iter().all(|&x| x != 0) {
+                    self.ie(a, act, out)?;
+                } else if cv.iter().all(|&x| x == 0) {
+                    self.ie(b, act, out)?;
+                } else {
+                    // Each thread evaluates only the branch its condition
+                    // picks, as CUDA's `?:` does.
+                    let (yes, no) = self.split(&cv, act);
+                    let mut x = self.itake(yes.len());
+                    let mut y = self.itake(no.len());
+                    self.ie(a, &yes, &mut x)?;
+                    self.ie(b, &no, &mut y)?;
+                    merge(&cv, &x, &y, out);
+                    self.ipool.push(x);
+                    self.ipool.push(y);
+                    self.tpool.push(yes);
+                    self.tpool.push(no);
+                }
+                self.ipool.push(cv);
+            }
+            IExpr::Wrap(a, t) => {
+                self.ie(a, act, out)?;
+                wrap_to(*t, out);
+            }
+            IExpr::Affine { terms, constant, t } => {
+                // The terms that are one value for every thread fold into
+                // the constant; the others add a column each.
+                let mut base = *constant;
+                for (term, c) in terms {
+                    if let Some(x) = self.uniform(term) {
+                        base = base.wrapping_add(x.wrapping_mul(*c));
+                    }
+                }
+                out.fill(base);
+                let full = act.len() == self.n;
+                for (term, c) in terms {
+                    if self.uniform(term).is_some() {
+                        continue;
+                    }
+                    let c = *c;
+                    match term {
+                        Term::Var(s) => {
+                            let col = &self.ivars[*s].col;
+                            if full {
+                                out.iter_mut().zip(col).for_each(|(o, &v)| *o = o.wrapping_add(v.wrapping_mul(c)));
+                            } else {
+                                let lanes = out.iter_mut().zip(act);
+                                lanes.for_each(|(o, &t)| *o = o.wrapping_add(col[t as usize].wrapping_mul(c)));
+                            }
+                        }
+                        Term::Expr(e) => {
+                            let mut x = self.itake(act.len());
+                            self.ie(e, act, &mut x)?;
+                            out.iter_mut().zip(&x).for_each(|(o, &v)| *o = o.wrapping_add(v.wrapping_mul(c)));
+                            self.ipool.push(x);
+                        }
+                    }
+                }
+                wrap_to(*t, out);
+            }
+            IExpr::NonZero(a) => {
+                self.ie(a, act, out)?;
+                out.iter_mut().for_each(|x| *x = i64::from(*x != 0));
+            }
+            IExpr::FloatNonZero(a) => {
+                let mut x = self.ftake(act.len());
+                self.fe(a, act, &mut x)?;
+                out.iter_mut().zip(&x).for_each(|(o, v)| *o = i64::from(*v != 0.0));
+                self.fpool.push(x);
+            }
+            IExpr::Trunc(a, t) => {
+                let mut x = self.ftake(act.len());
+                self.fe(a, act, &mut x)?;
+                out.iter_mut().zip(&x).for_each(|(o, v)| *o = *v as i64);
+                if let Some(t) = t {
+                    wrap_to(*t, out);
+                }
+                self.fpool.push(x);
+            }
+            IExpr::Abs(a) => {
+                self.ie(a, act, out)?;
+                out.iter_mut().for_each(|x| *x = x.wrapping_abs());
+            }
+            IExpr::Load(l) => {
+                let mut x = self.ftake(act.len());
+                self.load(l, act, &mut x)?;
+                out.iter_mut().zip(&x).for_each(|(o, v)| *o = *v as i64);
+                self.fpool.push(x);
+            }
+            IExpr::Fail(m) => return Err(m.clone()),
+        }
+        Ok(())
+    }
+
+    /// Evaluates a float expression for the threads of `act` into `out`.
+    fn fe(&mut self, e: &FExpr, act: &[u32], out: &mut [f64]) -> R {
+        match e {
+            FExpr::Const(v) => out.fill(*v),
+            FExpr::Var(s) => {
+                let col = &self.fvars[*s];
+                if act.len() == self.n {
+                    out.copy_from_slice(col);
+                } else {
+                    for (o, &t) in out.iter_mut().zip(act) {
+                        *o = col[t as usize];
+                    }
+                }
+            }
+            FExpr::Bin(op, p, a, b) => {
+                self.fe(a, act, out)?;
+                let mut y = self.ftake(act.len());
+                self.fe(b, act, &mut y)?;
+                float_op(*op, out, &y)?;
+                p.round_all(out);
+                self.fpool.push(y);
+            }
+            FExpr::FromInt(a) => {
+                let mut x = self.itake(act.len());
+                self.ie(a, act, &mut x)?;
+                out.iter_mut().zip(&x).for_each(|(o, v)| *o = *v as f64);
+                self.ipool.push(x);
+            }
+            FExpr::Round(a, p) => {
+                self.fe(a, act, out)?;
+                p.round_all(out);
+            }
+            FExpr::Select(c, a, b) => {
+                let mut cv = self.itake(act.len());
+                self.ie(c, act, &mut cv)?;
+                if cv.iter().all(|&x| x != 0) {
+                    self.fe(a, act, out)?;
+                } else if cv.iter().all(|&x| x == 0) {
+                    self.fe(b, act, out)?;
+                } else {
+                    let (yes, no) = self.split(&cv, act);
+                    let mut x = self.ftake(yes.len());
+                    let mut y = self.ftake(no.len());
+                    self.fe(a, &yes, &mut x)?;
+                    self.fe(b, &no, &mut y)?;
+                    merge(&cv, &x, &y, out);
+                    self.fpool.push(x);
+                    self.fpool.push(y);
+                    self.tpool.push(yes);
+                    self.tpool.push(no);
+                }
+                self.ipool.push(cv);
+            }
+            FExpr::Call(i, p, a, b) => {
+                self.fe(a, act, out)?;
+                let mut y = self.ftake(act.len());
+                if let Some(b) = b {
+                    self.fe(b, act, &mut y)?;
+                }
+                for (o, &y) in out.iter_mut().zip(&y) {
+                    *o = p.round(intrinsic(*i, *o, y));
+                }
+                self.fpool.push(y);
+            }
+            FExpr::Load(l) => self.load(l, act, out)?,
+            FExpr::Fail(m) => return Err(m.clone()),
+        }
+        Ok(())
+    }
+}
+
+/// Lane by lane, the next value of `x` where `c` is true and of `y` where it
+/// is false; `x` and `y` hold only the lanes of their side.
+fn merge<T: Copy>(c: &[i64], x: &[T], y: &[T], out: &mut [T]) {
+    let (mut i, mut j) = (0, 0);
+    for (o, &c) in out.iter_mut().zip(c) {
+        if c != 0 {
+            *o = x[i];
+            i += 1;
+        } else {
+            *o = y[j];
+            j += 1;
+        }
+    }
+}
+
+fn float_op(op: BinOp, out: &mut [f64], y: &[f64]) -> R {
+    let lanes = out.iter_mut().zip(y);
+    match op {
+        BinOp::Add => lanes.for_each(|(a, b)| *a += b),
+        BinOp::Sub => lanes.for_each(|(a, b)| *a -= b),
+        BinOp::Mul => lanes.for_each(|(a, b)| *a *= b),
+        BinOp::Div => lanes.for_each(|(a, b)| *a /= b),
+        BinOp::Min => lanes.for_each(|(a, b)| *a = a.min(*b)),
+        BinOp::Max => lanes.for_each(|(a, b)| *a = a.max(*b)),
+        BinOp::FloorDiv => lanes.for_each(|(a, b)| *a = (*a / b).floor()),
+        BinOp::FloorMod => lanes.for_each(|(a, b)| *a -= b * (*a / b).floor()),
+        _ => return Err("a logical operator on floats".into()),
+    }
+    Ok(())
+}
+
+/// `out[k] = out[k] op y[k]` on integers of type `t`.
+fn int_op(op: BinOp, t: DType, out: &mut [i64], y: &[i64]) -> R {
+    macro_rules! lanes {
+        ($f:expr) => {
+            out.iter_mut().zip(y).for_each(|(a, &b)| *a = $f(*a, b))
+        };
+    }
+    match op {
+        BinOp::Add => lanes!(i64::wrapping_add),
+        BinOp::Sub => lanes!(i64::wrapping_sub),
+        BinOp::Mul => lanes!(i64::wrapping_mul),
+        BinOp::Div | BinOp::FloorDiv | BinOp::FloorMod if y.contains(&0) => {
+            return Err("integer division by zero".into())
+        }
+        BinOp::Div => lanes!(i64::wrapping_div),
+        BinOp::FloorDiv => lanes!(floor_div),
+        BinOp::FloorMod => lanes!(floor_mod),
+        BinOp::Min => lanes!(i64::min),
+        BinOp::Max => lanes!(i64::max),
+        BinOp::Eq => lanes!(|a, b| i64::from(a == b)),
+        BinOp::Ne => lanes!(|a, b| i64::from(a != b)),
+        BinOp::Lt => lanes!(|a, b| i64::from(a < b)),
+        BinOp::Le => lanes!(|a, b| i64::from(a <= b)),
+        BinOp::Gt => lanes!(|a, b| i64::from(a > b)),
+        BinOp::Ge => lanes!(|a, b| i64::from(a >= b)),
+        BinOp::And => lanes!(|a, b| i64::from(a != 0 && b != 0)),
+        BinOp::Or => lanes!(|a, b| i64::from(a != 0 || b != 0)),
+    }
+    wrap_all(op, t, out);
+    Ok(())
+}
+
+/// `out[k] = out[k] op c` on integers of type `t`.
+fn int_op_const(op: BinOp, t: DType, out: &mut [i64], c: i64) -> R {
+    macro_rules! lanes {
+        ($f:expr) => {
+            out.iter_mut().for_each(|a| *a = $f(*a, c))
+        };
+    }
+    match op {
+        BinOp::Add => lanes!(i64::wrapping_add),
+        BinOp::Sub => lanes!(i64::wrapping_sub),
+        BinOp::Mul => lanes!(i64::wrapping_mul),
+        BinOp::Div | BinOp::FloorDiv | BinOp::FloorMod if c == 0 => return Err("integer division by zero".into()),
+        BinOp::Div => lanes!(i64::wrapping_div),
+        BinOp::FloorDiv if c > 0 => lanes!(i64::div_euclid),
+        BinOp::FloorMod if c > 0 => lanes!(i64::rem_euclid),
+        BinOp::FloorDiv => lanes!(floor_div),
+        BinOp::FloorMod => lanes!(floor_mod),
+        BinOp::Min => lanes!(i64::min),
+        BinOp::Max => lanes!(i64::max),
+        BinOp::Eq => lanes!(|a, b| i64::from(a == b)),
+        BinOp::Ne => lanes!(|a, b| i64::from(a != b)),
+        BinOp::Lt => lanes!(|a, b| i64::from(a < b)),
+        BinOp::Le => lanes!(|a, b| i64::from(a <= b)),
+        BinOp::Gt => lanes!(|a, b| i64::from(a > b)),
+        BinOp::Ge => lanes!(|a, b| i64::from(a >= b)),
+        BinOp::And => lanes!(|a, b| i64::from(a != 0 && b != 0)),
+        BinOp::Or => lanes!(|a, b| i64::from(a != 0 || b != 0)),
+    }
+    wrap_all(op, t, out);
+    Ok(())
+}
+
+/// Arithmetic results wrapped to the width of `t` (comparisons are 0 or 1).
+fn wrap_all(op: BinOp, t: DType, out: &mut [i64]) {
+    if !(op.is_compare() || op.is_logical()) {
+        wrap_to(t, out);
+    }
+}

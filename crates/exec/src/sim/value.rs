@@ -1,0 +1,134 @@
+//! What values are: how a float is rounded to the type that holds it, how an
+//! integer wraps, and what each operator and intrinsic computes. The
+//! simulator computes floats in f64 and integers in i64, then narrows them
+//! here, so that a float32 kernel sees float32 arithmetic.
+
+use tirc_ir::{DType, Intrinsic};
+
+/// How a float result is narrowed to its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Precision {
+    /// Kept as computed (float64, or every float under `f64_storage`).
+    Exact,
+    F32,
+    F16,
+    BF16,
+    /// A bool buffer: 1 or 0.
+    Bool,
+    /// An integer buffer: the fraction dropped.
+    Trunc,
+}
+
+impl Precision {
+    /// The narrowing of a value stored into, or computed in, type `t`.
+    pub(super) fn of(t: DType, f64_storage: bool) -> Precision {
+        match t {
+            DType::Float(32) if !f64_storage => Precision::F32,
+            DType::Float(16) if !f64_storage => Precision::F16,
+            DType::BFloat16 if !f64_storage => Precision::BF16,
+            t if t.is_float() => Precision::Exact,
+            DType::Bool => Precision::Bool,
+            _ => Precision::Trunc,
+        }
+    }
+
+    pub(super) fn round(self, x: f64) -> f64 {
+        match self {
+            Precision::Exact => x,
+            Precision::F32 => x as f32 as f64,
+            Precision::F16 => half::f16::from_f64(x).to_f64(),
+            Precision::BF16 => half::bf16::from_f64(x).to_f64(),
+            Precision::Bool => f64::from(u8::from(x != 0.0)),
+            Precision::Trunc => x.trunc(),
+        }
+    }
+
+    /// Narrows every value of `xs` in place.
+    pub(super) fn round_all(self, xs: &mut [f64]) {
+        match self {
+            Precision::Exact => {}
+            Precision::F32 => xs.iter_mut().for_each(|x| *x = *x as f32 as f64),
+            p => xs.iter_mut().for_each(|x| *x = p.round(*x)),
+        }
+    }
+}
+
+/// Every value of `xs` wrapped to the width of integer type `t`, as a GPU's
+/// registers hold it.
+pub(super) fn wrap_to(t: DType, xs: &mut [i64]) {
+    macro_rules! wrap {
+        ($n:ty) => {
+            xs.iter_mut().for_each(|x| *x = *x as $n as i64)
+        };
+    }
+    match t {
+        DType::Int(8) => wrap!(i8),
+        DType::Int(16) => wrap!(i16),
+        DType::Int(32) => wrap!(i32),
+        DType::UInt(8) => wrap!(u8),
+        DType::UInt(16) => wrap!(u16),
+        DType::UInt(32) => wrap!(u32),
+        _ => {}
+    }
+}
+
+/// The value of a float intrinsic; `y` is the second argument where there
+/// is one (`pow`).
+pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
+    match i {
+        Intrinsic::Exp => x.exp(),
+        Intrinsic::Log => x.ln(),
+        Intrinsic::Sqrt => x.sqrt(),
+        Intrinsic::Rsqrt => 1.0 / x.sqrt(),
+        Intrinsic::Tanh => x.tanh(),
+        Intrinsic::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        Intrinsic::Abs | Intrinsic::Fabs => x.abs(),
+        Intrinsic::Floor => x.floor(),
+        Intrinsic::Ceil => x.ceil(),
+        // CUDA's `round` rounds half away from zero, as Rust's does.
+        Intrinsic::Round => x.round(),
+        Intrinsic::Pow => x.powf(y),
+        Intrinsic::Sin => x.sin(),
+        Intrinsic::Cos => x.cos(),
+        Intrinsic::Erf => erf(x),
+        Intrinsic::Likely | Intrinsic::CpAsync => x,
+    }
+}
+
+/// The error function, to about 1e-7 (Numerical Recipes' `erfc` by
+/// Chebyshev fit), enough for checking kernels.
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.5 * x.abs());
+    let y = 1.0
+        - t * (-x * x - 1.26551223
+            + t * (1.00002368
+                + t * (0.37409196
+                    + t * (0.09678418
+                        + t * (-0.18628806
+                            + t * (0.27886807
+                                + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+            .exp();
+    if x >= 0.0 {
+        y
+    } else {
+        -y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrowing_matches_the_types() {
+        assert_eq!(Precision::F32.round(0.1), 0.1f32 as f64);
+        assert_eq!(Precision::F16.round(65520.0), f64::INFINITY);
+        assert_eq!(Precision::Bool.round(-2.0), 1.0);
+        assert_eq!(Precision::Trunc.round(-2.5), -2.0);
+        let mut xs = [1 << 31, -1];
+        wrap_to(DType::I32, &mut xs);
+        assert_eq!(xs, [-(1 << 31), -1]);
+        wrap_to(DType::UInt(8), &mut xs);
+        assert_eq!(xs, [0, 255]);
+    }
+}

@@ -1,0 +1,198 @@
+//! The simulator on kernels written by hand, in the lowered form that
+//! `tirc lower` prints: what it computes (lockstep threads, integer
+//! wrapping, one branch of a select, loops whose extent differs per thread)
+//! and what it reports (races, out-of-bounds accesses, divergent barriers).
+
+use tirc::compile::load;
+use tirc_exec::data::HostData;
+use tirc_exec::sim::{run, SimOptions, SimStats};
+use tirc_ir::PrimFunc;
+
+fn func(src: &str) -> PrimFunc {
+    let module = load(src, &[]).unwrap_or_else(|e| panic!("{e:?}"));
+    module.funcs.into_iter().next().expect("a function")
+}
+
+/// Runs the function of `src` on `args`; the results are left in them.
+fn sim(src: &str, args: &mut [HostData]) -> Result<SimStats, String> {
+    run(&func(src), args, SimOptions::default())
+}
+
+fn iota(n: usize) -> HostData {
+    HostData::F32((0..n).map(|i| i as f32).collect())
+}
+
+fn values(d: &HostData) -> Vec<f64> {
+    d.to_f64()
+}
+
+const REVERSE: &str = r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.decl_buffer((32,), "float32", scope="shared")
+    S[tx] = A[bx * 32 + tx]
+    SYNC
+    C[bx * 32 + tx] = S[31 - tx]
+"#;
+
+#[test]
+fn threads_meet_at_barriers_and_share_memory() {
+    let mut args = [iota(64), HostData::F32(vec![0.0; 64])];
+    let stats = sim(&REVERSE.replace("SYNC", "T.tvm_storage_sync(\"shared\")"), &mut args).unwrap();
+    let want: Vec<f64> = (0..64).map(|i| (i / 32 * 32 + 31 - i % 32) as f64).collect();
+    assert_eq!(values(&args[1]), want);
+    assert_eq!(stats, SimStats { blocks: 2, threads_per_block: 32, barriers: 2 });
+}
+
+#[test]
+fn a_read_of_another_threads_write_without_a_barrier_is_a_race() {
+    let mut args = [iota(64), HostData::F32(vec![0.0; 64])];
+    let err = sim(&REVERSE.replace("SYNC", ""), &mut args).unwrap_err();
+    assert_eq!(
+        err,
+        "race on shared memory: thread (0, 0, 0) reads S[31], which thread (31, 0, 0) wrote since the last barrier"
+    );
+}
+
+#[test]
+fn a_write_over_another_threads_read_without_a_barrier_is_a_race() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.decl_buffer((32,), "float32", scope="shared")
+    S[tx] = A[tx]
+    T.tvm_storage_sync("shared")
+    C[tx] = S[(tx + 1) % 32]
+    S[tx] = T.float32(0)
+"#;
+    let mut args = [iota(32), HostData::F32(vec![0.0; 32])];
+    let err = sim(src, &mut args).unwrap_err();
+    assert_eq!(
+        err,
+        "race on shared memory: thread (0, 0, 0) writes S[0], which thread (31, 0, 0) read since the last barrier"
+    );
+}
+
+#[test]
+fn a_barrier_under_thread_dependent_control_flow_is_refused() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    if tx < 16:
+        T.tvm_storage_sync("shared")
+    C[tx] = A[tx]
+"#;
+    let mut args = [iota(32), HostData::F32(vec![0.0; 32])];
+    let err = sim(src, &mut args).unwrap_err();
+    assert!(err.starts_with("a barrier is reached by 16 of the block's 32 threads"), "{err}");
+}
+
+#[test]
+fn out_of_bounds_accesses_name_the_buffer_and_the_thread() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    C[tx] = A[tx + 1]
+"#;
+    let mut args = [iota(32), HostData::F32(vec![0.0; 32])];
+    assert_eq!(sim(src, &mut args).unwrap_err(), "out-of-bounds access: A[32] with 32 elements, by thread (31, 0, 0)");
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
+    for i, j in T.grid(4, 8):
+        C[i, j] = A[j, i]
+"#;
+    let mut args = [iota(32), HostData::F32(vec![0.0; 32])];
+    assert_eq!(sim(src, &mut args).unwrap_err(), "out-of-bounds access: index 4 of dimension 0 of A (extent 4)");
+}
+
+#[test]
+fn a_select_and_a_conjunction_evaluate_only_what_each_thread_needs() {
+    // Threads 16..31 would read A out of bounds in the branch they do not
+    // take, and in the right side of `&&` that their left side decides.
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((16,), "float32"), C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    C[tx] = T.if_then_else(tx < 16, A[tx], T.float32(-1))
+    if tx < 16 and A[tx] > T.float32(7):
+        C[tx] = T.float32(100)
+"#;
+    let mut args = [iota(16), HostData::F32(vec![0.0; 32])];
+    sim(src, &mut args).unwrap();
+    let want: Vec<f64> = (0..32).map(|i| if i >= 16 { -1.0 } else if i > 7 { 100.0 } else { i as f64 }).collect();
+    assert_eq!(values(&args[1]), want);
+}
+
+#[test]
+fn loops_may_run_a_different_number_of_times_per_thread() {
+    let src = r#"
+@T.prim_func
+def f(C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    C[tx] = T.float32(0)
+    for k in range(tx):
+        C[tx] = C[tx] + T.Cast("float32", k)
+"#;
+    let mut args = [HostData::F32(vec![0.0; 32])];
+    sim(src, &mut args).unwrap();
+    let want: Vec<f64> = (0..32i64).map(|t| (t * (t - 1) / 2) as f64).collect();
+    assert_eq!(values(&args[0]), want);
+}
+
+#[test]
+fn integer_arithmetic_wraps_to_its_type() {
+    // 2147483647 + 1 wraps to -2147483648 in int32 (in int64 it would be
+    // 2147483648), and the floor division keeps the sign.
+    let src = r#"
+@T.prim_func
+def f(C: T.Buffer((2,), "int32")):
+    for i in range(2):
+        C[i] = (i + 2147483647) // 2
+"#;
+    let mut args = [HostData::I32(vec![0; 2])];
+    sim(src, &mut args).unwrap();
+    assert_eq!(values(&args[0]), vec![1073741823.0, -1073741824.0]);
+}
+
+#[test]
+fn float32_arithmetic_rounds_every_operation() {
+    // 1 + 2^-30 is 1 in float32: the sum below loses the small term at
+    // every step, as the GPU does, where float64 would keep it.
+    let src = r#"
+@T.prim_func
+def f(C: T.Buffer((1,), "float32")):
+    C[0] = T.float32(1)
+    for k in range(1024):
+        C[0] = C[0] + T.float32(9.313225746154785e-10)
+"#;
+    let mut args = [HostData::F32(vec![0.0; 1])];
+    sim(src, &mut args).unwrap();
+    assert_eq!(values(&args[0]), vec![1.0]);
+}
+
+#[test]
+fn asynchronous_copies_land_at_the_wait_that_covers_them() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32"), D: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.decl_buffer((32,), "float32", scope="shared")
+    S[tx] = T.float32(-1)
+    T.tvm_storage_sync("shared")
+    S[tx] = T.cp_async(A[tx])
+    T.ptx_commit_group()
+    C[tx] = S[tx]
+    T.ptx_wait_group(0)
+    D[tx] = S[tx]
+"#;
+    let mut args = [iota(32), HostData::F32(vec![0.0; 32]), HostData::F32(vec![0.0; 32])];
+    sim(src, &mut args).unwrap();
+    assert_eq!(values(&args[1]), vec![-1.0; 32], "read before the wait: the old values");
+    assert_eq!(values(&args[2]), values(&args[0]), "read after the wait: the copies");
+}
