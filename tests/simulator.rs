@@ -125,7 +125,17 @@ def f(A: T.Buffer((16,), "float32"), C: T.Buffer((32,), "float32")):
 "#;
     let mut args = [iota(16), HostData::F32(vec![0.0; 32])];
     sim(src, &mut args).unwrap();
-    let want: Vec<f64> = (0..32).map(|i| if i >= 16 { -1.0 } else if i > 7 { 100.0 } else { i as f64 }).collect();
+    let want: Vec<f64> = (0..32)
+        .map(|i| {
+            if i >= 16 {
+                -1.0
+            } else if i > 7 {
+                100.0
+            } else {
+                i as f64
+            }
+        })
+        .collect();
     assert_eq!(values(&args[1]), want);
 }
 

@@ -3,8 +3,10 @@
 //!
 //! `PIPELINE` lists the passes in the order they run, by the names that
 //! `--print-after` takes. Each pass is one file named after it, its contract
-//! at the top. `verify_local_indices` is a check of the lowered kernel, not
-//! a pass: it returns warnings.
+//! at the top. `verify_ir` checks, after every pass, what the passes
+//! guarantee each other (an internal error names the pass that broke it);
+//! `verify_local_indices` is a check of the lowered kernel, not a pass: it
+//! returns warnings.
 
 pub mod compact_buffers;
 pub mod extract_launch;
@@ -20,6 +22,7 @@ pub mod relax_guards;
 pub mod simplify;
 pub mod split_kernels;
 pub mod unroll_loops;
+pub mod verify_ir;
 pub mod verify_local_indices;
 
 use tirc_ir::{Diagnostic, PrimFunc};
@@ -54,6 +57,7 @@ pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc
     split_kernels::check_one_kernel(&func)?;
     for p in PIPELINE {
         func = (p.run)(func)?;
+        verify_ir::after(p.name, &func)?;
         observe(p.name, &func);
     }
     Ok(func)

@@ -1,0 +1,197 @@
+//! The IR verifier: what the lowering passes guarantee each other, checked
+//! after every pass of `lower`.
+//!
+//! At every stage:
+//! - every variable an expression reads is bound around it, by a loop, a
+//!   `let`, a launch, or (inside a block, and in its regions) the block's
+//!   iteration variables;
+//! - every buffer a statement loads from or stores to is a parameter of the
+//!   function or allocated around the access (`Allocate`, or a block's
+//!   `alloc_buffers`).
+//!
+//! From `lower_blocks` on, no block is left. From `flatten_buffers` on,
+//! every access has one index. From `extract_launch` on, the launch
+//! statements are the head of the body, each axis at most once, with a
+//! constant extent, and no loop is bound to a thread axis any more.
+//!
+//! A violation is a bug of the pass that ran last, not of the user's
+//! program: it is reported as an internal error that names that pass, so
+//! that a wrong IR never reaches code generation or the GPU.
+
+use super::PIPELINE;
+use std::collections::HashMap;
+use tirc_ir::{Buffer, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag};
+
+/// Checks `f` as it must be after the pass named `pass` has run.
+pub fn after(pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
+    let reached = |p: &str| {
+        let at = |name: &str| PIPELINE.iter().position(|q| q.name == name);
+        matches!((at(pass), at(p)), (Some(a), Some(b)) if a >= b)
+    };
+    let mut v = Verifier {
+        no_blocks: reached("lower_blocks"),
+        flat: reached("flatten_buffers"),
+        launched: reached("extract_launch"),
+        vars: HashMap::new(),
+        buffers: f.params.clone(),
+        problem: None,
+    };
+    let mut body = &f.body;
+    if v.launched {
+        let mut seen: Vec<ThreadTag> = Vec::new();
+        while let Stmt::Launch { var, tag, extent, body: b } = body {
+            if seen.contains(tag) {
+                v.fail(format!("{} is launched twice", tag.name()));
+            }
+            if extent.as_int().is_none() {
+                v.fail(format!("the extent of {} is not a constant", tag.name()));
+            }
+            seen.push(*tag);
+            v.bind(var.key());
+            body = b;
+        }
+    }
+    v.stmt(body);
+    match v.problem {
+        None => Ok(()),
+        Some(p) => Err(Diagnostic::new(format!(
+            "internal error: after the lowering pass `{pass}`, {p}. This is a bug in tirc, not in the program: please report it with the input"
+        ))),
+    }
+}
+
+struct Verifier {
+    no_blocks: bool,
+    flat: bool,
+    launched: bool,
+    /// The variables bound here, by key, with how many binders are open.
+    vars: HashMap<usize, u32>,
+    /// The buffers accessible here, innermost last.
+    buffers: Vec<Buffer>,
+    /// The first violation found.
+    problem: Option<String>,
+}
+
+impl Verifier {
+    fn fail(&mut self, what: String) {
+        self.problem.get_or_insert(what);
+    }
+
+    fn bind(&mut self, key: usize) {
+        *self.vars.entry(key).or_insert(0) += 1;
+    }
+
+    fn unbind(&mut self, key: usize) {
+        if let Some(n) = self.vars.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.vars.remove(&key);
+            }
+        }
+    }
+
+    fn access(&mut self, b: &Buffer, indices: &[Expr], what: &str) {
+        if !self.buffers.contains(b) {
+            self.fail(format!("{what} {} outside its allocation", b.name()));
+        }
+        if self.flat && indices.len() != 1 {
+            self.fail(format!(
+                "{what} {} with {} indices (buffers are flat from flatten_buffers on)",
+                b.name(),
+                indices.len()
+            ));
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        e.walk(&mut |x| match x {
+            Expr::Var(v) if !self.vars.contains_key(&v.key()) => {
+                self.problem.get_or_insert(format!("the variable {} is read where nothing binds it", v.name()));
+            }
+            Expr::Load(b, idx) => self.access(b, idx, "a load from"),
+            _ => {}
+        });
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        if self.problem.is_some() {
+            return;
+        }
+        match s {
+            Stmt::For(l) => {
+                self.expr(&l.min);
+                self.expr(&l.extent);
+                if let (true, ForKind::ThreadBinding(tag)) = (self.launched, l.kind) {
+                    self.fail(format!(
+                        "the loop {} is still bound to {} after extract_launch",
+                        l.var.name(),
+                        tag.name()
+                    ));
+                }
+                self.bind(l.var.key());
+                self.stmt(&l.body);
+                self.unbind(l.var.key());
+            }
+            Stmt::Block(r) => {
+                if self.no_blocks {
+                    self.fail(format!("the block {} is left after lower_blocks", r.block.name));
+                }
+                r.iter_values.iter().for_each(|e| self.expr(e));
+                self.expr(&r.predicate);
+                for iv in &r.block.iter_vars {
+                    self.expr(&iv.dom.min);
+                    self.expr(&iv.dom.extent);
+                }
+                r.block.iter_vars.iter().for_each(|iv| self.bind(iv.var.key()));
+                for reg in r.block.reads.iter().chain(&r.block.writes) {
+                    for rg in &reg.region {
+                        self.expr(&rg.min);
+                        self.expr(&rg.extent);
+                    }
+                }
+                if let Some(init) = &r.block.init {
+                    self.stmt(init);
+                }
+                let n = self.buffers.len();
+                self.buffers.extend(r.block.alloc_buffers.iter().cloned());
+                self.stmt(&r.block.body);
+                self.buffers.truncate(n);
+                r.block.iter_vars.iter().for_each(|iv| self.unbind(iv.var.key()));
+            }
+            Stmt::Store { buffer, indices, value } => {
+                indices.iter().for_each(|e| self.expr(e));
+                self.expr(value);
+                self.access(buffer, indices, "a store to");
+            }
+            Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
+            Stmt::If { cond, then, orelse } => {
+                self.expr(cond);
+                self.stmt(then);
+                if let Some(e) = orelse {
+                    self.stmt(e);
+                }
+            }
+            Stmt::Let { var, value, body } => {
+                self.expr(value);
+                self.bind(var.key());
+                self.stmt(body);
+                self.unbind(var.key());
+            }
+            Stmt::Allocate { buffer, body } => {
+                self.buffers.push(buffer.clone());
+                self.stmt(body);
+                self.buffers.pop();
+            }
+            Stmt::Launch { var, tag, extent, body } => {
+                if self.launched {
+                    self.fail(format!("a launch of {} inside the kernel body, below its head", tag.name()));
+                }
+                self.expr(extent);
+                self.bind(var.key());
+                self.stmt(body);
+                self.unbind(var.key());
+            }
+            Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {}
+        }
+    }
+}
