@@ -6,7 +6,9 @@
 //! types, thread tags, awkward numbers), and truncates the text. Each mutant
 //! goes through the whole pipeline: parse, resolve, and, for every schedule
 //! (or for each function), scheduling, lowering and CUDA generation. Bad
-//! input must come back as diagnostics whose spans lie inside the text.
+//! input must come back as diagnostics whose spans lie inside the text, and
+//! a small mutant that compiles must run on the simulator to the result of
+//! its unscheduled function.
 //!
 //! An input that once panicked is kept in `tests/data/fuzz/` and checked the
 //! same way on every run. `TIRC_FUZZ_ITERS=N` changes the budget, and
@@ -14,7 +16,10 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use tirc::compile::{compile_module, load, Request};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tirc::compile::{compile_module, load, Compiled, Request};
+use tirc::verify::{reference_sim, sim_check_kernels};
+use tirc_ir::Stmt;
 use tirc_tests::{examples, read, root};
 
 /// Mutants per run, unless `TIRC_FUZZ_ITERS` says otherwise.
@@ -264,19 +269,80 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
     }
 }
 
-/// Runs the whole pipeline on `src`; `Err` with a description when it panics
-/// or reports a diagnostic whose span is not inside the text.
+/// `Err` unless every diagnostic's span lies inside the text (a diagnostic
+/// without a span, from lowering, points at nothing).
+fn spans_inside(src: &str, ds: &[tirc_ir::Diagnostic]) -> Result<(), String> {
+    for d in ds {
+        match d.span {
+            None => {}
+            Some(s) if s.start <= s.end && s.end <= src.len() => {}
+            other => return Err(format!("diagnostic `{}` has span {other:?}", d.message)),
+        }
+    }
+    Ok(())
+}
+
+/// Iterations of the statements of `s`, loops multiplying (a loop of no
+/// constant extent counts once), for keeping simulated mutants small.
+fn work(s: &Stmt) -> u64 {
+    match s {
+        Stmt::For(l) => (l.extent.as_int().unwrap_or(1).max(1) as u64).saturating_mul(work(&l.body)),
+        Stmt::Launch { extent, body, .. } => (extent.as_int().unwrap_or(1).max(1) as u64).saturating_mul(work(body)),
+        Stmt::Seq(v) => v.iter().map(work).fold(0, u64::saturating_add),
+        Stmt::If { then, orelse, .. } => work(then).max(orelse.as_deref().map_or(0, work)),
+        Stmt::Let { body, .. } | Stmt::Allocate { body, .. } => work(body),
+        Stmt::Block(r) => work(&r.block.body).saturating_add(r.block.init.as_ref().map_or(0, work)),
+        _ => 1,
+    }
+}
+
+/// Mutants whose kernels were simulated and matched their reference.
+static SIMULATED: AtomicUsize = AtomicUsize::new(0);
+
+/// Small enough to simulate in a few milliseconds.
+const SIM_WORK: u64 = 1 << 18;
+
+/// A mutant that compiles is a program tirc vouches for: where it is small,
+/// its kernels must compute what the unscheduled function computes, on the
+/// simulator. A kernel that fails (out of bounds, a race) where the
+/// reference runs is a miscompilation too.
+fn simulate(c: &Compiled) -> Result<(), String> {
+    let elements: i64 =
+        c.original.params.iter().map(|b| b.num_elements().unwrap_or(i64::MAX)).fold(0, i64::saturating_add);
+    let total = c.kernels.iter().map(|k| work(&k.lowered.body)).fold(work(&c.original.body), u64::saturating_add);
+    if elements > 1 << 14 || total > SIM_WORK {
+        return Ok(());
+    }
+    let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+    match sim_check_kernels(&c.original, &kernels, &c.intermediates, 1) {
+        Ok((e, tol)) if e.rel_err <= tol && e.non_finite == 0 => {
+            SIMULATED.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        Ok((e, tol)) => {
+            Err(format!("miscompiled: rel_err {:.3e} > {tol:.1e} ({} non-finite)", e.rel_err, e.non_finite))
+        }
+        Err(why) => {
+            let Ok(inputs) = tirc::measure::prepare(&c.original, 1) else { return Ok(()) };
+            match reference_sim(&c.original, &inputs.args) {
+                Ok(_) if why != "the function writes no parameter buffer: nothing to check" => {
+                    Err(format!("the kernel fails where the reference runs: {why}"))
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// Runs the whole pipeline on `src`; `Err` with a description when it panics,
+/// reports a diagnostic whose span is not inside the text, or compiles a
+/// small program into kernels that compute something else.
 fn pipeline(src: &str) -> Result<(), String> {
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
         let module = match load(src, &[]) {
             Ok(m) => m,
             Err(ds) => {
-                for d in &ds {
-                    match d.span {
-                        Some(s) if s.start <= s.end && s.end <= src.len() => {}
-                        other => return Err(format!("diagnostic `{}` has span {other:?}", d.message)),
-                    }
-                }
+                spans_inside(src, &ds)?;
                 return if ds.is_empty() { Err("load failed without a diagnostic".into()) } else { Ok(()) };
             }
         };
@@ -287,7 +353,10 @@ fn pipeline(src: &str) -> Result<(), String> {
                 module.funcs.iter().map(|f| Request { func: Some(f.name.clone()), ..Request::default() }).collect();
         }
         for req in requests {
-            let _ = compile_module(module.clone(), &req);
+            match compile_module(module.clone(), &req) {
+                Ok(c) => simulate(&c)?,
+                Err(d) => spans_inside(src, std::slice::from_ref(&d))?,
+            }
         }
         Ok(())
     }));
@@ -350,6 +419,10 @@ fn mutants_of_the_corpus_never_panic() {
     // Back to the default report, for the assertion below.
     drop(std::panic::take_hook());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The check of results must have run, not been skipped by size.
+    let simulated = SIMULATED.load(Ordering::Relaxed);
+    println!("{iters} mutants, {simulated} compiled, simulated and matched their reference");
+    assert!(simulated >= iters / 20, "only {simulated} of {iters} mutants were simulated");
 }
 
 #[test]
@@ -364,5 +437,5 @@ fn inputs_that_once_panicked_do_not() {
             n += 1;
         }
     }
-    let _ = n;
+    assert!(n > 0, "tests/data/fuzz holds no .tir file: this test would check nothing");
 }

@@ -241,7 +241,7 @@ impl<'p> Machine<'p> {
                     while self.committed[t as usize].len() > *n {
                         let Some(g) = self.committed[t as usize].pop_front() else { break };
                         for (mi, a, v) in g {
-                            self.touch(mi, a, t, true)?;
+                            self.touch(mi, a, t, Some(v))?;
                             self.mems[mi].data[a] = v;
                         }
                     }
@@ -257,7 +257,7 @@ impl<'p> Machine<'p> {
                 for ((&i, &v), &t) in idx.iter().zip(&vals).zip(act) {
                     let a = self.address(*mem, i, t)?;
                     if shared {
-                        self.touch(*mem, a, t, true)?;
+                        self.touch(*mem, a, t, Some(v))?;
                     }
                     if *cp_async {
                         self.open[t as usize].push((*mem, a, v));
@@ -443,15 +443,21 @@ impl<'p> Machine<'p> {
         )
     }
 
-    /// Records a shared-memory access and reports a race with an earlier
-    /// one by another thread since the last barrier.
+    /// Records a shared-memory write of `value` (a read, for `None`) and
+    /// reports a race with an earlier access by another thread since the
+    /// last barrier.
     #[inline]
-    fn touch(&mut self, mi: usize, addr: usize, t: u32, write: bool) -> R {
+    fn touch(&mut self, mi: usize, addr: usize, t: u32, value: Option<f64>) -> R {
         if self.opts.ignore_races || !self.mems[mi].shared {
             return Ok(());
         }
         let epoch = self.epoch;
-        self.mems[mi].race.touch(addr, t, write, epoch).map_err(|c| self.race_error(mi, addr, t, write, c))
+        let race = &mut self.mems[mi].race;
+        let r = match value {
+            Some(v) => race.write(addr, t, v, epoch),
+            None => race.read(addr, t, epoch),
+        };
+        r.map_err(|c| self.race_error(mi, addr, t, value.is_some(), c))
     }
 
     #[cold]
@@ -478,7 +484,7 @@ impl<'p> Machine<'p> {
             let mut failed = None;
             for (k, (&i, &t)) in idx.iter().zip(act).enumerate() {
                 match usize::try_from(i) {
-                    Ok(a) if a < m.data.len() => match m.race.touch(a, t, false, epoch) {
+                    Ok(a) if a < m.data.len() => match m.race.read(a, t, epoch) {
                         Ok(()) => out[k] = m.data[a],
                         Err(c) => {
                             failed = Some(self.race_error(mi, a, t, false, c));

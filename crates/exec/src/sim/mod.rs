@@ -10,7 +10,8 @@
 //! block, parameters global. Within a block, shared memory is checked for
 //! races: an access by one thread to a word another thread wrote (or read,
 //! for a write) since the last barrier is reported with the buffer, the
-//! index and both threads. `cp.async` copies land at the `wait_group` that
+//! index and both threads; two threads writing the same value is benign, as
+//! `compute-sanitizer`'s racecheck also classes it. `cp.async` copies land at the `wait_group` that
 //! covers their group, so a kernel that reads before waiting sees stale
 //! data.
 //!
