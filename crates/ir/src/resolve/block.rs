@@ -57,8 +57,9 @@ impl FuncResolver<'_> {
         self.check_declared(&block, &r_inf, &w_inf, reads.as_ref(), writes.as_ref())?;
         block.reads = reads.map_or(r_inf, |r| r.0);
         block.writes = writes.map_or(w_inf, |w| w.0);
-        let _ = span;
         self.check_bindings(&block, &iter_values, &predicate, &axis_spans)?;
+        check_own_variables(&block, &self.block_vars, span)?;
+        check_iteration_order(&block, span)?;
         Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
     }
 
@@ -337,6 +338,7 @@ impl FuncResolver<'_> {
         };
         let var = Var::new(n.clone(), DType::I32);
         self.bind(n, Binding::Var(var.clone()));
+        self.block_vars.push(var.key());
         iter_vars.push(IterVar { var, dom, kind });
         iter_values.push(value);
         Ok(())
@@ -411,4 +413,162 @@ impl FuncResolver<'_> {
         }
         Ok(BufferRegion { buffer, region })
     }
+}
+
+/// Inside a block with axes, the body and the init name the iteration
+/// through block variables (its own, or those of blocks around it), never
+/// through the loops around it: primitives rewrite the loops and keep the
+/// block's bindings up to date, so a loop variable used directly would go
+/// stale (TVM's well-formedness check refuses it too).
+fn check_own_variables(block: &Block, block_vars: &[usize], span: Span) -> R<()> {
+    if block.iter_vars.is_empty() {
+        return Ok(());
+    }
+    let stmts: Vec<&Stmt> = std::iter::once(&block.body).chain(block.init.as_ref()).collect();
+    let mut inner: Vec<usize> = block.iter_vars.iter().map(|iv| iv.var.key()).collect();
+    for st in &stmts {
+        st.walk(&mut |x| match x {
+            Stmt::For(l) => inner.push(l.var.key()),
+            Stmt::Let { var, .. } => inner.push(var.key()),
+            Stmt::Block(r) => inner.extend(r.block.iter_vars.iter().map(|iv| iv.var.key())),
+            _ => {}
+        });
+    }
+    let mut stray: Option<String> = None;
+    for st in &stmts {
+        st.walk(&mut |x| {
+            x.for_each_expr(|e| {
+                e.walk(&mut |v| {
+                    if let Expr::Var(v) = v {
+                        if stray.is_none() && !inner.contains(&v.key()) && !block_vars.contains(&v.key()) {
+                            stray = Some(v.name().to_string());
+                        }
+                    }
+                })
+            })
+        });
+    }
+    match stray {
+        None => Ok(()),
+        Some(v) => Err(Diagnostic::at(
+            span,
+            format!("block `{}` uses the loop variable `{v}` in its body", block.name),
+        )
+        .help(
+            "inside a block, name the iteration with the block's own axes (T.axis.*), bound to the loops in its header",
+        )),
+    }
+}
+
+/// A block's iterations may run in any order along its spatial axes and in
+/// any order of reduction steps (primitives reorder, bind and split them,
+/// and the reference runs spatial iterations in parallel), so its body must
+/// not depend on that order. Two forms that would are refused, for blocks
+/// whose body is straight-line code (no loops, no nested blocks) and that
+/// have no opaque axis:
+/// - a read of a buffer the block writes, at other indices than it writes
+///   (`B[vi, vj] = B[vj, vi]`): one iteration reads what another writes;
+/// - in a block with a reduction axis, a store to an element that does not
+///   depend on the reduction axis and that the body has not read before
+///   (`C[vi] = 0.0` in the body instead of the init): every reduction step
+///   but the last would be lost.
+///
+/// The init may not read a buffer at an index that depends on a reduction
+/// axis: it runs once, before the first reduction step, and primitives place
+/// it apart from the body (a bias read at the output's indices is fine).
+fn check_iteration_order(block: &Block, span: Span) -> R<()> {
+    if block.iter_vars.is_empty() || block.iter_vars.iter().any(|iv| iv.kind == IterKind::Opaque) {
+        return Ok(());
+    }
+    let mut nested = false;
+    block.body.walk(&mut |s| nested |= matches!(s, Stmt::For(_) | Stmt::Block(_)));
+    if nested {
+        return Ok(());
+    }
+    let name = &block.name;
+    let reduce: Vec<&Var> = block.iter_vars.iter().filter(|iv| iv.kind == IterKind::Reduce).map(|iv| &iv.var).collect();
+    if let Some(init) = &block.init {
+        let mut read = None;
+        init.walk(&mut |st| {
+            st.for_each_expr(|e| {
+                e.walk(&mut |x| {
+                    if let (None, Expr::Load(b, idx)) = (&read, x) {
+                        if let Some(v) = reduce.iter().find(|v| idx.iter().any(|i| i.uses(v))) {
+                            read = Some((b.name().to_string(), v.name().to_string()));
+                        }
+                    }
+                })
+            })
+        });
+        if let Some((b, v)) = read {
+            return Err(Diagnostic::at(
+                span,
+                format!("the init of block `{name}` reads `{b}` at an index that depends on the reduction axis `{v}`"),
+            )
+            .help("the init runs once, before the first reduction step: give it values that do not depend on the reduction axis"));
+        }
+    }
+    // Stores in program order, each with the loads that come before it or in it.
+    let mut stores: Vec<(&Buffer, &[Expr])> = Vec::new();
+    let mut loads: Vec<(&Buffer, &[Expr])> = Vec::new();
+    let mut problem: Option<Diagnostic> = None;
+    let same = |a: &[Expr], b: &[Expr]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| crate::structural_eq::same_expr(x, y))
+    };
+    // Stores under a condition (as `lower_init` writes the init: `if vk ==
+    // 0:`) need not happen at every step.
+    let mut conditional: Vec<*const Stmt> = Vec::new();
+    block.body.walk(&mut |st| {
+        if let Stmt::If { then, orelse, .. } = st {
+            then.walk(&mut |x| conditional.push(x as *const Stmt));
+            if let Some(e) = orelse {
+                e.walk(&mut |x| conditional.push(x as *const Stmt));
+            }
+        }
+    });
+    block.body.walk(&mut |st| {
+        st.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let Expr::Load(b, idx) = x {
+                    loads.push((b, idx));
+                }
+            })
+        });
+        if let Stmt::Store { buffer, indices, .. } = st {
+            let by_reduction = indices.iter().any(|i| reduce.iter().any(|v| i.uses(v)));
+            let read_before = loads.iter().any(|(b, idx)| *b == buffer && same(idx, indices));
+            let every_step = !conditional.contains(&(st as *const Stmt));
+            if problem.is_none() && !reduce.is_empty() && every_step && !by_reduction && !read_before {
+                problem = Some(
+                    Diagnostic::at(
+                        span,
+                        format!(
+                            "block `{name}` has the reduction axis `{}`, but its body overwrites `{}` without reading it: every reduction step but the last would be lost",
+                            reduce[0].name(),
+                            buffer.name()
+                        ),
+                    )
+                    .help("give the starting value in `with T.init():` and update the element in the body"),
+                );
+            }
+            stores.push((buffer, indices));
+        }
+    });
+    if let Some(d) = problem {
+        return Err(d);
+    }
+    for (b, idx) in &loads {
+        let written: Vec<&[Expr]> = stores.iter().filter(|(w, _)| w == b).map(|(_, i)| *i).collect();
+        if !written.is_empty() && !written.iter().any(|w| same(w, idx)) {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "block `{name}` reads `{}` at other indices than it writes it: one iteration would read what another writes, and the result would depend on the order of the iterations, which the block's axes leave free",
+                    b.name()
+                ),
+            )
+            .help("read from another buffer (a copy), or declare the axis whose iterations must run in order with T.axis.opaque"));
+        }
+    }
+    Ok(())
 }

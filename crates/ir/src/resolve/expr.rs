@@ -209,6 +209,18 @@ impl FuncResolver<'_> {
                 if idx.len() != buffer.ndim() && !self.poisoned.contains(&buffer) {
                     return Err(self.rank_error(&buffer, idx.len(), span));
                 }
+                // A literal index outside a constant dimension reads or
+                // writes memory that is not the buffer's.
+                for ((x, n), i) in idx.iter().zip(buffer.shape()).zip(element_indices(indices)) {
+                    if let (Some(v), Some(n)) = (x.as_int(), n.as_int()) {
+                        if v < 0 || v >= n {
+                            return Err(Diagnostic::at(
+                                i.span,
+                                format!("index {v} is outside `{}`, whose dimension has extent {n}", buffer.name()),
+                            ));
+                        }
+                    }
+                }
                 Ok((buffer, idx))
             }
         }

@@ -55,6 +55,9 @@ pub(crate) struct FuncResolver<'a> {
     pub(crate) loop_extents: Vec<(Var, Expr)>,
     /// The spans of the `T.axis` bindings of the block being resolved.
     pub(crate) axis_spans: Vec<Span>,
+    /// The keys of every block variable made so far: a block's body may
+    /// use those of the blocks around it, not loop variables.
+    pub(crate) block_vars: Vec<usize>,
     /// Stand-ins for parameters whose declaration was in error: their uses
     /// are not checked, so that one mistake is reported once.
     pub poisoned: Vec<Buffer>,
@@ -82,6 +85,7 @@ pub(crate) fn resolve_prim_func(
         handles: vec![],
         loop_extents: vec![],
         axis_spans: vec![],
+        block_vars: vec![],
         poisoned: vec![],
     };
     let mut bufs = Vec::new();

@@ -9,9 +9,13 @@
 //!    blocks cannot combine their partial sums within one kernel. A
 //!    reduction loop bound to a threadIdx is a cross-thread reduction,
 //!    lowered by `lower_cross_thread_reduction`.
-//! 4. No loop around it is bound to the same axis, unless the loop's blocks
-//!    all write shared memory: then the threads share the copy (a
-//!    cooperative fetch), each doing the iterations of its index.
+//! 4. No loop around it or inside it is bound to the same axis, unless the
+//!    inner loop's blocks all write shared memory and do not depend on the
+//!    outer loop: then the threads share the copy (a cooperative fetch),
+//!    each doing the iterations of its index. A copy that depends on the
+//!    outer loop (placed by `compute_at` while that loop was still serial,
+//!    so each of its iterations copies its own tile) cannot be shared: bind
+//!    the outer loop before `compute_at`.
 //! 5. Every loop bound to one axis has the same extent, and the threads of a
 //!    block number at most 1024.
 
@@ -72,19 +76,47 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     if let Some(outer) = enclosing_bound(&sch.func.body, lp, tag) {
         // A cooperative fetch: the threads of the outer binding share the
         // copy into shared memory, each doing its part.
-        let blocks = Stmt::For(Box::new(l.clone()));
-        let blocks = blocks.blocks();
+        let inner = Stmt::For(Box::new(l.clone()));
+        cooperative(&inner, &outer, tag)?;
+        let blocks = inner.blocks();
         let shared_only = !tag.is_block
             && !blocks.is_empty()
             && blocks.iter().all(|r| r.block.writes.iter().all(|w| w.buffer.scope() == Scope::Shared));
         if !shared_only {
             return Err(ScheduleError::new(format!(
-                "loop `{}` is inside loop `{outer}`, which is already bound to {}",
+                "loop `{}` is inside loop `{}`, which is already bound to {}",
                 lp.name(),
+                outer.name(),
                 tag.name()
             ))
             .help("a loop may be bound again to a thread axis of an enclosing loop only when its blocks write shared memory (a cooperative fetch)"));
         }
+    }
+    let mut inner_bound = Vec::new();
+    l.body.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if f.kind == ForKind::ThreadBinding(tag) {
+                inner_bound.push(Stmt::For(f.clone()));
+            }
+        }
+    });
+    for inner in &inner_bound {
+        let blocks = inner.blocks();
+        let shared_only = !tag.is_block
+            && !blocks.is_empty()
+            && blocks.iter().all(|r| r.block.writes.iter().all(|w| w.buffer.scope() == Scope::Shared));
+        let Stmt::For(f) = inner else { continue };
+        if !shared_only {
+            return Err(ScheduleError::new(format!(
+                "loop `{}` cannot be bound to {}: loop `{}` inside it is already bound to {}",
+                lp.name(),
+                tag.name(),
+                f.var.name(),
+                tag.name()
+            ))
+            .help("a thread axis is bound once on each path, except for a copy into shared memory shared by the threads (a cooperative fetch)"));
+        }
+        cooperative(inner, &l.var, tag)?;
     }
     // 5.
     let mut extents: Vec<(ThreadTag, i64)> = Vec::new();
@@ -124,16 +156,37 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     Ok(())
 }
 
-/// The name of a loop around `lp` bound to `tag`, if any.
-fn enclosing_bound(s: &Stmt, lp: &LoopRV, tag: ThreadTag) -> Option<String> {
-    fn go(s: &Stmt, lp: &LoopRV, tag: ThreadTag, outer: &mut Vec<String>) -> Option<Option<String>> {
+/// `Err` unless the blocks of `inner` (a loop bound to `tag` inside the
+/// loop of `outer`, also bound to it) are one copy for all of `outer`'s
+/// iterations: their values do not depend on `outer`.
+fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
+    for r in inner.blocks() {
+        if r.iter_values.iter().chain(std::iter::once(&r.predicate)).any(|v| v.uses(outer)) {
+            return Err(ScheduleError::new(format!(
+                "the threads of {} cannot share the copy of block {}: each iteration of loop `{}` copies a different tile into one shared buffer",
+                tag.name(),
+                r.block.name,
+                outer.name()
+            ))
+            .help(format!(
+                "bind loop `{}` before `compute_at` places the copy under it, so that the copy covers every thread's tile",
+                outer.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The loop around `lp` bound to `tag`, if any.
+fn enclosing_bound(s: &Stmt, lp: &LoopRV, tag: ThreadTag) -> Option<LoopRV> {
+    fn go(s: &Stmt, lp: &LoopRV, tag: ThreadTag, outer: &mut Vec<LoopRV>) -> Option<Option<LoopRV>> {
         if let Stmt::For(f) = s {
             if &f.var == lp {
                 return Some(outer.last().cloned());
             }
             let bound = f.kind == ForKind::ThreadBinding(tag);
             if bound {
-                outer.push(f.var.name().to_string());
+                outer.push(f.var.clone());
             }
             let r = go(&f.body, lp, tag, outer);
             if bound {

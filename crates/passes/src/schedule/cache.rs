@@ -19,6 +19,9 @@
 //! 3. The index names one of the block's read (write) buffers.
 //! 4. For `cache_write`, the buffer is written by no other block: the copy
 //!    back would overwrite their results.
+//! 5. For `cache_read`, no block of the loop nest that holds `block` writes
+//!    the buffer (`block` itself included): the copy, placed before that
+//!    nest, would read the buffer before it is written.
 //!
 //! The copy buffer is allocated by the root block; lowering places it at
 //! the lowest loop that covers its uses and compacts it to what is used.
@@ -35,6 +38,16 @@ pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) 
     let (sc, top, r) = prepare(sch, block, scope)?;
     let reads = regions(&r, true);
     let buf = pick(&reads, index, block, "reads")?;
+    // 5.
+    let nest_of_block = &root_stmts(&sch.func.body)[top];
+    if let Some(w) = nest_of_block.blocks().iter().find(|o| regions(o, false).contains(&buf)) {
+        return Err(ScheduleError::new(format!(
+            "cannot cache the reads of `{}` by block `{block}`: block `{}` writes it in the same loop nest, and the copy would be made before that nest runs",
+            buf.name(),
+            w.block.name
+        ))
+        .help(format!("cache the reads of `{}` before the schedule moves its producer into this nest", buf.name())));
+    }
     let (copy, name) = new_copy(sch, &buf, sc);
     let nest = copy_nest(&sch.func.body, &name, &buf, &copy, true);
     let mut body = Vec::new();
