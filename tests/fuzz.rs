@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tirc::compile::{compile_module, load, Compiled, Request};
 use tirc::verify::{reference_sim, sim_check_kernels};
 use tirc_ir::Stmt;
-use tirc_tests::{examples, read, root};
+use tirc_tests::{examples, read, root, test_params, test_sizes};
 
 /// Mutants per run, unless `TIRC_FUZZ_ITERS` says otherwise.
 const DEFAULT_ITERS: usize = 4000;
@@ -339,15 +339,23 @@ fn simulate(c: &Compiled) -> Result<(), String> {
 /// small program into kernels that compute something else.
 fn pipeline(src: &str) -> Result<(), String> {
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
-        let module = match load(src, &[]) {
+        // Examples declare the small sizes and parameters they are checked at.
+        let module = match load(src, &test_sizes(src)) {
             Ok(m) => m,
             Err(ds) => {
                 spans_inside(src, &ds)?;
                 return if ds.is_empty() { Err("load failed without a diagnostic".into()) } else { Ok(()) };
             }
         };
-        let mut requests: Vec<Request> =
-            module.schedules.iter().map(|s| Request { schedule: Some(s.name.clone()), ..Request::default() }).collect();
+        let mut requests: Vec<Request> = module
+            .schedules
+            .iter()
+            .map(|s| Request {
+                schedule: Some(s.name.clone()),
+                params: test_params(src, &s.name),
+                ..Request::default()
+            })
+            .collect();
         if requests.is_empty() {
             requests =
                 module.funcs.iter().map(|f| Request { func: Some(f.name.clone()), ..Request::default() }).collect();

@@ -5,6 +5,7 @@
 //! 1. At least one loop is given, and every loop is in the function.
 //! 2. Each loop after the first is the whole body of the loop before it.
 //! 3. No loop is bound to a thread, and every extent is a constant.
+//! 4. The product of the extents fits the fused loop's int32 variable.
 
 use super::tree::{fresh_loop_name, get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
@@ -52,7 +53,14 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
     let name: Vec<&str> = fors.iter().map(|f| f.var.name()).collect();
     let name = fresh_loop_name(&sch.func.body, &format!("{}_fused", name.join("_")));
     let fused = Var::new(name, DType::I32);
-    let total: i64 = extents.iter().product();
+    // The fused variable is an int32, as TVM's is for int32 loops.
+    let total = extents.iter().try_fold(1i64, |a, &e| a.checked_mul(e)).filter(|t| *t <= i64::from(i32::MAX));
+    let Some(total) = total else {
+        return Err(ScheduleError::new(format!(
+            "the fused loop would have {} iterations, more than its int32 variable can count",
+            extents.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" × ")
+        )));
+    };
     let mut map = Vec::new();
     for (i, f) in fors.iter().enumerate() {
         let inner: i64 = extents[i + 1..].iter().product();

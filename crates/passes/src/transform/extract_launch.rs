@@ -97,7 +97,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     if let Some(e) = err {
         return Err(e);
     }
-    let threads: i64 = axes.iter().filter(|(t, _)| !t.is_block).map(|(_, e)| e).product();
+    let threads: i64 = axes.iter().filter(|(t, _)| !t.is_block).map(|(_, e)| *e).fold(1, i64::saturating_mul);
     if threads > 1024 {
         return Err(Diagnostic::new(format!("the kernel launches {threads} threads per block; CUDA allows 1024")));
     }
