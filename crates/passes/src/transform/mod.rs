@@ -8,6 +8,7 @@
 //! `verify_local_indices` is a check of the lowered kernel, not a pass: it
 //! returns warnings.
 
+pub mod check_local_buffers;
 pub mod compact_buffers;
 pub mod extract_launch;
 pub mod flatten_buffers;
@@ -52,9 +53,12 @@ pub const PIPELINE: &[Pass] = &[
 
 /// Runs every pass in order; `observe(name, ir)` sees the IR after each.
 /// Refuses, before any pass, a function that one kernel cannot run
-/// (`split_kernels::check_one_kernel`: split it first).
+/// (`split_kernels::check_one_kernel`: split it first) and one whose local
+/// buffers would be read by other threads than wrote them
+/// (`check_local_buffers`).
 pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc)) -> Result<PrimFunc, Diagnostic> {
     split_kernels::check_one_kernel(&func)?;
+    check_local_buffers::run(&func)?;
     for p in PIPELINE {
         func = (p.run)(func)?;
         verify_ir::after(p.name, &func)?;
