@@ -145,16 +145,15 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         0
     };
     let threads = launch.threads_per_block();
-    let mut body_s = &f.body;
     // The launch head becomes the built-in indices.
-    while let Stmt::Launch { var, tag, extent, body } = body_s {
+    let (head, body_s) = f.body.launch_head();
+    for (var, tag, extent) in head {
         let d = ["x", "y", "z"][tag.dim as usize];
         let base = if tag.is_block { "blockIdx" } else { "threadIdx" };
         g.names.insert(var.key(), format!("(({})({base}.{d}))", g.index_type));
         if let Some(e) = extent.as_int() {
             g.an.bind(var, 0, e - 1);
         }
-        body_s = body;
     }
     if dynamic_shared_bytes > 0 {
         g.line(1, "extern __shared__ __align__(16) unsigned char tirc_dyn_smem[];");

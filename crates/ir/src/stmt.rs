@@ -189,7 +189,41 @@ pub enum Stmt {
     NoOp,
 }
 
+/// One statement of a kernel's launch head: `var = T.launch_thread(tag,
+/// extent)`.
+pub type LaunchAxis = (Var, ThreadTag, Expr);
+
 impl Stmt {
+    /// The launch head of a lowered kernel (its `Launch` statements at the
+    /// top, outermost first) and the body below it. The one place that
+    /// peels the head, for the passes, code generation and the simulator.
+    pub fn launch_head(&self) -> (Vec<(&Var, ThreadTag, &Expr)>, &Stmt) {
+        let mut head = Vec::new();
+        let mut body = self;
+        while let Stmt::Launch { var, tag, extent, body: b } = body {
+            head.push((var, *tag, extent));
+            body = b;
+        }
+        (head, body)
+    }
+
+    /// `launch_head`, owning: for a pass that rewrites the body and puts the
+    /// head back with `with_launch_head`.
+    pub fn split_launch_head(self) -> (Vec<LaunchAxis>, Stmt) {
+        let mut head = Vec::new();
+        let mut body = self;
+        while let Stmt::Launch { var, tag, extent, body: b } = body {
+            head.push((var, tag, extent));
+            body = *b;
+        }
+        (head, body)
+    }
+
+    /// `body` under the launch head `head` (outermost first).
+    pub fn with_launch_head(head: Vec<LaunchAxis>, body: Stmt) -> Stmt {
+        head.into_iter().rev().fold(body, |b, (var, tag, extent)| Stmt::Launch { var, tag, extent, body: Box::new(b) })
+    }
+
     pub fn seq(mut stmts: Vec<Stmt>) -> Stmt {
         stmts.retain(|s| !matches!(s, Stmt::NoOp));
         let mut flat = Vec::with_capacity(stmts.len());

@@ -215,12 +215,8 @@ pub(super) fn compile(f: &PrimFunc, f64_storage: bool) -> Program {
         let m = c.declare(b);
         c.scope.push((b.clone(), m));
     }
-    let mut body = &f.body;
-    let mut launch = Vec::new();
-    while let Stmt::Launch { var, tag, body: b, .. } = body {
-        launch.push((c.bind(var.key(), Kind::Int), *tag));
-        body = b;
-    }
+    let (head, body) = f.body.launch_head();
+    let launch = head.into_iter().map(|(var, tag, _)| (c.bind(var.key(), Kind::Int), tag)).collect();
     let body = c.stmt(body);
     Program { body, launch, mems: c.mems, int_slots: c.int_slots, float_slots: c.float_slots }
 }

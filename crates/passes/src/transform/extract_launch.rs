@@ -35,15 +35,13 @@ impl LaunchConfig {
 /// at the head of its body.
 pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
     let mut cfg = LaunchConfig { grid: [1; 3], block: [1; 3] };
-    let mut s = &f.body;
-    while let Stmt::Launch { tag, extent, body, .. } = s {
+    for (_, tag, extent) in f.body.launch_head().0 {
         let e = extent.as_int().unwrap_or(1);
         if tag.is_block {
             cfg.grid[tag.dim as usize] = e;
         } else {
             cfg.block[tag.dim as usize] = e;
         }
-        s = body;
     }
     cfg
 }

@@ -24,22 +24,13 @@ use std::collections::HashSet;
 use tirc_ir::{Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let mut heads = Vec::new();
-    let mut body = f.body.clone();
-    while let Stmt::Launch { var, tag, extent, body: b } = body {
-        heads.push((var, tag, extent));
-        body = *b;
-    }
+    let (heads, body) = f.body.clone().split_launch_head();
     let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
     // Multi-buffered tiles of a software pipeline got their barriers there.
     let skip = super::take_buffer_names(&mut f, SYNCED_ATTR);
     let cx = Cx { threads, skip };
     let mut st = State::default();
-    let mut body = sync(&body, &mut st, &cx);
-    for (var, tag, extent) in heads.into_iter().rev() {
-        body = Stmt::Launch { var, tag, extent, body: Box::new(body) };
-    }
-    f.body = body;
+    f.body = Stmt::with_launch_head(heads, sync(&body, &mut st, &cx));
     Ok(f)
 }
 

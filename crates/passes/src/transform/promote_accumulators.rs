@@ -28,12 +28,7 @@ pub const MAX_TILE: i64 = 256;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     // The kernel body below the launch head.
-    let mut launches = Vec::new();
-    let mut body = f.body.clone();
-    while let Stmt::Launch { var, tag, extent, body: b } = body {
-        launches.push((var, tag, extent));
-        body = *b;
-    }
+    let (launches, mut body) = f.body.clone().split_launch_head();
     if launches.is_empty() {
         return Ok(f);
     }
@@ -52,10 +47,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             body = new_body;
         }
     }
-    for (var, tag, extent) in launches.into_iter().rev() {
-        body = Stmt::Launch { var, tag, extent, body: Box::new(body) };
-    }
-    f.body = body;
+    f.body = Stmt::with_launch_head(launches, body);
     Ok(f)
 }
 

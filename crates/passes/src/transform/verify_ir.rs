@@ -38,18 +38,19 @@ pub fn after(pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
     };
     let mut body = &f.body;
     if v.launched {
+        let (head, below) = f.body.launch_head();
         let mut seen: Vec<ThreadTag> = Vec::new();
-        while let Stmt::Launch { var, tag, extent, body: b } = body {
-            if seen.contains(tag) {
+        for (var, tag, extent) in head {
+            if seen.contains(&tag) {
                 v.fail(format!("{} is launched twice", tag.name()));
             }
             if extent.as_int().is_none() {
                 v.fail(format!("the extent of {} is not a constant", tag.name()));
             }
-            seen.push(*tag);
+            seen.push(tag);
             v.bind(var.key());
-            body = b;
         }
+        body = below;
     }
     v.stmt(body);
     match v.problem {
