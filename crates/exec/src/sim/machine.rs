@@ -510,6 +510,37 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
+    /// `c ? a : b` of integers or floats (`eval` evaluates one side). Each
+    /// thread evaluates only the side its condition picks, as CUDA's `?:`
+    /// does: the other may read out of bounds, as padding code does.
+    fn select<E, T: Copy + Default>(
+        &mut self,
+        c: &IExpr,
+        a: &E,
+        b: &E,
+        act: &[u32],
+        out: &mut [T],
+        eval: fn(&mut Self, &E, &[u32], &mut [T]) -> R,
+    ) -> R {
+        let mut cv = self.itake(act.len());
+        self.ie(c, act, &mut cv)?;
+        if cv.iter().all(|&x| x != 0) {
+            eval(self, a, act, out)?;
+        } else if cv.iter().all(|&x| x == 0) {
+            eval(self, b, act, out)?;
+        } else {
+            let (yes, no) = self.split(&cv, act);
+            let (mut x, mut y) = (vec![T::default(); yes.len()], vec![T::default(); no.len()]);
+            eval(self, a, &yes, &mut x)?;
+            eval(self, b, &no, &mut y)?;
+            merge(&cv, &x, &y, out);
+            self.tpool.push(yes);
+            self.tpool.push(no);
+        }
+        self.ipool.push(cv);
+        Ok(())
+    }
+
     /// Evaluates an integer expression for the threads of `act` into `out`.
     fn ie(&mut self, e: &IExpr, act: &[u32], out: &mut [i64]) -> R {
         match e {
@@ -589,29 +620,7 @@ impl<'p> Machine<'p> {
                     out.fill(i64::from(!and));
                 }
             }
-            IExpr::Select(c, a, b) => {
-                let mut cv = self.itake(act.len());
-                self.ie(c, act, &mut cv)?;
-                if cv.iter().all(|&x| x != 0) {
-                    self.ie(a, act, out)?;
-                } else if cv.iter().all(|&x| x == 0) {
-                    self.ie(b, act, out)?;
-                } else {
-                    // Each thread evaluates only the branch its condition
-                    // picks, as CUDA's `?:` does.
-                    let (yes, no) = self.split(&cv, act);
-                    let mut x = self.itake(yes.len());
-                    let mut y = self.itake(no.len());
-                    self.ie(a, &yes, &mut x)?;
-                    self.ie(b, &no, &mut y)?;
-                    merge(&cv, &x, &y, out);
-                    self.ipool.push(x);
-                    self.ipool.push(y);
-                    self.tpool.push(yes);
-                    self.tpool.push(no);
-                }
-                self.ipool.push(cv);
-            }
+            IExpr::Select(c, a, b) => self.select(c, &**a, &**b, act, out, Self::ie)?,
             IExpr::Wrap(a, t) => {
                 self.ie(a, act, out)?;
                 wrap_to(*t, out);
@@ -718,27 +727,7 @@ impl<'p> Machine<'p> {
                 self.fe(a, act, out)?;
                 p.round_all(out);
             }
-            FExpr::Select(c, a, b) => {
-                let mut cv = self.itake(act.len());
-                self.ie(c, act, &mut cv)?;
-                if cv.iter().all(|&x| x != 0) {
-                    self.fe(a, act, out)?;
-                } else if cv.iter().all(|&x| x == 0) {
-                    self.fe(b, act, out)?;
-                } else {
-                    let (yes, no) = self.split(&cv, act);
-                    let mut x = self.ftake(yes.len());
-                    let mut y = self.ftake(no.len());
-                    self.fe(a, &yes, &mut x)?;
-                    self.fe(b, &no, &mut y)?;
-                    merge(&cv, &x, &y, out);
-                    self.fpool.push(x);
-                    self.fpool.push(y);
-                    self.tpool.push(yes);
-                    self.tpool.push(no);
-                }
-                self.ipool.push(cv);
-            }
+            FExpr::Select(c, a, b) => self.select(c, &**a, &**b, act, out, Self::fe)?,
             FExpr::Call(i, p, a, b) => {
                 self.fe(a, act, out)?;
                 let mut y = self.ftake(act.len());

@@ -78,11 +78,7 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
         // copy into shared memory, each doing its part.
         let inner = Stmt::For(Box::new(l.clone()));
         cooperative(&inner, &outer, tag)?;
-        let blocks = inner.blocks();
-        let shared_only = !tag.is_block
-            && !blocks.is_empty()
-            && blocks.iter().all(|r| r.block.writes.iter().all(|w| w.buffer.scope() == Scope::Shared));
-        if !shared_only {
+        if !writes_shared_only(&inner, tag) {
             return Err(ScheduleError::new(format!(
                 "loop `{}` is inside loop `{}`, which is already bound to {}",
                 lp.name(),
@@ -101,12 +97,8 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
         }
     });
     for inner in &inner_bound {
-        let blocks = inner.blocks();
-        let shared_only = !tag.is_block
-            && !blocks.is_empty()
-            && blocks.iter().all(|r| r.block.writes.iter().all(|w| w.buffer.scope() == Scope::Shared));
         let Stmt::For(f) = inner else { continue };
-        if !shared_only {
+        if !writes_shared_only(inner, tag) {
             return Err(ScheduleError::new(format!(
                 "loop `{}` cannot be bound to {}: loop `{}` inside it is already bound to {}",
                 lp.name(),
@@ -154,6 +146,15 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     })?;
     sch.record(format!("sch.bind({}, \"{}\")", lp.name(), tag.name()));
     Ok(())
+}
+
+/// Whether the loop `s`, bound to thread axis `tag`, can be a cooperative
+/// fetch: it holds blocks, and they write shared memory only.
+fn writes_shared_only(s: &Stmt, tag: ThreadTag) -> bool {
+    let blocks = s.blocks();
+    !tag.is_block
+        && !blocks.is_empty()
+        && blocks.iter().all(|r| r.block.writes.iter().all(|w| w.buffer.scope() == Scope::Shared))
 }
 
 /// `Err` unless the blocks of `inner` (a loop bound to `tag` inside the

@@ -50,14 +50,15 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
 fn collect<'a>(s: &'a Stmt, around: &mut Vec<(ThreadTag, Var)>, out: &mut Vec<(Buffer, Use<'a>)>) {
     match s {
         Stmt::For(l) => {
-            let bound = matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
-            if let ForKind::ThreadBinding(t) = l.kind {
-                if bound {
-                    around.push((t, l.var.clone()));
-                }
+            let thread = match l.kind {
+                ForKind::ThreadBinding(t) if !t.is_block => Some(t),
+                _ => None,
+            };
+            if let Some(t) = thread {
+                around.push((t, l.var.clone()));
             }
             collect(&l.body, around, out);
-            if bound {
+            if thread.is_some() {
                 around.pop();
             }
         }
