@@ -597,6 +597,20 @@ impl Gpu {
         })
     }
 
+    /// The memory-bound baseline: a device-to-device copy of `bytes` bytes
+    /// (`cuMemcpyDtoDAsync`, which reads and writes each byte once), timed
+    /// by the protocol of [`Gpu::time`]; milliseconds per copy.
+    pub fn time_copy(&self, bytes: usize, warmup: usize, reps: usize) -> Result<Vec<f64>, String> {
+        guarded("timing a device copy", || {
+            let n = bytes.max(1);
+            let src = self.stream.alloc_zeros::<u8>(n).map_err(|e| format!("allocating {n} bytes failed: {e}"))?;
+            let mut dst = self.stream.alloc_zeros::<u8>(n).map_err(|e| format!("allocating {n} bytes failed: {e}"))?;
+            self.time_calls("the device-to-device copy", warmup, reps, &mut || {
+                self.stream.memcpy_dtod(&src, &mut dst).map_err(|e| format!("copying {n} bytes on the GPU failed: {e}"))
+            })
+        })
+    }
+
     /// Row-major `C[m,n] = A[m,k] @ B[k,n]` in float32 with cuBLAS SGEMM in
     /// the default math mode (set explicitly: no TF32 for SGEMM, unless the
     /// environment forces it with `NVIDIA_TF32_OVERRIDE=1`). Row-major

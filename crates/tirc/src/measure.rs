@@ -122,6 +122,43 @@ pub fn gflops(f: &PrimFunc, ms: f64) -> f64 {
     reference::flops(f) / (ms * 1e6)
 }
 
+/// The bytes a run must move at the least: each parameter read from global
+/// memory once if the function reads it before writing it, and written
+/// once if it writes it (an output the function initializes, such as a
+/// matmul's C, is only written). Memory-bound kernels (a transpose, an
+/// element-wise op) are judged by these bytes per second.
+pub fn bytes_moved(f: &PrimFunc) -> f64 {
+    let outs = outputs(f);
+    let wr = written(f);
+    let mut loaded = vec![false; f.params.len()];
+    let mut mark = |b: &Buffer| {
+        if let Some(i) = f.params.iter().position(|p| p == b) {
+            loaded[i] = true;
+        }
+    };
+    for r in f.body.blocks() {
+        r.block.reads.iter().for_each(|x| mark(&x.buffer));
+    }
+    f.body.walk(&mut |s| {
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let tirc_ir::Expr::Load(b, _) = x {
+                    mark(b)
+                }
+            })
+        })
+    });
+    f.params
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let size = (b.num_elements().unwrap_or(0) as usize * b.dtype().bytes()) as f64;
+            let reads = loaded[i] && !outs[i];
+            size * (reads as u8 + wr[i] as u8) as f64
+        })
+        .sum()
+}
+
 /// A float32 matmul's shape and buffers, for cuBLAS.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MatmulShape {

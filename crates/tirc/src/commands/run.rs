@@ -1,12 +1,15 @@
 //! `tirc run FILE`: run a scheduled function on fresh random inputs, on the
 //! GPU or the simulator, and check it against the unscheduled function.
 //!
-//! Inputs are random, outputs poisoned (NaN) before the run. The reference
+//! Inputs are random (or the user's, `--input A=a.npy`), outputs poisoned
+//! (NaN) before the run; `--output C=c.npy` saves a buffer after it. The reference
 //! is the unscheduled function with float64 storage: on the simulator when
 //! that is fast enough, else on the GPU (lowered naively, one thread per
 //! output element). `--bench` times the kernel (warm-up, CUDA events, the
-//! median of repeats); `--compare cublas` times cuBLAS SGEMM on the same
-//! inputs in the same run and cross-checks its result. On the GPU the
+//! median of repeats) and reports GFLOPS (when it computes) and GB/s of the
+//! bytes it must move; `--compare cublas` times cuBLAS SGEMM on the same
+//! inputs in the same run and cross-checks its result, `--compare copy` a
+//! device-to-device copy of the same bytes (for memory-bound kernels). On the GPU the
 //! kernel's registers, shared and local memory and its occupancy (blocks
 //! per SM, from the driver) are reported too: with `--bench` in the text,
 //! always in `--json` (null on the simulator).
@@ -17,7 +20,7 @@ use tirc::compile::{compile, Compiled};
 use tirc::measure::{self, matmul_shape, median, passes, prepare, reference_gpu, worst_error, CPU_REFERENCE_LIMIT};
 use tirc::verify::{default_tolerance, reference_sim};
 use tirc_exec::data::{compare, ErrorStats};
-use tirc_exec::{gpu, reference, sim};
+use tirc_exec::{gpu, npy, reference, sim};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
 pub enum Target {
@@ -29,7 +32,11 @@ pub enum Target {
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
 pub enum Baseline {
+    /// cuBLAS SGEMM on the same inputs (float32 matmuls).
     Cublas,
+    /// A device-to-device copy of as many bytes as the kernel must move:
+    /// the bar for memory-bound kernels.
+    Copy,
 }
 
 #[derive(clap::Args)]
@@ -38,7 +45,8 @@ pub struct Args {
     pub common: Common,
     #[arg(long, value_enum, default_value = "auto")]
     pub target: Target,
-    /// Time the kernel and report GFLOPS.
+    /// Time the kernel and report GFLOPS (when it computes) and GB/s of the
+    /// bytes it must move.
     #[arg(long)]
     pub bench: bool,
     /// Time a library kernel on the same inputs in the same run.
@@ -64,6 +72,60 @@ pub struct Args {
     /// the tuning database DB; `-p` still overrides them.
     #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = tirc::tune::db::DEFAULT_DB)]
     pub tuned: Option<std::path::PathBuf>,
+    /// Take a parameter buffer's contents from a NumPy .npy file instead of
+    /// random data: --input A=a.npy (its dtype and shape must be the buffer's).
+    #[arg(long, value_name = "NAME=FILE", value_parser = parse_file_arg)]
+    pub input: Vec<(String, std::path::PathBuf)>,
+    /// Write a parameter buffer after the run to a .npy file: --output C=c.npy
+    /// (written even when the check fails, to look at).
+    #[arg(long, value_name = "NAME=FILE", value_parser = parse_file_arg)]
+    pub output: Vec<(String, std::path::PathBuf)>,
+}
+
+/// `NAME=FILE` of `--input` and `--output`.
+fn parse_file_arg(s: &str) -> Result<(String, std::path::PathBuf), String> {
+    let (n, p) = s.split_once('=').ok_or_else(|| format!("expected NAME=FILE, got `{s}`"))?;
+    if n.trim().is_empty() || p.is_empty() {
+        return Err(format!("expected NAME=FILE, got `{s}`"));
+    }
+    Ok((n.trim().to_string(), p.into()))
+}
+
+/// The index of parameter `name` of `f`, or an error naming the ones there are.
+fn param_index(f: &tirc_ir::PrimFunc, flag: &str, name: &str) -> Result<usize, String> {
+    f.params.iter().position(|b| b.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = f.params.iter().map(|b| b.name()).collect();
+        format!("{flag} {name}: {} has no parameter `{name}` (its parameters: {})", f.name, names.join(", "))
+    })
+}
+
+/// The shape of parameter buffer `b`, as `.npy` sizes.
+fn npy_shape(b: &tirc_ir::Buffer) -> Result<Vec<usize>, String> {
+    let s = b.const_shape().ok_or_else(|| format!("buffer {} has no constant shape", b.name()))?;
+    Ok(s.into_iter().map(|x| x as usize).collect())
+}
+
+/// Replaces the random contents of the buffers named by `--input`.
+fn read_inputs(a: &Args, f: &tirc_ir::PrimFunc, args: &mut [tirc_exec::data::HostData]) -> Result<(), String> {
+    for (name, path) in &a.input {
+        let i = param_index(f, "--input", name)?;
+        let b = &f.params[i];
+        let bytes = std::fs::read(path).map_err(|e| format!("--input {name}: cannot read {}: {e}", path.display()))?;
+        args[i] = npy::host_data(&bytes, b.dtype(), &npy_shape(b)?)
+            .map_err(|e| format!("--input {name}={}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Writes the buffers named by `--output`.
+fn write_outputs(a: &Args, f: &tirc_ir::PrimFunc, args: &[tirc_exec::data::HostData]) -> Result<(), String> {
+    for (name, path) in &a.output {
+        let i = param_index(f, "--output", name)?;
+        let b = &f.params[i];
+        let bytes = npy::to_bytes(b.dtype(), &npy_shape(b)?, &args[i]).map_err(|e| format!("--output {name}: {e}"))?;
+        std::fs::write(path, bytes).map_err(|e| format!("--output {name}: cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 struct Outcome {
@@ -76,6 +138,9 @@ struct Outcome {
     cublas_ms: Option<f64>,
     cublas_gflops: Option<f64>,
     cublas_err: Option<ErrorStats>,
+    /// Bytes the run must move (`measure::bytes_moved`) and the copy baseline's time.
+    bytes: f64,
+    copy_ms: Option<f64>,
     reference_on: &'static str,
     device: Option<String>,
     /// Registers, shared and local memory, occupancy: on the GPU only.
@@ -167,6 +232,11 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     }
     let f = &c.original;
     let measure::Prepared { args: mut run_args, .. } = prepare(f, seed(a))?;
+    read_inputs(a, f, &mut run_args)?;
+    // A name given to --output must exist before anything runs.
+    for (name, _) in &a.output {
+        param_index(f, "--output", name)?;
+    }
     // The reference starts from the same poisoned outputs, so that what
     // the function leaves unwritten is poison in both.
     let start = run_args.clone();
@@ -180,6 +250,8 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     let mut resources = None;
     let mut time_ms = None;
     let mut cublas = None;
+    let mut copy_ms = None;
+    let bytes = measure::bytes_moved(f);
     let reference_on;
     let reference: Vec<Vec<f64>>;
     if target == "sim" {
@@ -219,9 +291,14 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
                 let (t, out) = measure::cublas(&g, shape, &refs, &run_args[shape.c], a.warmup, a.repeat)?;
                 cublas = Some((t, compare(&out, &reference[shape.c])));
             }
+            if a.compare == Some(Baseline::Copy) {
+                // A copy of n bytes reads n and writes n.
+                copy_ms = Some(median(g.time_copy((bytes / 2.0) as usize, a.warmup, a.repeat)?));
+            }
         }
     }
     run_args.truncate(f.params.len());
+    write_outputs(a, f, &run_args)?;
     // Compare every output buffer; report the worst.
     let tol = a.tolerance.unwrap_or_else(|| default_tolerance(f));
     let stats = worst_error(f, &run_args, &reference)?;
@@ -233,10 +310,13 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         stats,
         ok,
         time_ms,
-        gflops: time_ms.map(|t| fl / (t * 1e6)),
+        // A kernel that does no arithmetic has no GFLOPS to speak of.
+        gflops: time_ms.filter(|_| fl > 0.0).map(|t| fl / (t * 1e6)),
         cublas_ms: cublas.map(|c| c.0),
         cublas_gflops: cublas.map(|c| fl / (c.0 * 1e6)),
         cublas_err: cublas.map(|c| c.1),
+        bytes,
+        copy_ms,
         reference_on,
         device,
         resources,
@@ -279,6 +359,8 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
             format!("\"reference\": \"{}\"", o.reference_on),
             format!("\"time_ms\": {}", num(o.time_ms)),
             format!("\"gflops\": {}", num(o.gflops)),
+            format!("\"bytes\": {}", num(Some(o.bytes))),
+            format!("\"gbps\": {}", num(o.time_ms.map(|t| o.bytes / (t * 1e6)))),
             format!("\"kernel\": \"{}\"", c.first().cuda.name),
             format!(
                 "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
@@ -305,7 +387,12 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
         fields.push(format!("\"local_bytes_per_thread\": {}", int(r.map(|r| r.local_bytes_per_thread as i64))));
         fields.push(format!("\"max_active_blocks_per_sm\": {}", int(r.map(|r| r.max_active_blocks_per_sm as i64))));
         fields.push(format!("\"occupancy\": {}", num(r.map(|r| r.occupancy()))));
-        if a.compare.is_some() {
+        if a.compare == Some(Baseline::Copy) {
+            fields.push(format!("\"copy_time_ms\": {}", num(o.copy_ms)));
+            fields.push(format!("\"copy_gbps\": {}", num(o.copy_ms.map(|c| o.bytes / (c * 1e6)))));
+            fields.push(format!("\"ratio_vs_copy\": {}", num(o.copy_ms.zip(o.time_ms).map(|(c, t)| c / t))));
+        }
+        if a.compare == Some(Baseline::Cublas) {
             fields.push(format!("\"cublas_time_ms\": {}", num(o.cublas_ms)));
             fields.push(format!("\"cublas_gflops\": {}", num(o.cublas_gflops)));
             fields.push(format!("\"cublas_rel_err\": {}", num(o.cublas_err.map(|e| e.rel_err))));
@@ -332,8 +419,22 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
     if o.stats.non_finite > 0 {
         println!("       {} elements are NaN or infinite: unwritten or wrong", o.stats.non_finite);
     }
-    if let (Some(t), Some(g)) = (o.time_ms, o.gflops) {
-        println!("time: {t:.4} ms, {g:.1} GFLOPS (median of {} after {} warm-up)", a.repeat, a.warmup);
+    if let Some(t) = o.time_ms {
+        let gb = o.bytes / (t * 1e6);
+        let flops = o.gflops.map_or(String::new(), |g| format!("{g:.1} GFLOPS, "));
+        println!(
+            "time: {t:.4} ms, {flops}{gb:.1} GB/s of {:.1} MB moved (median of {} after {} warm-up)",
+            o.bytes / 1e6,
+            a.repeat,
+            a.warmup
+        );
+    }
+    if let Some(c) = o.copy_ms {
+        let ratio = o.time_ms.map_or(f64::NAN, |x| c / x);
+        println!(
+            "copy: {c:.4} ms for the same bytes, {:.1} GB/s; tirc runs at {ratio:.2}x device-copy speed",
+            o.bytes / (c * 1e6)
+        );
     }
     if let (true, Some(r)) = (a.bench, o.resources) {
         println!(
