@@ -2,4 +2,4 @@
 
 pub mod cuda;
 
-pub use cuda::{emit, CudaKernel};
+pub use cuda::{ctype, emit, sanitize, translation_unit, CudaKernel};

@@ -162,6 +162,18 @@ pub fn cuda_include_dir() -> Option<std::path::PathBuf> {
 /// fast math, and CUDA's include folder when the kernel includes a header. Needs no GPU. Returns the PTX text, or an error holding
 /// NVRTC's compile log.
 pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
+    nvrtc_build(source, arch).map(|b| b.ptx)
+}
+
+/// What NVRTC made of a source: the PTX, and the cubin (machine code for
+/// `arch`, loadable by the driver without a JIT step) when NVRTC gave one.
+pub struct NvrtcOutput {
+    pub ptx: String,
+    pub cubin: Option<Vec<u8>>,
+}
+
+/// [`nvrtc_compile`], keeping the cubin too.
+pub fn nvrtc_build(source: &str, arch: &str) -> Result<NvrtcOutput, String> {
     if !nvrtc_available() {
         return Err(NVRTC_MISSING.to_string());
     }
@@ -201,7 +213,18 @@ pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
         if ptx.is_empty() {
             return Err(format!("NVRTC produced no PTX; its log:\n{}", log.trim_end()));
         }
-        Ok(ptx)
+        let mut size = 0usize;
+        let cubin = match unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog.0, &mut size) } {
+            nvrtc_sys::nvrtcResult::NVRTC_SUCCESS if size > 0 => {
+                let mut buf = vec![0u8; size];
+                match unsafe { nvrtc_sys::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr() as *mut c_char) } {
+                    nvrtc_sys::nvrtcResult::NVRTC_SUCCESS => Some(buf),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        Ok(NvrtcOutput { ptx, cubin })
     })
 }
 

@@ -2,6 +2,7 @@
 //! the command line and the tests.
 
 pub mod compile;
+pub mod export;
 pub mod measure;
 pub mod tune;
 pub mod verify;

@@ -22,6 +22,9 @@ enum Cmd {
     Lower(commands::lower::Args),
     /// Run a function under a schedule on the GPU or the simulator, check it, time it.
     Run(commands::run::Args),
+    /// Write the kernels for your own program: CUDA source with a launch
+    /// function, C header, PTX, cubin and kernel.json.
+    Build(commands::build::Args),
     /// Parse and validate a file; print nothing when it is good.
     Check(commands::check::Args),
     /// Print the file in canonical form; with --check, exit 1 when it is not.
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
     let code = match cli.cmd {
         Cmd::Lower(a) => commands::lower::main(a),
         Cmd::Run(a) => commands::run::main(a),
+        Cmd::Build(a) => commands::build::main(a),
         Cmd::Check(a) => commands::check::main(a),
         Cmd::Fmt(a) => commands::fmt::main(a),
         Cmd::Tune(a) => commands::tune::main(a),

@@ -8,7 +8,7 @@
 //! launches, a synchronization, then `repeat` launches each between its own
 //! pair of CUDA events; tirc reports the median.
 
-use crate::verify::{outputs, reference_sim, sizes, widen, written};
+use crate::verify::{access, outputs, reference_sim, sizes, widen, written};
 use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
 use tirc_exec::{gpu, reference};
 use tirc_ir::{Buffer, PrimFunc, Stmt};
@@ -128,34 +128,10 @@ pub fn gflops(f: &PrimFunc, ms: f64) -> f64 {
 /// matmul's C, is only written). Memory-bound kernels (a transpose, an
 /// element-wise op) are judged by these bytes per second.
 pub fn bytes_moved(f: &PrimFunc) -> f64 {
-    let outs = outputs(f);
-    let wr = written(f);
-    let mut loaded = vec![false; f.params.len()];
-    let mut mark = |b: &Buffer| {
-        if let Some(i) = f.params.iter().position(|p| p == b) {
-            loaded[i] = true;
-        }
-    };
-    for r in f.body.blocks() {
-        r.block.reads.iter().for_each(|x| mark(&x.buffer));
-    }
-    f.body.walk(&mut |s| {
-        s.for_each_expr(|e| {
-            e.walk(&mut |x| {
-                if let tirc_ir::Expr::Load(b, _) = x {
-                    mark(b)
-                }
-            })
-        })
-    });
     f.params
         .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let size = (b.num_elements().unwrap_or(0) as usize * b.dtype().bytes()) as f64;
-            let reads = loaded[i] && !outs[i];
-            size * (reads as u8 + wr[i] as u8) as f64
-        })
+        .zip(access(f))
+        .map(|(b, a)| (b.num_elements().unwrap_or(0) as usize * b.dtype().bytes()) as f64 * a.transfers() as f64)
         .sum()
 }
 

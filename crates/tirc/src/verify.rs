@@ -183,3 +183,54 @@ pub fn written(f: &PrimFunc) -> Vec<bool> {
         .map(|p| f.body.blocks().iter().any(|r| r.block.writes.iter().any(|w| w.buffer == *p)) || st.contains(&p))
         .collect()
 }
+
+/// How a function uses one of its parameter buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Its contents before the run are read (an output the function
+    /// initializes before reading, such as a matmul's C, is not).
+    pub reads: bool,
+    pub writes: bool,
+}
+
+impl Access {
+    /// Times the buffer crosses global memory at the least: read once, written once.
+    pub fn transfers(self) -> usize {
+        self.reads as usize + self.writes as usize
+    }
+
+    /// "read", "write" or "readwrite" (nothing: "unused").
+    pub fn name(self) -> &'static str {
+        match (self.reads, self.writes) {
+            (true, true) => "readwrite",
+            (true, false) => "read",
+            (false, true) => "write",
+            (false, false) => "unused",
+        }
+    }
+}
+
+/// How `f` uses each of its parameters, in order.
+pub fn access(f: &PrimFunc) -> Vec<Access> {
+    let outs = outputs(f);
+    let wr = written(f);
+    let mut loaded = vec![false; f.params.len()];
+    let mut mark = |b: &Buffer| {
+        if let Some(i) = f.params.iter().position(|p| p == b) {
+            loaded[i] = true;
+        }
+    };
+    for r in f.body.blocks() {
+        r.block.reads.iter().for_each(|x| mark(&x.buffer));
+    }
+    f.body.walk(&mut |s| {
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let tirc_ir::Expr::Load(b, _) = x {
+                    mark(b)
+                }
+            })
+        })
+    });
+    (0..f.params.len()).map(|i| Access { reads: loaded[i] && !outs[i], writes: wr[i] }).collect()
+}

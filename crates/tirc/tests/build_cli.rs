@@ -1,0 +1,113 @@
+//! `tirc build`: the files a user's own program needs. The source holds the
+//! kernels and a launcher (`<name>_launch`), the header declares it with
+//! each argument's dtype and shape, `kernel.json` lists the kernels in
+//! launch order with their grids, blocks and arguments; with NVRTC (as in
+//! CI, `TIRC_REQUIRE_NVRTC=1`) the PTX and the cubin are written too.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tirc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tirc")).current_dir(root()).args(args).output().expect("tirc runs")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tirc-build-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn json(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("kernel.json")).unwrap()).unwrap()
+}
+
+fn nvrtc_required() -> bool {
+    std::env::var("TIRC_REQUIRE_NVRTC").is_ok_and(|v| v == "1")
+}
+
+#[test]
+fn a_matmul_builds_into_source_header_and_metadata() {
+    let dir = out_dir("matmul");
+    let d = dir.display().to_string();
+    let o =
+        tirc(&["build", "ir-examples/matmul.tir", "-s", "step2", "-D", "M=64", "-D", "N=32", "-D", "K=48", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let header = std::fs::read_to_string(dir.join("matmul.h")).unwrap();
+    assert!(
+        header.contains("cudaError_t matmul_launch(const float* A, const float* B, float* C, cudaStream_t stream);"),
+        "{header}"
+    );
+    assert!(header.contains("A: float32[64, 48], read") && header.contains("C: float32[64, 32], write"), "{header}");
+    let source = std::fs::read_to_string(dir.join("matmul.cu")).unwrap();
+    assert!(source.contains("extern \"C\" __global__ void __launch_bounds__(32) matmul_kernel("), "{source}");
+    assert!(source.contains("matmul_kernel<<<dim3(2, 1, 1), dim3(4, 8, 1), 0, stream>>>(A, B, C);"), "{source}");
+    let j = json(&dir);
+    assert_eq!(j["function"], "matmul");
+    assert_eq!(j["schedule"], "step2");
+    assert_eq!(j["defines"]["K"], 48);
+    assert_eq!(j["launch_function"], "matmul_launch");
+    assert_eq!(j["arguments"][0]["shape"], serde_json::json!([64, 48]));
+    assert_eq!(j["arguments"][1]["strides"], serde_json::json!([32, 1]));
+    assert_eq!(j["arguments"][2]["access"], "write");
+    assert_eq!(j["kernels"][0]["grid"], serde_json::json!([2, 1, 1]));
+    assert_eq!(j["kernels"][0]["block"], serde_json::json!([4, 8, 1]));
+    if nvrtc_required() {
+        let ptx = std::fs::read_to_string(dir.join("matmul.ptx")).unwrap();
+        assert!(ptx.contains(".entry matmul_kernel"), "PTX without the kernel");
+        let cubin = std::fs::read(dir.join("matmul.cubin")).unwrap();
+        assert_eq!(&cubin[..4], b"\x7fELF");
+        assert_eq!(j["ptx"], "matmul.ptx");
+        assert_eq!(j["cubin"], "matmul.cubin");
+    } else if j["ptx"].is_null() {
+        assert!(String::from_utf8_lossy(&o.stderr).contains("no PTX"), "the missing PTX is explained");
+    }
+}
+
+#[test]
+fn a_function_of_two_kernels_launches_both_in_order_with_its_intermediate() {
+    let dir = out_dir("two");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "tests/data/conformance/local_buffer_between_kernels.tir", "-o", &d, "--name", "sums"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let j = json(&dir);
+    let names: Vec<&str> = j["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["partial_sums_kernel", "partial_sums_1_kernel"]);
+    assert_eq!(j["intermediates"][0]["name"], "P");
+    assert_eq!(j["kernels"][1]["arguments"], serde_json::json!(["A", "B", "P"]));
+    let source = std::fs::read_to_string(dir.join("sums.cu")).unwrap();
+    let first = source.find("partial_sums_kernel<<<").unwrap();
+    let second = source.find("partial_sums_1_kernel<<<").unwrap();
+    assert!(first < second, "launched in order");
+    assert!(source.contains("cudaMallocAsync((void**)&P, 32ull * sizeof(float), stream)"), "{source}");
+    assert!(source.contains("cudaFreeAsync(P, stream)"), "{source}");
+    // The helpers come once in the one translation unit.
+    assert_eq!(source.matches("int tirc_floordiv(int a, int b)").count(), 1);
+    if nvrtc_required() {
+        let ptx = std::fs::read_to_string(dir.join("sums.ptx")).unwrap();
+        assert!(ptx.contains(".entry partial_sums_kernel") && ptx.contains(".entry partial_sums_1_kernel"));
+    }
+}
+
+#[test]
+fn build_without_an_output_folder_or_with_bad_input_fails_cleanly() {
+    let o = tirc(&["build", "ir-examples/matmul.tir", "-s", "step2"]);
+    assert_eq!(o.status.code(), Some(2), "-o is required");
+    let dir = out_dir("bad");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "ir-examples/matmul.tir", "-s", "no_such_schedule", "-o", &d]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no schedule `no_such_schedule`"));
+    assert!(!dir.exists(), "nothing is written for bad input");
+    // A file where the folder should be.
+    let file = std::env::temp_dir().join(format!("tirc-build-{}-file", std::process::id()));
+    std::fs::write(&file, "x").unwrap();
+    let f = file.display().to_string();
+    let o = tirc(&["build", "ir-examples/matmul.tir", "-s", "step2", "-D", "M=8", "-D", "N=8", "-D", "K=8", "-o", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot make"));
+}
