@@ -355,9 +355,20 @@ fn dim(v: i64, what: &str, kernel: &str) -> Result<u32, String> {
 impl Gpu {
     /// Opens device 0.
     pub fn open() -> Result<Gpu, String> {
+        Gpu::open_on(0)
+    }
+
+    /// Opens device `ordinal` (its primary context, the one the CUDA
+    /// runtime, PyTorch and CuPy use too).
+    pub fn open_on(ordinal: usize) -> Result<Gpu, String> {
         available()?;
+        let count = CudaContext::device_count().map_err(drv("counting the CUDA devices"))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(format!("there is no CUDA device {ordinal}: this machine has {count}"));
+        }
         guarded("opening the GPU", || {
-            let ctx = CudaContext::new(0).map_err(drv("creating a CUDA context on device 0"))?;
+            let ctx = CudaContext::new(ordinal)
+                .map_err(|e| format!("creating a CUDA context on device {ordinal} failed: {e}"))?;
             // Everything runs on the one stream below, so the context needs
             // not order work between streams with events.
             unsafe { ctx.disable_event_tracking() };
@@ -551,6 +562,51 @@ impl Gpu {
         guarded("launching a kernel", || {
             self.enqueue(k, bufs)?;
             self.stream.synchronize().map_err(|e| format!("kernel {} failed while running: {e}", k.name))
+        })
+    }
+
+    /// The device address of `b`, for a kernel argument.
+    pub fn device_ptr(&self, b: &DeviceBuffer) -> u64 {
+        let (p, _record) = b.slice.device_ptr(&self.stream);
+        p
+    }
+
+    /// Enqueues one launch of `k` on the raw CUDA stream `stream` (0: the
+    /// legacy default stream) with device pointers the caller owns, in the
+    /// kernel's parameter order; the kernel's own scratch buffers follow.
+    /// Does not synchronize: the caller orders its work by the stream.
+    ///
+    /// # Safety
+    /// Each pointer must address memory of this GPU's context holding at
+    /// least the bytes of the kernel's parameter in its place, alive until
+    /// the kernel has run; `stream` must be a stream of this context or 0.
+    pub unsafe fn launch_raw(&self, k: &LoadedKernel, ptrs: &[u64], stream: u64) -> Result<(), String> {
+        if ptrs.len() != k.num_params {
+            return Err(format!("kernel {} takes {} buffers, {} given", k.name, k.num_params, ptrs.len()));
+        }
+        guarded("launching a kernel", || {
+            self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+            let mut values: Vec<u64> = ptrs.to_vec();
+            let mut guards = Vec::new();
+            for b in &k.scratch {
+                let (p, g) = b.slice.device_ptr(&self.stream);
+                values.push(p);
+                guards.push(g);
+            }
+            let mut params: Vec<*mut std::ffi::c_void> =
+                values.iter_mut().map(|v| v as *mut u64 as *mut std::ffi::c_void).collect();
+            let cfg = k.cfg;
+            unsafe {
+                drv_result::launch_kernel(
+                    k.func.cu_function(),
+                    cfg.grid_dim,
+                    cfg.block_dim,
+                    cfg.shared_mem_bytes,
+                    stream as drv_sys::CUstream,
+                    &mut params,
+                )
+            }
+            .map_err(|e| format!("launching kernel {} failed: {e}", k.name))
         })
     }
 

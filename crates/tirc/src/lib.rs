@@ -1,6 +1,8 @@
 //! The tirc driver as a library: the whole pipeline (`compile`), shared by
-//! the command line and the tests.
+//! the command line, the Python package and the tests; the subcommands
+//! themselves (`cli`).
 
+pub mod cli;
 pub mod compile;
 pub mod export;
 pub mod measure;

@@ -1,13 +1,13 @@
-//! `tirc`: the command line. Each subcommand is a file of `commands/`; the
-//! pipeline they share is `compile.rs`.
+//! `tirc`: the command line. Each subcommand is a file of the library's
+//! `cli/` (so that the Python package can run them too); the pipeline they
+//! share is `compile.rs`.
 //!
 //! Exit status: 0 on success, 1 when the input is bad or a result does not
 //! match its reference, 2 for usage errors.
 
-mod commands;
-
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use tirc::cli as commands;
 
 #[derive(Parser)]
 #[command(name = "tirc", version, about = "A TensorIR compiler: schedule, lower, emit CUDA, run and check")]

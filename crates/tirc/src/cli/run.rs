@@ -14,11 +14,11 @@
 //! per SM, from the driver) are reported too: with `--bench` in the text,
 //! always in `--json` (null on the simulator).
 
-use super::{read, report, Common, FAIL, USAGE};
+use super::{report, Common, FAIL, USAGE};
+use crate::compile::{compile, Compiled};
+use crate::measure::{self, matmul_shape, median, passes, prepare, reference_gpu, worst_error, CPU_REFERENCE_LIMIT};
+use crate::verify::{default_tolerance, reference_sim};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tirc::compile::{compile, Compiled};
-use tirc::measure::{self, matmul_shape, median, passes, prepare, reference_gpu, worst_error, CPU_REFERENCE_LIMIT};
-use tirc::verify::{default_tolerance, reference_sim};
 use tirc_exec::data::{compare, ErrorStats};
 use tirc_exec::{gpu, npy, reference, sim};
 
@@ -70,7 +70,7 @@ pub struct Args {
     /// Use the best parameters `tirc tune` recorded for this schedule, file
     /// and sizes (on this GPU; on the simulator, on the GPU tuned last), from
     /// the tuning database DB; `-p` still overrides them.
-    #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = tirc::tune::db::DEFAULT_DB)]
+    #[arg(long, value_name = "DB", num_args = 0..=1, default_missing_value = crate::tune::db::DEFAULT_DB)]
     pub tuned: Option<std::path::PathBuf>,
     /// Take a parameter buffer's contents from a NumPy .npy file instead of
     /// random data: --input A=a.npy (its dtype and shape must be the buffer's).
@@ -147,35 +147,38 @@ struct Outcome {
     resources: Option<gpu::KernelResources>,
 }
 
-pub fn main(a: Args) -> u8 {
+/// Why a run stopped before it had a result.
+enum Stop {
+    /// A usage error (exit status 2).
+    Usage(String),
+    /// Diagnostics against the source (exit status 1).
+    Diagnostics(String, Vec<tirc_ir::Diagnostic>),
+    /// Bad input or a failure of the run (exit status 1).
+    Error(String),
+}
+
+/// Reads, compiles and runs: everything but the printing.
+fn run(a: &Args, warn: &mut dyn FnMut(&str, &[tirc_ir::Diagnostic])) -> Result<(Compiled, Outcome), Stop> {
     if a.compare.is_some() && !a.bench {
-        eprintln!("error: --compare needs --bench: the comparison is of times");
-        return USAGE;
+        return Err(Stop::Usage("--compare needs --bench: the comparison is of times".into()));
     }
-    let src = match read(&a.common.file) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
+    let src = std::fs::read_to_string(&a.common.file)
+        .map_err(|e| Stop::Error(format!("cannot read {}: {e}", a.common.file.display())))?;
     let mut req = a.common.request();
     if let Some(db) = &a.tuned {
-        match tuned(&a, db, &src) {
-            Ok(p) => req.params = p.into_iter().chain(req.params).collect(),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return FAIL;
-            }
-        }
+        let p = tuned(a, db, &src).map_err(Stop::Error)?;
+        req.params = p.into_iter().chain(req.params).collect();
     }
-    let c = match compile(&src, &req) {
-        Ok(c) => c,
-        Err(ds) => {
-            report(&a.common.file, &src, &ds);
-            return FAIL;
-        }
-    };
-    report(&a.common.file, &src, &c.warnings);
-    match execute(&a, &c) {
-        Ok(o) => {
+    let c = compile(&src, &req).map_err(|ds| Stop::Diagnostics(src.clone(), ds))?;
+    warn(&src, &c.warnings);
+    let o = execute(a, &c).map_err(Stop::Error)?;
+    Ok((c, o))
+}
+
+pub fn main(a: Args) -> u8 {
+    let mut warn = |src: &str, ds: &[tirc_ir::Diagnostic]| report(&a.common.file, src, ds);
+    match run(&a, &mut warn) {
+        Ok((c, o)) => {
             print_outcome(&a, &c, &o);
             if o.ok {
                 0
@@ -183,7 +186,15 @@ pub fn main(a: Args) -> u8 {
                 FAIL
             }
         }
-        Err(e) => {
+        Err(Stop::Usage(e)) => {
+            eprintln!("error: {e}");
+            USAGE
+        }
+        Err(Stop::Diagnostics(src, ds)) => {
+            report(&a.common.file, &src, &ds);
+            FAIL
+        }
+        Err(Stop::Error(e)) => {
             if a.json {
                 println!("{{\"status\": \"error\", \"error\": {}}}", json_str(&e));
             } else {
@@ -194,12 +205,59 @@ pub fn main(a: Args) -> u8 {
     }
 }
 
+/// `tirc run ARGV... --json` in the calling process (the Python package's
+/// `check` and `bench`): the exit status and the JSON object it would
+/// print; errors, diagnostics and warnings rendered into the object
+/// (`"status": "error"`, `"error"`, `"warnings"`).
+pub fn json(argv: &[&str]) -> (u8, String) {
+    #[derive(clap::Parser)]
+    #[command(name = "tirc")]
+    struct Top {
+        #[command(subcommand)]
+        cmd: Sub,
+    }
+    #[derive(clap::Subcommand)]
+    enum Sub {
+        Run(Args),
+    }
+    use clap::Parser;
+    let error = |code: u8, e: &str| (code, format!("{{\"status\": \"error\", \"error\": {}}}", json_str(e)));
+    let mut a = match Top::try_parse_from(std::iter::once("tirc").chain(argv.iter().copied())) {
+        Ok(Top { cmd: Sub::Run(a) }) => a,
+        Err(e) => return error(USAGE, &e.to_string()),
+    };
+    a.json = true;
+    let name = a.common.file.display().to_string();
+    let mut warnings = String::new();
+    let mut warn = |src: &str, ds: &[tirc_ir::Diagnostic]| {
+        for d in ds {
+            warnings += &d.render(&name, src);
+        }
+    };
+    let result = run(&a, &mut warn);
+    match result {
+        Ok((c, o)) => {
+            let mut text = outcome_json(&a, &c, &o);
+            if !warnings.is_empty() {
+                text.pop();
+                text += &format!(", \"warnings\": {}}}", json_str(&warnings));
+            }
+            (if o.ok { 0 } else { FAIL }, text)
+        }
+        Err(Stop::Usage(e)) => error(USAGE, &e),
+        Err(Stop::Diagnostics(src, ds)) => {
+            error(FAIL, &ds.iter().map(|d| d.render(&name, &src)).collect::<Vec<_>>().join(""))
+        }
+        Err(Stop::Error(e)) => error(FAIL, &e),
+    }
+}
+
 /// The parameters `--tuned` takes from the database, announced on stderr.
 fn tuned(a: &Args, db: &std::path::Path, src: &str) -> Result<Vec<(String, String)>, String> {
     let schedule = a.common.schedule.as_deref().ok_or("--tuned needs --schedule: the schedule whose tuning to use")?;
     let on_gpu = a.target == Target::Cuda || (a.target == Target::Auto && gpu::available().is_ok());
     let name = if on_gpu { Some(gpu::Gpu::open()?.name()) } else { None };
-    let (params, r) = tirc::tune::tuned_params(db, src, &a.common.define, schedule, name.as_deref())?;
+    let (params, r) = crate::tune::tuned_params(db, src, &a.common.define, schedule, name.as_deref())?;
     let shown: Vec<String> = params.iter().map(|(n, v)| format!("-p {n}={v}")).collect();
     eprintln!(
         "tuned: {} (the best of {} on {}: {:.4} ms)",
@@ -348,59 +406,70 @@ fn num(v: Option<f64>) -> String {
 }
 
 fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
-    let status = if o.ok { "ok" } else { "mismatch" };
     if a.json {
-        let mut fields = vec![
-            format!("\"status\": \"{status}\""),
-            format!("\"rel_err\": {}", num(Some(o.stats.rel_err))),
-            format!("\"max_abs_err\": {}", num(Some(o.stats.max_abs_err))),
-            format!("\"target\": \"{}\"", o.target),
-            format!("\"target_reason\": {}", json_str(&o.why)),
-            format!("\"reference\": \"{}\"", o.reference_on),
-            format!("\"time_ms\": {}", num(o.time_ms)),
-            format!("\"gflops\": {}", num(o.gflops)),
-            format!("\"bytes\": {}", num(Some(o.bytes))),
-            format!("\"gbps\": {}", num(o.time_ms.map(|t| o.bytes / (t * 1e6)))),
-            format!("\"kernel\": \"{}\"", c.first().cuda.name),
-            format!(
-                "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
-                c.first().cuda.launch.grid[0],
-                c.first().cuda.launch.grid[1],
-                c.first().cuda.launch.grid[2],
-                c.first().cuda.launch.block[0],
-                c.first().cuda.launch.block[1],
-                c.first().cuda.launch.block[2]
-            ),
-            format!(
-                "\"kernels\": [{}]",
-                c.kernels.iter().map(|k| format!("\"{}\"", k.cuda.name)).collect::<Vec<_>>().join(", ")
-            ),
-        ];
-        if let Some(d) = &o.device {
-            fields.push(format!("\"device\": {}", json_str(d)));
-        }
-        let r = o.resources;
-        let int = |v: Option<i64>| v.map_or("null".to_string(), |x| x.to_string());
-        fields.push(format!("\"registers_per_thread\": {}", int(r.map(|r| r.registers_per_thread as i64))));
-        fields.push(format!("\"static_shared_bytes\": {}", int(r.map(|r| r.static_shared_bytes as i64))));
-        fields.push(format!("\"dynamic_shared_bytes\": {}", int(r.map(|r| r.dynamic_shared_bytes as i64))));
-        fields.push(format!("\"local_bytes_per_thread\": {}", int(r.map(|r| r.local_bytes_per_thread as i64))));
-        fields.push(format!("\"max_active_blocks_per_sm\": {}", int(r.map(|r| r.max_active_blocks_per_sm as i64))));
-        fields.push(format!("\"occupancy\": {}", num(r.map(|r| r.occupancy()))));
-        if a.compare == Some(Baseline::Copy) {
-            fields.push(format!("\"copy_time_ms\": {}", num(o.copy_ms)));
-            fields.push(format!("\"copy_gbps\": {}", num(o.copy_ms.map(|c| o.bytes / (c * 1e6)))));
-            fields.push(format!("\"ratio_vs_copy\": {}", num(o.copy_ms.zip(o.time_ms).map(|(c, t)| c / t))));
-        }
-        if a.compare == Some(Baseline::Cublas) {
-            fields.push(format!("\"cublas_time_ms\": {}", num(o.cublas_ms)));
-            fields.push(format!("\"cublas_gflops\": {}", num(o.cublas_gflops)));
-            fields.push(format!("\"cublas_rel_err\": {}", num(o.cublas_err.map(|e| e.rel_err))));
-            fields.push(format!("\"ratio_vs_cublas\": {}", num(o.cublas_ms.zip(o.time_ms).map(|(c, t)| c / t))));
-        }
-        println!("{{{}}}", fields.join(", "));
+        println!("{}", outcome_json(a, c, o));
         return;
     }
+    print_text(a, c, o);
+}
+
+/// The outcome as the one JSON object `--json` prints.
+fn outcome_json(a: &Args, c: &Compiled, o: &Outcome) -> String {
+    let status = if o.ok { "ok" } else { "mismatch" };
+    let mut fields = vec![
+        format!("\"status\": \"{status}\""),
+        format!("\"rel_err\": {}", num(Some(o.stats.rel_err))),
+        format!("\"max_abs_err\": {}", num(Some(o.stats.max_abs_err))),
+        format!("\"target\": \"{}\"", o.target),
+        format!("\"target_reason\": {}", json_str(&o.why)),
+        format!("\"reference\": \"{}\"", o.reference_on),
+        format!("\"time_ms\": {}", num(o.time_ms)),
+        format!("\"gflops\": {}", num(o.gflops)),
+        format!("\"bytes\": {}", num(Some(o.bytes))),
+        format!("\"gbps\": {}", num(o.time_ms.map(|t| o.bytes / (t * 1e6)))),
+        format!("\"kernel\": \"{}\"", c.first().cuda.name),
+        format!(
+            "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
+            c.first().cuda.launch.grid[0],
+            c.first().cuda.launch.grid[1],
+            c.first().cuda.launch.grid[2],
+            c.first().cuda.launch.block[0],
+            c.first().cuda.launch.block[1],
+            c.first().cuda.launch.block[2]
+        ),
+        format!(
+            "\"kernels\": [{}]",
+            c.kernels.iter().map(|k| format!("\"{}\"", k.cuda.name)).collect::<Vec<_>>().join(", ")
+        ),
+    ];
+    if let Some(d) = &o.device {
+        fields.push(format!("\"device\": {}", json_str(d)));
+    }
+    let r = o.resources;
+    let int = |v: Option<i64>| v.map_or("null".to_string(), |x| x.to_string());
+    fields.push(format!("\"registers_per_thread\": {}", int(r.map(|r| r.registers_per_thread as i64))));
+    fields.push(format!("\"static_shared_bytes\": {}", int(r.map(|r| r.static_shared_bytes as i64))));
+    fields.push(format!("\"dynamic_shared_bytes\": {}", int(r.map(|r| r.dynamic_shared_bytes as i64))));
+    fields.push(format!("\"local_bytes_per_thread\": {}", int(r.map(|r| r.local_bytes_per_thread as i64))));
+    fields.push(format!("\"max_active_blocks_per_sm\": {}", int(r.map(|r| r.max_active_blocks_per_sm as i64))));
+    fields.push(format!("\"occupancy\": {}", num(r.map(|r| r.occupancy()))));
+    if a.compare == Some(Baseline::Copy) {
+        fields.push(format!("\"copy_time_ms\": {}", num(o.copy_ms)));
+        fields.push(format!("\"copy_gbps\": {}", num(o.copy_ms.map(|c| o.bytes / (c * 1e6)))));
+        fields.push(format!("\"ratio_vs_copy\": {}", num(o.copy_ms.zip(o.time_ms).map(|(c, t)| c / t))));
+    }
+    if a.compare == Some(Baseline::Cublas) {
+        fields.push(format!("\"cublas_time_ms\": {}", num(o.cublas_ms)));
+        fields.push(format!("\"cublas_gflops\": {}", num(o.cublas_gflops)));
+        fields.push(format!("\"cublas_rel_err\": {}", num(o.cublas_err.map(|e| e.rel_err))));
+        fields.push(format!("\"ratio_vs_cublas\": {}", num(o.cublas_ms.zip(o.time_ms).map(|(c, t)| c / t))));
+    }
+    format!("{{{}}}", fields.join(", "))
+}
+
+/// The outcome as text.
+fn print_text(a: &Args, c: &Compiled, o: &Outcome) {
+    let status = if o.ok { "ok" } else { "mismatch" };
     println!("target: {} ({})", o.target, o.why);
     if let Some(d) = &o.device {
         println!("device: {d}");

@@ -1,10 +1,10 @@
 //! `tirc build FILE -s S -o DIR`: the kernels for the user's own program —
 //! a CUDA source with a launch function, its C header, the PTX and cubin
-//! (when NVRTC is there) and `kernel.json` (see `tirc::export`).
+//! (when NVRTC is there) and `kernel.json` (see `crate::export`).
 
 use super::{read, report, Common, FAIL};
-use tirc::compile::compile;
-use tirc::export::{build, Options};
+use crate::compile::compile;
+use crate::export::{build, Options};
 
 #[derive(clap::Args)]
 pub struct Args {

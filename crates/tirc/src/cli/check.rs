@@ -2,7 +2,7 @@
 //! report every problem with its span.
 
 use super::{read, report, FAIL};
-use tirc::compile::{compile_module, load, Request};
+use crate::compile::{compile_module, load, Request};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -3,7 +3,7 @@
 //! with `--check`, print nothing and exit 1 when the file is not canonical.
 
 use super::{read, report, FAIL};
-use tirc::compile::load;
+use crate::compile::load;
 
 #[derive(clap::Args)]
 pub struct Args {

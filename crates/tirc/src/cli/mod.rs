@@ -8,7 +8,7 @@ pub mod lower;
 pub mod run;
 pub mod tune;
 
-use tirc::compile::{parse_define, parse_param};
+use crate::compile::{parse_define, parse_param};
 use tirc_ir::Diagnostic;
 
 /// Exit status for bad input or a mismatch.
@@ -52,8 +52,8 @@ pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
 }
 
 impl Common {
-    pub fn request(&self) -> tirc::compile::Request {
-        tirc::compile::Request {
+    pub fn request(&self) -> crate::compile::Request {
+        crate::compile::Request {
             schedule: self.schedule.clone(),
             func: self.func.clone(),
             defines: self.define.clone(),

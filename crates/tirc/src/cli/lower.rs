@@ -2,7 +2,7 @@
 //! NVRTC makes of it, or the IR after each pass.
 
 use super::{read, report, Common, FAIL, USAGE};
-use tirc::compile::compile;
+use crate::compile::compile;
 use tirc_ir::printer::print_func;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]

@@ -1,0 +1,335 @@
+"""tirc from Python: load a .tir file, build a schedule, call the kernel.
+
+    import numpy as np, tirc
+    mod = tirc.load("ir-examples/matmul.tir", defines={"M": 256, "N": 256, "K": 256})
+    k = mod.build("step6_async", params={"STAGES": 2})
+    a, b = np.random.rand(256, 256).astype("float32"), np.random.rand(256, 256).astype("float32")
+    c = np.empty((256, 256), "float32")
+    k(a, b, c)                       # NumPy arrays: on the simulator
+    k(ta, tb, tc)                    # torch or CuPy CUDA tensors: on their GPU, on the current stream
+    print(k.cuda_source, k.launch)
+    print(k.bench(compare="cublas"))  # tirc run --bench's protocol, as a dict
+
+A kernel takes one array per parameter of the function, in order, each of
+the parameter's dtype and shape; it writes its outputs in place. NumPy
+arrays run on the simulator (slow, exact to the kernel's semantics);
+arrays on a CUDA device (anything with ``__dlpack__``: torch, CuPy, JAX)
+run on that GPU, asynchronously on the current torch stream (or the
+``stream=`` given), and must be C-contiguous.
+"""
+
+import ctypes
+import json
+import os
+import tempfile
+
+from . import _tirc
+from ._tirc import TircError, __version__
+
+__all__ = ["load", "tune", "Module", "Kernel", "TircError", "gpu_available", "__version__"]
+
+# tirc's dtype names and NumPy's.
+_NUMPY = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+}
+
+# DLPack's type codes (dlpack.h: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6).
+_DLPACK = {
+    (0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "int64",
+    (1, 8): "uint8", (1, 16): "uint16", (1, 32): "uint32", (1, 64): "uint64",
+    (2, 16): "float16", (2, 32): "float32", (2, 64): "float64",
+    (4, 16): "bfloat16", (6, 8): "bool",
+}
+_KDL_CUDA = 2
+
+
+def gpu_available():
+    """Whether tirc can use a GPU here (a CUDA driver and a device)."""
+    return _tirc.gpu_available()[0]
+
+
+def load(path=None, *, source=None, defines=None):
+    """Reads a .tir file (or its text, ``source=``); ``defines`` overrides
+    module constants and gives size variables their values, as ``-D`` does."""
+    if (path is None) == (source is None):
+        raise TypeError("tirc.load takes a path or source=, one of the two")
+    if path is not None:
+        path = os.fspath(path)
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    return Module(source, path, defines or {})
+
+
+class Module:
+    """A parsed .tir file: its functions and schedules."""
+
+    def __init__(self, source, path, defines):
+        self.source = source
+        self.path = path
+        self.defines = {str(k): int(v) for k, v in defines.items()}
+        funcs, schedules, constants = _tirc.describe(source, self._name(), list(self.defines.items()))
+        self.functions = funcs
+        #: {schedule name: (function, {parameter: default})}
+        self.schedules = {n: (f, dict(ps)) for n, f, ps in schedules}
+        #: Module constants after ``defines``.
+        self.constants = dict(constants)
+
+    def _name(self):
+        return self.path or "<source>"
+
+    def build(self, schedule=None, *, func=None, params=None):
+        """Applies a schedule (or none: the function as written, ``func=``
+        naming it when the file has several), lowers it and emits CUDA."""
+        params = [(str(k), str(v)) for k, v in (params or {}).items()]
+        native = _tirc.build_kernel(
+            self.source, self._name(), schedule, func, list(self.defines.items()), params
+        )
+        return Kernel(native, self, schedule, func, params)
+
+    def __repr__(self):
+        return f"tirc.Module({self._name()!r}, functions={self.functions}, schedules={list(self.schedules)})"
+
+
+def _dlpack(x):
+    """(data pointer, device type, device id, shape, strides or None, dtype) of an
+    array exporting DLPack, read from its capsule without consuming it."""
+    capsule = x.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    ptr = get(capsule, b"dltensor")
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [
+            ("data", ctypes.c_void_p),
+            ("device_type", ctypes.c_int32),
+            ("device_id", ctypes.c_int32),
+            ("ndim", ctypes.c_int32),
+            ("code", ctypes.c_uint8),
+            ("bits", ctypes.c_uint8),
+            ("lanes", ctypes.c_uint16),
+            ("shape", ctypes.POINTER(ctypes.c_int64)),
+            ("strides", ctypes.POINTER(ctypes.c_int64)),
+            ("byte_offset", ctypes.c_uint64),
+        ]
+
+    t = DLTensor.from_address(ptr)
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None
+    dtype = _DLPACK.get((t.code, t.bits), f"dlpack type code {t.code} of {t.bits} bits")
+    if t.lanes != 1:
+        dtype = f"{dtype} x{t.lanes}"
+    result = ((t.data or 0) + t.byte_offset, t.device_type, t.device_id, shape, strides, dtype)
+    del capsule  # its destructor releases the exporter's reference
+    return result
+
+
+def _contiguous(shape, strides):
+    if strides is None:
+        return True
+    want = 1
+    for n, s in reversed(list(zip(shape, strides))):
+        if n != 1 and s != want:
+            return False
+        want *= n
+    return True
+
+
+class Kernel:
+    """A compiled schedule. Call it on one array per parameter."""
+
+    def __init__(self, native, module, schedule, func, params):
+        self._k = native
+        self.module = module
+        self.schedule = schedule
+        self.func = func
+        self.params = dict(params)
+        #: [{"name", "dtype", "shape", "access"}] per parameter, in order.
+        self.arguments = [
+            {"name": n, "dtype": t, "shape": tuple(s), "access": a} for n, t, s, a in native.arguments
+        ]
+
+    name = property(lambda self: self._k.name, doc="The function's name.")
+    cuda_source = property(lambda self: self._k.cuda_source, doc="The CUDA source of every kernel.")
+    lowered = property(lambda self: self._k.lowered, doc="The lowered TensorIR.")
+    scheduled = property(lambda self: self._k.scheduled, doc="The TensorIR after the schedule.")
+    trace = property(lambda self: self._k.trace, doc="The schedule's steps as applied.")
+
+    @property
+    def launch(self):
+        """Each kernel, in launch order: {"name", "grid", "block", "dynamic_shared_bytes"}."""
+        return [
+            {"name": n, "grid": tuple(g), "block": tuple(b), "dynamic_shared_bytes": s}
+            for n, g, b, s in self._k.launch
+        ]
+
+    def __repr__(self):
+        args = ", ".join(f"{a['name']}: {a['dtype']}{list(a['shape'])}" for a in self.arguments)
+        return f"tirc.Kernel({self.name}({args}), schedule={self.schedule!r})"
+
+    def __call__(self, *arrays, stream=None):
+        if len(arrays) != len(self.arguments):
+            names = ", ".join(a["name"] for a in self.arguments)
+            raise TypeError(f"{self.name} takes {len(self.arguments)} arrays ({names}), {len(arrays)} given")
+        on_device = [_is_device_array(x) for x in arrays]
+        if all(on_device):
+            return self._call_device(arrays, stream)
+        if any(on_device):
+            which = ", ".join(a["name"] for a, d in zip(self.arguments, on_device) if d)
+            raise TypeError(f"{self.name}: {which} on a GPU and the others on the host: pass all on one")
+        if stream is not None:
+            raise TypeError("stream= is for arrays on a GPU")
+        return self._call_host(arrays)
+
+    def _call_host(self, arrays):
+        import numpy as np
+
+        data = []
+        for a, x in zip(self.arguments, arrays):
+            if not isinstance(x, np.ndarray):
+                raise TypeError(
+                    f"{a['name']}: expected a numpy.ndarray or an array on a CUDA device, got {type(x).__name__}"
+                )
+            want = _NUMPY.get(a["dtype"])
+            if want is None:
+                raise TypeError(f"{a['name']}: {a['dtype']} has no NumPy type; pass it on the GPU")
+            if x.dtype != np.dtype(want):
+                raise TypeError(f"{a['name']}: expected {want}, got {x.dtype}")
+            if tuple(x.shape) != a["shape"]:
+                raise ValueError(f"{a['name']}: expected shape {a['shape']}, got {tuple(x.shape)}")
+            if a["access"] in ("write", "readwrite") and not x.flags.writeable:
+                raise ValueError(f"{a['name']}: the kernel writes it, and the array is read-only")
+            data.append(np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes())
+        out = self._k.run_host(data)
+        for a, x, b in zip(self.arguments, arrays, out):
+            if a["access"] in ("write", "readwrite"):
+                x[...] = np.frombuffer(b, dtype=np.dtype(_NUMPY[a["dtype"]]).newbyteorder("<")).reshape(a["shape"])
+
+    def _call_device(self, arrays, stream):
+        ptrs = []
+        device = None
+        for a, x in zip(self.arguments, arrays):
+            ptr, dev_type, dev_id, shape, strides, dtype = _dlpack(x)
+            if dev_type != _KDL_CUDA:
+                raise ValueError(f"{a['name']}: on DLPack device type {dev_type}, not a CUDA GPU")
+            if device is None:
+                device = dev_id
+            elif dev_id != device:
+                raise ValueError(f"{a['name']}: on GPU {dev_id}, the first array on GPU {device}")
+            if dtype != a["dtype"]:
+                raise TypeError(f"{a['name']}: expected {a['dtype']}, got {dtype}")
+            if tuple(shape) != a["shape"]:
+                raise ValueError(f"{a['name']}: expected shape {a['shape']}, got {tuple(shape)}")
+            if not _contiguous(shape, strides):
+                raise ValueError(f"{a['name']}: not contiguous (strides {strides}); pass .contiguous()")
+            ptrs.append(ptr)
+        if stream is None:
+            stream = _current_stream(arrays[0], device)
+        self._k.run_device(ptrs, device, int(stream))
+
+    def _argv(self, extra):
+        m = self.module
+        if m.path is None:
+            fd, path = tempfile.mkstemp(suffix=".tir")
+            with os.fdopen(fd, "w") as f:
+                f.write(m.source)
+        else:
+            path = m.path
+        argv = ["run", path]
+        if self.schedule:
+            argv += ["-s", self.schedule]
+        if self.func:
+            argv += ["--func", self.func]
+        for k, v in m.defines.items():
+            argv += ["-D", f"{k}={v}"]
+        for k, v in self.params.items():
+            argv += ["-p", f"{k}={v}"]
+        return argv + extra
+
+    def check(self, *, target="auto", seed=None, tolerance=None):
+        """``tirc run``: fresh random inputs, the kernel against the
+        unscheduled function in float64. Returns its JSON object as a dict
+        (``status`` is "ok", "mismatch" or "error")."""
+        extra = ["--target", target]
+        if seed is not None:
+            extra += ["--seed", str(seed)]
+        if tolerance is not None:
+            extra += ["--tolerance", str(tolerance)]
+        return self._run(extra)
+
+    def bench(self, *, repeat=50, warmup=10, compare=None, seed=None):
+        """``tirc run --bench`` on the GPU: warm-up launches, CUDA events,
+        the median of ``repeat``; ``compare="cublas"`` or ``"copy"`` times
+        the baseline in the same run. Returns the JSON object as a dict."""
+        extra = ["--target", "cuda", "--bench", "--repeat", str(repeat), "--warmup", str(warmup)]
+        if compare:
+            extra += ["--compare", compare]
+        if seed is not None:
+            extra += ["--seed", str(seed)]
+        return self._run(extra)
+
+    def _run(self, extra):
+        code, text = _tirc.run_json(self._argv(extra))
+        result = json.loads(text)
+        if result.get("status") == "error":
+            raise TircError(result.get("error", "tirc run failed"))
+        return result
+
+    def build(self, out_dir, *, name=None, arch="sm_90"):
+        """``tirc build``: writes the CUDA source with its launch function,
+        the C header, PTX, cubin and kernel.json into ``out_dir``; returns
+        the paths."""
+        return self._k.build(os.fspath(out_dir), name, arch, self.module.path or "<source>")
+
+
+def _is_device_array(x):
+    if not hasattr(x, "__dlpack_device__"):
+        return False
+    dev_type, _ = x.__dlpack_device__()
+    return int(dev_type) != 1  # kDLCPU
+
+
+def _current_stream(x, device):
+    """The current stream of the array's library: torch's or CuPy's."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+
+        return torch.cuda.current_stream(device).cuda_stream
+    if mod == "cupy":
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return 0
+
+
+def tune(path, schedule, *, defines=None, params=None, space=None, target="cuda", budget=None,
+         strategy=None, db=None, repeat=None, warmup=None, seed=None):
+    """``tirc tune``: checks (and on the GPU times) every candidate of a
+    schedule's space; returns the JSON report as a dict, candidates ranked."""
+    argv = ["tune", os.fspath(path), "-s", schedule, "--target", target, "--json", "--no-progress"]
+    for k, v in (defines or {}).items():
+        argv += ["-D", f"{k}={v}"]
+    for k, v in (params or {}).items():
+        argv += ["-p", f"{k}={v}"]
+    for k, vs in (space or {}).items():
+        argv += ["--space", f"{k}=" + ",".join(str(v) for v in vs)]
+    for flag, v in (("--budget", budget), ("--strategy", strategy), ("--db", db), ("--repeat", repeat),
+                    ("--warmup", warmup), ("--seed", seed)):
+        if v is not None:
+            argv += [flag, str(v)]
+    code, out, err = _tirc.tune_cli(argv)
+    if code != 0 and not out.strip():
+        raise TircError(err.strip() or f"tirc tune exited with {code}")
+    return json.loads(out)

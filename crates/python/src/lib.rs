@@ -1,0 +1,277 @@
+//! `tirc._tirc`: the native half of the Python package. It compiles a
+//! schedule (the pipeline of `tirc::compile`), runs the kernels on host
+//! bytes through the simulator or on device pointers through the driver,
+//! writes `tirc build`'s files, and runs `tirc run --json` and `tirc tune
+//! --json` in-process. The checks a Python user sees as `TypeError` and
+//! `ValueError` (dtype, shape, device, contiguity, argument count) are made
+//! in `python/tirc/__init__.py`, which knows the arrays; this side checks
+//! sizes again before any memory is touched.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::cell::RefCell;
+use tirc::compile::{compile, Compiled, Request};
+use tirc_exec::data::HostData;
+use tirc_exec::{gpu, sim};
+
+create_exception!(_tirc, TircError, PyException, "A .tir file or schedule that tirc refuses, or a failed run.");
+
+fn err(e: impl std::fmt::Display) -> PyErr {
+    TircError::new_err(e.to_string())
+}
+
+/// A parameter as Python sees it: (name, dtype, shape, access).
+type Argument = (String, String, Vec<i64>, String);
+
+/// A compiled schedule: its kernels, and, once called on GPU tensors, the
+/// kernels loaded on that GPU.
+#[pyclass(unsendable, module = "tirc._tirc")]
+struct Kernel {
+    compiled: Compiled,
+    request: Request,
+    loaded: RefCell<Option<OnGpu>>,
+}
+
+/// The kernels loaded on one GPU, with the device memory of the function's
+/// intermediates (allocated once, reused by every call).
+struct OnGpu {
+    device: usize,
+    gpu: gpu::Gpu,
+    kernels: Vec<gpu::LoadedKernel>,
+    intermediates: Vec<gpu::DeviceBuffer>,
+}
+
+/// Compiles `source` (named `filename` in diagnostics) under a schedule.
+#[pyfunction]
+#[pyo3(signature = (source, filename, schedule=None, func=None, defines=vec![], params=vec![]))]
+fn build_kernel(
+    source: &str,
+    filename: &str,
+    schedule: Option<String>,
+    func: Option<String>,
+    defines: Vec<(String, i64)>,
+    params: Vec<(String, String)>,
+) -> PyResult<Kernel> {
+    let request = Request { schedule, func, defines, params };
+    let compiled = compile(source, &request)
+        .map_err(|ds| err(ds.iter().map(|d| d.render(filename, source)).collect::<Vec<_>>().join("")))?;
+    Ok(Kernel { compiled, request, loaded: RefCell::new(None) })
+}
+
+/// The functions of a file and its schedules as (name, function, [(parameter, default)]).
+#[pyfunction]
+#[pyo3(signature = (source, filename, defines=vec![]))]
+#[allow(clippy::type_complexity)]
+fn describe(
+    source: &str,
+    filename: &str,
+    defines: Vec<(String, i64)>,
+) -> PyResult<(Vec<String>, Vec<(String, String, Vec<(String, String)>)>, Vec<(String, i64)>)> {
+    let m = tirc::compile::load(source, &defines)
+        .map_err(|ds| err(ds.iter().map(|d| d.render(filename, source)).collect::<Vec<_>>().join("")))?;
+    let funcs = m.funcs.iter().map(|f| f.name.clone()).collect();
+    let schedules = m
+        .schedules
+        .iter()
+        .map(|s| {
+            let ps = s.params.iter().map(|p| (p.name.clone(), p.default.to_string())).collect();
+            (s.name.clone(), s.func.clone(), ps)
+        })
+        .collect();
+    let constants = m.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
+    Ok((funcs, schedules, constants))
+}
+
+#[pymethods]
+impl Kernel {
+    /// The CUDA source of every kernel, each headed by its launch.
+    #[getter]
+    fn cuda_source(&self) -> String {
+        self.compiled.cuda_text()
+    }
+
+    /// The lowered TensorIR of every kernel.
+    #[getter]
+    fn lowered(&self) -> String {
+        self.compiled.lowered_text()
+    }
+
+    /// The TensorIR after the schedule, before lowering.
+    #[getter]
+    fn scheduled(&self) -> String {
+        tirc_ir::printer::print_func(&self.compiled.scheduled)
+    }
+
+    /// The schedule's steps as applied.
+    #[getter]
+    fn trace(&self) -> Vec<String> {
+        self.compiled.trace.clone()
+    }
+
+    /// The function's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.compiled.original.name.clone()
+    }
+
+    /// Each kernel as (name, grid, block, dynamic shared bytes), in launch order.
+    #[getter]
+    fn launch(&self) -> Vec<(String, [i64; 3], [i64; 3], usize)> {
+        self.compiled
+            .kernels
+            .iter()
+            .map(|k| (k.cuda.name.clone(), k.cuda.launch.grid, k.cuda.launch.block, k.cuda.dynamic_shared_bytes))
+            .collect()
+    }
+
+    /// Each parameter as (name, dtype, shape, access: read/write/readwrite/unused).
+    #[getter]
+    fn arguments(&self) -> PyResult<Vec<Argument>> {
+        let f = &self.compiled.original;
+        f.params
+            .iter()
+            .zip(tirc::verify::access(f))
+            .map(|(b, a)| {
+                let shape = b.const_shape().ok_or_else(|| err(format!("buffer {} has no constant shape", b.name())))?;
+                Ok((b.name().to_string(), b.dtype().to_string(), shape, a.name().to_string()))
+            })
+            .collect()
+    }
+
+    /// Runs the kernels on the simulator over the parameters' contents,
+    /// given as little-endian bytes in parameter order; returns every
+    /// parameter's bytes after the run.
+    fn run_host<'py>(&self, py: Python<'py>, data: Vec<Bound<'py, PyBytes>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let f = &self.compiled.original;
+        if data.len() != f.params.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} takes {} arrays, {} given",
+                f.name,
+                f.params.len(),
+                data.len()
+            )));
+        }
+        let mut args = Vec::new();
+        for (b, bytes) in f.params.iter().zip(&data) {
+            let n = b.num_elements().unwrap_or(0) as usize;
+            let bytes = bytes.as_bytes();
+            if bytes.len() != n * b.dtype().bytes() {
+                return Err(PyValueError::new_err(format!(
+                    "{}: {} bytes given, the buffer holds {n} elements of {}",
+                    b.name(),
+                    bytes.len(),
+                    b.dtype()
+                )));
+            }
+            let mut d = HostData::zeros(b.dtype(), n).map_err(err)?;
+            d.set_bytes(bytes);
+            args.push(d);
+        }
+        for b in &self.compiled.intermediates {
+            let n = b.num_elements().ok_or_else(|| err(format!("buffer {} has no constant size", b.name())))?;
+            args.push(HostData::poisoned(b.dtype(), n as usize).map_err(err)?);
+        }
+        for k in &self.compiled.kernels {
+            sim::run(&k.lowered, &mut args, sim::SimOptions::default())
+                .map_err(|e| err(format!("simulating kernel {}: {e}", k.cuda.name)))?;
+        }
+        Ok(args.iter().take(f.params.len()).map(|d| PyBytes::new(py, &d.as_bytes())).collect())
+    }
+
+    /// Enqueues the kernels on GPU `device`'s raw stream `stream` with the
+    /// parameters' device pointers, in parameter order (the function's
+    /// intermediates are allocated once, when the kernels are loaded).
+    fn run_device(&self, ptrs: Vec<u64>, device: usize, stream: u64) -> PyResult<()> {
+        let f = &self.compiled.original;
+        if ptrs.len() != f.params.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} takes {} arrays, {} given",
+                f.name,
+                f.params.len(),
+                ptrs.len()
+            )));
+        }
+        let mut loaded = self.loaded.borrow_mut();
+        if loaded.as_ref().is_none_or(|l| l.device != device) {
+            let g = gpu::Gpu::open_on(device).map_err(err)?;
+            let kernels =
+                self.compiled.kernels.iter().map(|k| g.load(&k.cuda)).collect::<Result<Vec<_>, _>>().map_err(err)?;
+            let mut intermediates = Vec::new();
+            for b in &self.compiled.intermediates {
+                let n = b.num_elements().ok_or_else(|| err(format!("buffer {} has no constant size", b.name())))?;
+                intermediates.push(g.upload(&HostData::poisoned(b.dtype(), n as usize).map_err(err)?).map_err(err)?);
+            }
+            *loaded = Some(OnGpu { device, gpu: g, kernels, intermediates });
+        }
+        let Some(l) = loaded.as_ref() else { return Err(err("no kernels loaded")) };
+        let mut all = ptrs;
+        all.extend(l.intermediates.iter().map(|b| l.gpu.device_ptr(b)));
+        for k in &l.kernels {
+            // Safety: the Python side checked each tensor's device, dtype,
+            // shape and contiguity against its parameter; the intermediates
+            // are this GPU's allocations, kept alive with the kernels.
+            unsafe { l.gpu.launch_raw(k, &all, stream) }.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `tirc build`'s files into `out_dir`; returns their paths.
+    #[pyo3(signature = (out_dir, name=None, arch="sm_90".to_string(), source_file="<python>".to_string()))]
+    fn build(&self, out_dir: &str, name: Option<String>, arch: String, source_file: String) -> PyResult<Vec<String>> {
+        let name = name.unwrap_or_else(|| self.compiled.original.name.clone());
+        let b = tirc::export::build(
+            &self.compiled,
+            &self.request,
+            &tirc::export::Options { name: &name, arch: &arch, source_file: &source_file },
+        )
+        .map_err(err)?;
+        std::fs::create_dir_all(out_dir).map_err(|e| err(format!("cannot make {out_dir}: {e}")))?;
+        let mut paths = Vec::new();
+        for (file, bytes) in &b.files {
+            let p = std::path::Path::new(out_dir).join(file);
+            std::fs::write(&p, bytes).map_err(|e| err(format!("cannot write {}: {e}", p.display())))?;
+            paths.push(p.display().to_string());
+        }
+        Ok(paths)
+    }
+}
+
+/// `tirc run ARGV... --json` in this process: (exit status, JSON text).
+#[pyfunction]
+fn run_json(argv: Vec<String>) -> (u8, String) {
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    tirc::cli::run::json(&args)
+}
+
+/// `tirc tune ARGV...` in this process: (exit status, stdout, stderr).
+#[pyfunction]
+fn tune_cli(argv: Vec<String>) -> (u8, String, String) {
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (mut out, mut errs) = (Vec::new(), Vec::new());
+    let code = tirc::tune::cli::run_argv(&args, &mut out, &mut errs);
+    (code, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&errs).into_owned())
+}
+
+/// Whether a CUDA driver and device are present (else the reason).
+#[pyfunction]
+fn gpu_available() -> (bool, String) {
+    match gpu::available() {
+        Ok(()) => (true, String::new()),
+        Err(e) => (false, e),
+    }
+}
+
+#[pymodule]
+fn _tirc(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("TircError", m.py().get_type::<TircError>())?;
+    m.add_class::<Kernel>()?;
+    m.add_function(wrap_pyfunction!(build_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(describe, m)?)?;
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_available, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,61 @@
+"""The Python package on the GPU, against PyTorch: the kernel called on
+CUDA tensors through DLPack gives torch.matmul's and torch.softmax's
+results; bad tensors are a TypeError or ValueError naming the parameter.
+Skipped (and reported as skipped) where there is no torch or no GPU."""
+
+import pathlib
+
+import pytest
+
+import tirc
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or not tirc.gpu_available():
+    pytest.skip("no CUDA GPU", allow_module_level=True)
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def test_matmul_on_torch_tensors_matches_torch_matmul():
+    m, n, k = 1000, 1100, 999
+    kern = tirc.load(ROOT / "ir-examples" / "matmul.tir", defines={"M": m, "N": n, "K": k}).build(
+        "step6_async", params={"STAGES": 2}
+    )
+    a = torch.randn(m, k, device="cuda")
+    b = torch.randn(k, n, device="cuda")
+    c = torch.full((m, n), float("nan"), device="cuda")
+    kern(a, b, c)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double()).float()
+    assert torch.linalg.norm(c - ref) / torch.linalg.norm(ref) < 1e-5
+
+
+def test_softmax_matches_torch_softmax():
+    kern = tirc.load(ROOT / "tests" / "data" / "conformance" / "softmax_threads.tir").build()
+    shape = kern.arguments[0]["shape"]
+    a = torch.randn(*shape, device="cuda")
+    b = torch.empty(*shape, device="cuda")
+    kern(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(b, torch.softmax(a, dim=-1), rtol=1e-4, atol=1e-6)
+
+
+def test_bad_tensors_name_the_parameter():
+    kern = tirc.load(ROOT / "ir-examples" / "matmul.tir", defines={"M": 64, "N": 64, "K": 64}).build("step4")
+    a, b, c = (torch.randn(64, 64, device="cuda") for _ in range(3))
+    with pytest.raises(TypeError, match="A: expected float32, got float16"):
+        kern(a.half(), b, c)
+    with pytest.raises(ValueError, match="B: not contiguous"):
+        kern(a, b.t(), c)
+    with pytest.raises(ValueError, match=r"C: expected shape \(64, 64\), got \(32, 64\)"):
+        kern(a, b, c[:32])
+    with pytest.raises(TypeError, match="on a GPU and the others on the host"):
+        kern(a, b.cpu(), c)
+
+
+def test_bench_reports_the_ratio_to_cublas():
+    kern = tirc.load(ROOT / "ir-examples" / "matmul.tir", defines={"M": 2048, "N": 2048, "K": 2048}).build(
+        "step6_async", params={"STAGES": 2}
+    )
+    r = kern.bench(compare="cublas", repeat=10, warmup=3)
+    assert r["status"] == "ok" and r["ratio_vs_cublas"] > 0.5, r
