@@ -3,7 +3,7 @@
 // runs matmul_launch on a stream, and checks C against a product on the CPU.
 //
 //   tirc build ir-examples/matmul.tir -s step6_async -D M=1000 -D N=1100 -D K=999 -o build/
-//   nvcc -O3 -arch=sm_90 -std=c++17 -Ibuild -DM=1000 -DN=1100 -DK=999 docs/export/main.cu build/matmul.cu -o matmul
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Ibuild -DSIZE_M=1000 -DSIZE_N=1100 -DSIZE_K=999 docs/export/main.cu build/matmul.cu -o matmul
 //   ./matmul
 #include <cmath>
 #include <cstdio>
@@ -11,6 +11,11 @@
 #include <vector>
 
 #include "matmul.h"
+
+// The sizes the kernel was built for (-D of tirc build), given to nvcc as
+// SIZE_M, SIZE_N and SIZE_K: the -D flags reach matmul.cu too, so names as
+// short as N would clash with its code.
+constexpr int M = SIZE_M, N = SIZE_N, K = SIZE_K;
 
 #define CHECK(call)                                                                   \
   do {                                                                                \
