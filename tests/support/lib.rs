@@ -28,19 +28,8 @@ pub fn read(p: &Path) -> String {
 pub use tirc::tune::test_sizes;
 
 /// The schedule parameters a schedule is checked with on the simulator,
-/// from `# test-params: v4 BX=16 BY=8` lines; none when it has no such line.
-/// Small thread tiles keep the checks of a schedule before lowering quick:
-/// there a cooperative fetch nested in the thread loops runs once per thread.
-pub fn test_params(src: &str, schedule: &str) -> Vec<(String, String)> {
-    src.lines()
-        .filter_map(|l| l.trim().strip_prefix("# test-params:"))
-        .filter_map(|rest| {
-            let mut words = rest.split_whitespace();
-            (words.next() == Some(schedule)).then_some(words)
-        })
-        .flat_map(|words| words.filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect()
-}
+/// from its `# test-params: v4 BX=16 BY=8` lines.
+pub use tirc::tune::test_params;
 
 /// `golden/<example>/<schedule>.<ext>`.
 pub fn golden_path(example: &Path, schedule: &str, ext: &str) -> PathBuf {

@@ -102,6 +102,16 @@ pub fn widen(inputs: &[HostData], f: &PrimFunc) -> Result<Vec<HostData>, String>
 /// Runs the float64 reference on the simulator; returns every parameter's
 /// contents as f64.
 pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
+    reference_sim_observed(f, inputs, &mut |_, _| {})
+}
+
+/// [`reference_sim`] with progress over the blocks of its kernels (see
+/// `sim::run_observed`).
+pub fn reference_sim_observed(
+    f: &PrimFunc,
+    inputs: &[HostData],
+    progress: &mut dyn FnMut(i64, i64),
+) -> Result<Vec<Vec<f64>>, String> {
     let plan = reference::plan(f, true).map_err(|d| d.message)?;
     let mut bufs = widen(inputs, f)?;
     for b in &plan.intermediates {
@@ -109,7 +119,7 @@ pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>,
     }
     let opts = sim::SimOptions { f64_storage: true, ..Default::default() };
     for k in &plan.kernels {
-        sim::run(k, &mut bufs, opts).map_err(|e| format!("simulating the reference: {e}"))?;
+        sim::run_observed(k, &mut bufs, opts, progress).map_err(|e| format!("simulating the reference: {e}"))?;
     }
     Ok(bufs.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
 }

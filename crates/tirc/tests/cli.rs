@@ -183,3 +183,35 @@ fn emit_ptx_compiles_the_kernel_with_nvrtc() {
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("invalid GPU architecture"), "{}", stderr(&o));
 }
+
+#[test]
+fn check_run_simulates_every_schedule_at_the_test_sizes() {
+    let o = tirc(&["check", "--run", "ir-examples/matmul.tir"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    for s in ["step1", "step2", "step3", "step4", "step5", "step6", "step6_async"] {
+        assert!(out.lines().any(|l| l.starts_with(s) && l.contains("at M=40 N=72 K=36: ok")), "{s}: {out}");
+    }
+    assert!(out.contains("step6_async -p BM=32 -p BN=32 -p BK=16 at"), "test-params are used: {out}");
+    let o = tirc(&["check", "--run", "ir-examples/relu.tir", "-D", "M=3"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("fused at N=50 M=3: ok"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_long_simulation_warns_first() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tirc"))
+        .current_dir(root())
+        .args(["run", "ir-examples/matmul.tir", "-s", "step2", "--target", "sim"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tirc runs");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.starts_with("warning: simulating about 2.2e9 operations"), "{line}");
+    assert!(line.contains("-D M=40 -D N=72 -D K=36"), "the test sizes are suggested: {line}");
+}

@@ -59,6 +59,17 @@ pub type SimError = String;
 /// Runs a lowered function. `args` hold the parameter buffers, in order; the
 /// results are left in them.
 pub fn run(f: &PrimFunc, args: &mut [HostData], opts: SimOptions) -> Result<SimStats, SimError> {
+    run_observed(f, args, opts, &mut |_, _| {})
+}
+
+/// [`run`], calling `progress(blocks done, blocks in all)` after each block
+/// (for a progress bar over long simulations).
+pub fn run_observed(
+    f: &PrimFunc,
+    args: &mut [HostData],
+    opts: SimOptions,
+    progress: &mut dyn FnMut(i64, i64),
+) -> Result<SimStats, SimError> {
     if args.len() != f.params.len() {
         return Err(format!("{} has {} parameters but {} buffers were given", f.name, f.params.len(), args.len()));
     }
@@ -73,10 +84,13 @@ pub fn run(f: &PrimFunc, args: &mut [HostData], opts: SimOptions) -> Result<SimS
     }
     let cfg = launch_config(f);
     let mut m = Machine::new(&prog, opts, cfg.block, params);
+    let (total, mut done) = (cfg.blocks(), 0);
     for bz in 0..cfg.grid[2] {
         for by in 0..cfg.grid[1] {
             for bx in 0..cfg.grid[0] {
                 m.run_block([bx, by, bz])?;
+                done += 1;
+                progress(done, total);
             }
         }
     }

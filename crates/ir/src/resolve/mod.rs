@@ -25,10 +25,15 @@ pub fn resolve_module(m: &ast::Module, defines: &[(String, i64)]) -> Result<Modu
     r.stmts(&m.body, false);
     for (name, _) in defines {
         if !r.used_defines.contains(name) {
-            let known = r.module.constants.iter().map(|c| c.name.as_str());
-            let d =
-                Diagnostic::new(format!("-D {name}: the file defines no module constant or size variable `{name}`"));
-            r.errors.push(did_you_mean(d, name, known));
+            let known: Vec<&str> = r.module.constants.iter().map(|c| c.name.as_str()).collect();
+            let listed = match known.len() {
+                0 => " (it defines no module constant)".to_string(),
+                _ => format!(" (its module constants: {})", known.join(", ")),
+            };
+            let d = Diagnostic::new(format!(
+                "-D {name}: the file defines no module constant or size variable `{name}`{listed}"
+            ));
+            r.errors.push(did_you_mean(d, name, known.iter().copied()));
         }
     }
     if r.errors.is_empty() {

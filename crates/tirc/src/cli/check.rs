@@ -1,5 +1,7 @@
 //! `tirc check FILE`: parse, resolve, and run every schedule of the file;
-//! report every problem with its span.
+//! report every problem with its span. With `--run`, also simulate each
+//! schedule at the file's `# test-sizes:` (and `# test-params:`) and check
+//! it against the unscheduled function, one line per schedule.
 
 use super::{read, report, FAIL};
 use crate::compile::{compile_module, load, Request};
@@ -11,6 +13,13 @@ pub struct Args {
     /// Override a module constant or give a size variable (`n: T.int32`, `m = T.int32()`) its value: -D M=64. All are compile-time: the kernel is specialized to them.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = super::parse_define)]
     pub define: Vec<(String, i64)>,
+    /// Also run each schedule on the simulator at the file's `# test-sizes:`
+    /// (overridden by -D) and check it against the unscheduled function.
+    #[arg(long)]
+    pub run: bool,
+    /// Seed of the random inputs of --run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 pub fn main(a: Args) -> u8 {
@@ -41,9 +50,70 @@ pub fn main(a: Args) -> u8 {
         }
     }
     report(&a.file, &src, &errors);
-    if errors.is_empty() {
-        0
-    } else {
+    if !errors.is_empty() {
+        return FAIL;
+    }
+    if a.run {
+        return simulate_all(&a, &src);
+    }
+    0
+}
+
+/// `--run`: every schedule (or, with none, every function) simulated at
+/// the test sizes and checked; one line each on stdout.
+fn simulate_all(a: &Args, src: &str) -> u8 {
+    let mut defines = crate::tune::test_sizes(src);
+    defines.retain(|(k, _)| !a.define.iter().any(|(d, _)| d == k));
+    defines.extend(a.define.iter().cloned());
+    let module = match load(src, &defines) {
+        Ok(m) => m,
+        Err(ds) => {
+            report(&a.file, src, &ds);
+            return FAIL;
+        }
+    };
+    let sizes: Vec<String> = defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let at = if sizes.is_empty() { "at the file's sizes".to_string() } else { format!("at {}", sizes.join(" ")) };
+    let mut requests: Vec<(String, Request)> = module
+        .schedules
+        .iter()
+        .map(|s| {
+            let params = crate::tune::test_params(src, &s.name);
+            (s.name.clone(), Request { schedule: Some(s.name.clone()), params, ..Request::default() })
+        })
+        .collect();
+    if requests.is_empty() {
+        requests = module
+            .funcs
+            .iter()
+            .map(|f| (f.name.clone(), Request { func: Some(f.name.clone()), ..Request::default() }))
+            .collect();
+    }
+    let mut failed = false;
+    for (name, req) in requests {
+        let shown: Vec<String> = req.params.iter().map(|(k, v)| format!(" -p {k}={v}")).collect();
+        let label = format!("{name}{} {at}", shown.join(""));
+        let outcome = compile_module(module.clone(), &req).map_err(|d| d.message).and_then(|c| {
+            let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+            crate::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, a.seed)
+        });
+        match outcome {
+            Ok((e, tol)) if e.rel_err <= tol && e.non_finite == 0 => {
+                println!("{label}: ok, rel_err {:.3e} (tolerance {tol:.0e})", e.rel_err)
+            }
+            Ok((e, tol)) => {
+                failed = true;
+                println!("{label}: MISMATCH, rel_err {:.3e} (tolerance {tol:.0e})", e.rel_err)
+            }
+            Err(e) => {
+                failed = true;
+                println!("{label}: error: {e}")
+            }
+        }
+    }
+    if failed {
         FAIL
+    } else {
+        0
     }
 }

@@ -17,7 +17,7 @@
 use super::{report, Common, FAIL, USAGE};
 use crate::compile::{compile, Compiled};
 use crate::measure::{self, matmul_shape, median, passes, prepare, reference_gpu, worst_error, CPU_REFERENCE_LIMIT};
-use crate::verify::{default_tolerance, reference_sim};
+use crate::verify::{default_tolerance, reference_sim, reference_sim_observed};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tirc_exec::data::{compare, ErrorStats};
 use tirc_exec::{gpu, npy, reference, sim};
@@ -313,11 +313,25 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     let reference_on;
     let reference: Vec<Vec<f64>>;
     if target == "sim" {
-        for k in &c.kernels {
-            sim::run(&k.lowered, &mut run_args, sim::SimOptions::default())
-                .map_err(|e| format!("simulating kernel {}: {e}", k.cuda.name))?;
+        let long = work > LONG_SIMULATION;
+        if long {
+            warn_long_simulation(a, work);
         }
-        reference = reference_sim(f, &start)?;
+        for k in &c.kernels {
+            let bar = progress_bar(long, &format!("simulating {}", k.cuda.name));
+            sim::run_observed(&k.lowered, &mut run_args, sim::SimOptions::default(), &mut |d, t| {
+                bar.set_length(t as u64);
+                bar.set_position(d as u64);
+            })
+            .map_err(|e| format!("simulating kernel {}: {e}", k.cuda.name))?;
+            bar.finish_and_clear();
+        }
+        let bar = progress_bar(long, "simulating the reference in float64");
+        reference = reference_sim_observed(f, &start, &mut |d, t| {
+            bar.set_length(t as u64);
+            bar.set_position(d as u64);
+        })?;
+        bar.finish_and_clear();
         reference_on = "sim";
     } else {
         let g = gpu::Gpu::open()?;
@@ -379,6 +393,41 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         device,
         resources,
     })
+}
+
+/// Simulated work (`measure::sim_work`) above which a run on the simulator
+/// warns first and shows its progress: about ten seconds on a laptop core.
+const LONG_SIMULATION: f64 = 5e8;
+
+/// Says on stderr that the simulation will be long, and how to make it short.
+fn warn_long_simulation(a: &Args, work: f64) {
+    let sizes = std::fs::read_to_string(&a.common.file).map(|s| crate::tune::test_sizes(&s)).unwrap_or_default();
+    let hint = if sizes.is_empty() {
+        "give smaller sizes with -D".to_string()
+    } else {
+        let d: Vec<String> = sizes.iter().map(|(k, v)| format!("-D {k}={v}")).collect();
+        format!("give smaller sizes, e.g. the file's test sizes: {}", d.join(" "))
+    };
+    // The simulator runs about 10^8 of these a second here (docs/benchmarks.md).
+    eprintln!(
+        "warning: simulating about {work:.1e} operations on the CPU takes about {:.0} s (kernel and float64 \
+         reference); {hint}, or run on a GPU",
+        work / 1e8
+    );
+}
+
+/// A bar over simulated blocks, on stderr when it is a terminal and the run is long.
+fn progress_bar(show: bool, what: &str) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(1);
+    let style =
+        indicatif::ProgressStyle::with_template("{msg}: {bar:30} {pos}/{len} blocks, {elapsed} elapsed, ~{eta} left")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(what.to_string());
+    bar
 }
 
 fn json_str(s: &str) -> String {

@@ -125,6 +125,21 @@ pub fn test_sizes(src: &str) -> Vec<(String, i64)> {
         .unwrap_or_default()
 }
 
+/// The schedule parameters a schedule is checked with on the simulator,
+/// from `# test-params: v4 BX=16 BY=8` lines; none when it has no such line.
+/// Small thread tiles keep the checks of a schedule before lowering quick:
+/// there a cooperative fetch nested in the thread loops runs once per thread.
+pub fn test_params(src: &str, schedule: &str) -> Vec<(String, String)> {
+    src.lines()
+        .filter_map(|l| l.trim().strip_prefix("# test-params:"))
+        .filter_map(|rest| {
+            let mut words = rest.split_whitespace();
+            (words.next() == Some(schedule)).then_some(words)
+        })
+        .flat_map(|words| words.filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
 /// The database key of a problem.
 pub fn key(src: &str, module: &tirc_ir::Module, func: &str, schedule: &str, gpu: &str) -> Key {
     let mut constants: Vec<(String, i64)> = module.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
