@@ -6,5 +6,6 @@ pub mod cli;
 pub mod compile;
 pub mod export;
 pub mod measure;
+pub mod plot;
 pub mod tune;
 pub mod verify;

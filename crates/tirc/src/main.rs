@@ -22,6 +22,8 @@ enum Cmd {
     Lower(commands::lower::Args),
     /// Run a function under a schedule on the GPU or the simulator, check it, time it.
     Run(commands::run::Args),
+    /// Time a schedule at several sizes against a baseline, as a table and a chart.
+    Bench(commands::bench::Args),
     /// Write the kernels for your own program: CUDA source with a launch
     /// function, C header, PTX, cubin and kernel.json.
     Build(commands::build::Args),
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let code = match cli.cmd {
         Cmd::Lower(a) => commands::lower::main(a),
         Cmd::Run(a) => commands::run::main(a),
+        Cmd::Bench(a) => commands::bench::main(a),
         Cmd::Build(a) => commands::build::main(a),
         Cmd::Check(a) => commands::check::main(a),
         Cmd::Fmt(a) => commands::fmt::main(a),

@@ -215,3 +215,55 @@ fn a_long_simulation_warns_first() {
     assert!(line.starts_with("warning: simulating about 2.2e9 operations"), "{line}");
     assert!(line.contains("-D M=40 -D N=72 -D K=36"), "the test sizes are suggested: {line}");
 }
+
+#[test]
+fn emit_dot_draws_the_block_dependence_graph() {
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step4", "--emit", "dot"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("digraph \"matmul\" {"), "{out}");
+    assert!(out.contains("[ label = \"C [SSR]\", shape = box]"), "{out}");
+    assert!(out.contains("[ label = \"A\", shape = ellipse]"), "{out}");
+    // The shared-memory copies feed the compute block.
+    assert!(out.lines().filter(|l| l.contains("label = \"A_shared\"") && l.contains("->")).count() == 1, "{out}");
+}
+
+#[test]
+fn bench_sweeps_sizes_on_the_gpu_or_says_why_not() {
+    let o = tirc(&["bench", "ir-examples/matmul.tir", "-s", "step2", "--sizes", "64,M=32:N=64:K=16", "--json"]);
+    match code(&o) {
+        0 => {
+            let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+            assert_eq!(v.as_array().unwrap().len(), 2);
+        }
+        1 => assert!(stderr(&o).contains("error: at 64:"), "{}", stderr(&o)),
+        c => panic!("exit {c}: {}", stderr(&o)),
+    }
+    let o = tirc(&["bench", "ir-examples/matmul.tir", "-s", "step2", "--sizes", "64x64"]);
+    assert_eq!(code(&o), 2, "a malformed size is a usage error: {}", stderr(&o));
+}
+
+#[test]
+fn tune_plot_on_the_simulator_says_there_is_nothing_timed() {
+    let dir = std::env::temp_dir().join(format!("tirc-tune-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("db.jsonl").display().to_string();
+    let svg = dir.join("t.svg").display().to_string();
+    let o = tirc(&[
+        "tune",
+        "ir-examples/matmul_sweep.tir",
+        "-s",
+        "step2",
+        "--target",
+        "sim",
+        "--budget",
+        "2",
+        "--db",
+        &db,
+        "--plot",
+        &svg,
+        "--no-progress",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no candidate was timed"), "{}", stderr(&o));
+}

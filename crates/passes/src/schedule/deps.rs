@@ -11,7 +11,7 @@ use super::tree::{child_blocks, find_block};
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
-use tirc_ir::{BlockRealize, Buffer, Stmt};
+use tirc_ir::{BlockRealize, Buffer, IterKind, PrimFunc, Stmt};
 
 /// The blocks of a scope and who feeds whom.
 pub struct DepGraph {
@@ -57,4 +57,84 @@ pub fn get_producers(sch: &Schedule, block: &BlockRV) -> Result<Vec<BlockRV>> {
 
 pub fn get_consumers(sch: &Schedule, block: &BlockRV) -> Result<Vec<BlockRV>> {
     Ok(DepGraph::of_scope(&sch.func.body, block)?.neighbours(block, Direction::Outgoing))
+}
+
+/// The block dependence graph of `f` in Graphviz's DOT: a box per block
+/// (its name and iteration kinds, `S`/`R`/`O`), a solid edge from a block
+/// to each later block of its scope that reads what it writes (labelled
+/// with the buffer), a dashed edge from a block to the blocks nested in it;
+/// the function's parameters are ellipses, read by the blocks that read
+/// them and written by those that write them.
+pub fn dot(f: &PrimFunc) -> String {
+    use petgraph::dot::{Config, Dot};
+    #[derive(Clone, Debug)]
+    enum Edge {
+        Flow(String),
+        Nests,
+    }
+    let mut graph: DiGraph<String, Edge> = DiGraph::new();
+    let blocks = f.body.blocks();
+    let node_of: Vec<NodeIndex> = blocks
+        .iter()
+        .map(|r| {
+            let kinds: String = r
+                .block
+                .iter_vars
+                .iter()
+                .map(|iv| match iv.kind {
+                    IterKind::Spatial => 'S',
+                    IterKind::Reduce => 'R',
+                    IterKind::Opaque => 'O',
+                })
+                .collect();
+            let label = if kinds.is_empty() { r.block.name.clone() } else { format!("{} [{kinds}]", r.block.name) };
+            graph.add_node(label)
+        })
+        .collect();
+    let index = |name: &str| blocks.iter().position(|r| r.block.name == name);
+    let params: Vec<NodeIndex> = f.params.iter().map(|b| graph.add_node(format!("param {}", b.name()))).collect();
+    for (i, r) in blocks.iter().enumerate() {
+        let scope = Stmt::Block(Box::new((*r).clone()));
+        let children = child_blocks(&scope);
+        for c in &children {
+            if let Some(j) = index(&c.block.name) {
+                graph.add_edge(node_of[i], node_of[j], Edge::Nests);
+            }
+        }
+        for (a, p) in children.iter().enumerate() {
+            let writes = regions(p, false);
+            for c in children.iter().skip(a + 1) {
+                for buf in regions(c, true).into_iter().filter(|b| writes.contains(b)) {
+                    if let (Some(x), Some(y)) = (index(&p.block.name), index(&c.block.name)) {
+                        graph.add_edge(node_of[x], node_of[y], Edge::Flow(buf.name().to_string()));
+                    }
+                }
+            }
+        }
+        // Parameters, at the blocks that touch them (leaves, so that a
+        // buffer is drawn once where it is used, not at every scope above).
+        if children.is_empty() {
+            for (k, b) in f.params.iter().enumerate() {
+                if regions(r, true).contains(b) {
+                    graph.add_edge(params[k], node_of[i], Edge::Flow(b.name().to_string()));
+                }
+                if regions(r, false).contains(b) {
+                    graph.add_edge(node_of[i], params[k], Edge::Flow(b.name().to_string()));
+                }
+            }
+        }
+    }
+    let edge_attrs = |_: &DiGraph<String, Edge>, e: petgraph::graph::EdgeReference<'_, Edge>| match e.weight() {
+        Edge::Flow(b) => format!("label = \"{b}\""),
+        Edge::Nests => "style = dashed, arrowhead = none".to_string(),
+    };
+    let node_attrs = |_: &DiGraph<String, Edge>, (_, label): (NodeIndex, &String)| match label.strip_prefix("param ") {
+        Some(name) => format!("label = \"{name}\", shape = ellipse"),
+        None => format!("label = \"{label}\", shape = box"),
+    };
+    let body = format!(
+        "{:?}",
+        Dot::with_attr_getters(&graph, &[Config::EdgeNoLabel, Config::NodeNoLabel], &edge_attrs, &node_attrs)
+    );
+    body.replacen("digraph {", &format!("digraph \"{}\" {{\n    rankdir = LR", f.name), 1)
 }

@@ -1,5 +1,6 @@
 //! `tirc lower FILE`: print the lowered IR, the CUDA source, the PTX that
-//! NVRTC makes of it, or the IR after each pass.
+//! NVRTC makes of it, the block dependence graph (DOT), or the IR after
+//! each pass.
 
 use super::{read, report, Common, FAIL, USAGE};
 use crate::compile::compile;
@@ -16,6 +17,9 @@ pub enum Emit {
     /// The PTX that NVRTC compiles the CUDA source to, for --arch (needs
     /// the NVRTC library, not a GPU).
     Ptx,
+    /// The block dependence graph of the scheduled function, in Graphviz's
+    /// DOT (`| dot -Tsvg > blocks.svg`).
+    Dot,
 }
 
 #[derive(clap::Args)]
@@ -79,6 +83,7 @@ pub fn main(a: Args) -> u8 {
         Emit::Tir => print!("{}", c.lowered_text()),
         Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
         Emit::Cuda => print!("{}", c.cuda_text()),
+        Emit::Dot => print!("{}", tirc_passes::schedule::deps::dot(&c.scheduled)),
         Emit::Ptx => {
             if !tirc_exec::gpu::nvrtc_available() {
                 eprintln!(

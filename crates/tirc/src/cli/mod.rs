@@ -1,6 +1,7 @@
 //! The subcommands, and what they share: reading the file, parsing `-D` and
 //! `-p`, printing diagnostics.
 
+pub mod bench;
 pub mod build;
 pub mod check;
 pub mod fmt;

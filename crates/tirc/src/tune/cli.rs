@@ -82,6 +82,10 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Draw each measured candidate's time against each parameter into
+    /// this SVG file (one panel per parameter).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// No progress bar (it is drawn on stderr, and only on a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -194,7 +198,54 @@ pub fn main(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     if let Some(w) = why {
         let _ = writeln!(err, "error: {w}");
     }
+    if let Some(path) = &a.plot {
+        match plot(&outcome, &a.schedule, path) {
+            Ok(true) => {
+                let _ = writeln!(err, "wrote {}", path.display());
+            }
+            Ok(false) => {
+                let _ = writeln!(err, "note: no candidate was timed (--target sim times nothing): no plot");
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return 1;
+            }
+        }
+    }
     code
+}
+
+/// `--plot`: the measured candidates' times against each parameter (text
+/// values at their position in the space). False when nothing was timed.
+fn plot(o: &super::Outcome, schedule: &str, path: &std::path::Path) -> Result<bool, String> {
+    use tirc_ir::func::ParamValue;
+    let timed: Vec<&super::eval::Trial> = o.trials.iter().filter(|t| t.time_ms.is_some()).collect();
+    if timed.is_empty() {
+        return Ok(false);
+    }
+    let panels: Vec<(String, Vec<(f64, f64)>)> = o
+        .space
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, (name, values))| {
+            let pts = timed
+                .iter()
+                .map(|t| {
+                    let x = match &values[t.cand[i]] {
+                        ParamValue::Int(v) => *v as f64,
+                        ParamValue::Str(_) => t.cand[i] as f64,
+                    };
+                    (x, t.time_ms.unwrap_or(f64::NAN))
+                })
+                .collect();
+            (name.clone(), pts)
+        })
+        .collect();
+    let device = o.device.clone().unwrap_or_else(|| "GPU".into());
+    let title = format!("{} -s {schedule}: {} candidates on {device}", o.func, timed.len());
+    crate::plot::scatter_panels(path, &title, "time (ms)", &panels)?;
+    Ok(true)
 }
 
 /// The run's status word, exit code, and the error to print.
