@@ -223,23 +223,25 @@ fn plot(o: &super::Outcome, schedule: &str, path: &std::path::Path) -> Result<bo
     if timed.is_empty() {
         return Ok(false);
     }
-    let panels: Vec<(String, Vec<(f64, f64)>)> = o
+    let panels: Vec<crate::plot::Panel> = o
         .space
         .params
         .iter()
         .enumerate()
         .map(|(i, (name, values))| {
-            let pts = timed
+            let text = values.iter().any(|v| matches!(v, ParamValue::Str(_)));
+            let points = timed
                 .iter()
                 .map(|t| {
                     let x = match &values[t.cand[i]] {
-                        ParamValue::Int(v) => *v as f64,
-                        ParamValue::Str(_) => t.cand[i] as f64,
+                        ParamValue::Int(v) if !text => *v as f64,
+                        _ => t.cand[i] as f64,
                     };
                     (x, t.time_ms.unwrap_or(f64::NAN))
                 })
                 .collect();
-            (name.clone(), pts)
+            let categories = text.then(|| values.iter().map(|v| v.to_string()).collect());
+            crate::plot::Panel { name: name.clone(), points, categories }
         })
         .collect();
     let device = o.device.clone().unwrap_or_else(|| "GPU".into());
