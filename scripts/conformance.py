@@ -43,7 +43,7 @@ For every file, three stages:
              For mismatches the text form is run once more to get the count
              of NaN/inf output elements (unwritten or wrong), which --json
              does not report.
-  3. fmt     `tirc fmt FILE` -> out1, `tirc fmt out1` -> out2:
+  3. fmt     `tirc fmt --canonical FILE` -> out1, the same of out1 -> out2 (the printer's round trip):
              fixed (out1 == out2) | not-fixed (with the first differing
              line) | fmt-refused (the first fmt exits non-zero) |
              fmt2-refused (fmt of out1 fails) | panic | oom | crash | timeout;
@@ -386,7 +386,7 @@ def _first_diff(a: str, b: str):
 
 def stage_fmt(path: Path, cfg, tmp: Path):
     rec = {}
-    r1 = invoke(["fmt", str(path)], cfg)
+    r1 = invoke(["fmt", "--canonical", str(path)], cfg)
     rec["seconds"] = r1.seconds
     kind = failure_kind(r1)
     if kind is not None:
@@ -401,7 +401,7 @@ def stage_fmt(path: Path, cfg, tmp: Path):
     d = Path(tempfile.mkdtemp(dir=tmp))
     out1 = d / path.name
     out1.write_text(r1.stdout)
-    r2 = invoke(["fmt", str(out1)], cfg)
+    r2 = invoke(["fmt", "--canonical", str(out1)], cfg)
     kind = failure_kind(r2)
     if kind is not None:
         rec["outcome"] = kind

@@ -13,6 +13,7 @@
 
 pub mod ast;
 pub mod error;
+pub mod layout;
 pub mod lexer;
 mod report;
 pub mod sexpr;

@@ -29,7 +29,7 @@ enum Cmd {
     Build(commands::build::Args),
     /// Parse and validate a file; print nothing when it is good.
     Check(commands::check::Args),
-    /// Print the file in canonical form; with --check, exit 1 when it is not.
+    /// Normalise the file's layout (or print it in canonical form: --canonical); --check, --write.
     Fmt(commands::fmt::Args),
     /// Sweep or search a schedule's parameters; check and time every candidate.
     Tune(tirc::tune::cli::Args),
