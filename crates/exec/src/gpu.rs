@@ -418,6 +418,14 @@ impl Gpu {
     /// module and finds the kernel. Kernels that ask for more than 48 KiB of
     /// dynamic shared memory get the attribute that allows it.
     pub fn load(&self, k: &tirc_codegen::CudaKernel) -> Result<LoadedKernel, String> {
+        let ptx = nvrtc_compile(&k.source, &self.arch)?;
+        self.load_ptx(k, ptx)
+    }
+
+    /// [`Gpu::load`] of a kernel already compiled to PTX (for this GPU's
+    /// architecture, or an older one: the driver compiles PTX for the GPU
+    /// it loads on), so that one compilation serves several GPUs.
+    pub fn load_ptx(&self, k: &tirc_codegen::CudaKernel, ptx: String) -> Result<LoadedKernel, String> {
         let name = &k.name;
         let grid = [
             dim(k.launch.grid[0], "grid x", name)?,
@@ -441,7 +449,6 @@ impl Gpu {
         if name.contains('\0') {
             return Err(format!("kernel name {name:?} contains a NUL byte"));
         }
-        let ptx = nvrtc_compile(&k.source, &self.arch)?;
         let scratch = k
             .scratch
             .iter()

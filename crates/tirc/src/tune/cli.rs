@@ -82,6 +82,11 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The GPUs that check and time candidates, one worker each: --devices
+    /// 0,1 (each candidate is built once and loaded on the device that
+    /// measures it; the GPUs must be of one kind).
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub devices: Vec<usize>,
     /// Draw each measured candidate's time against each parameter into
     /// this SVG file (one panel per parameter).
     #[arg(long, value_name = "FILE.svg")]
@@ -149,6 +154,7 @@ fn options(a: &Args, src: String) -> Result<Options, String> {
         seed,
         tolerance: a.tolerance,
         progress: !a.no_progress && !a.json,
+        devices: a.devices.clone(),
     })
 }
 

@@ -121,6 +121,7 @@ pub fn par_map<T: Sync, R: Send>(
 
 /// Everything a check needs that all candidates share: the inputs, the
 /// poisoned arguments, the reference and the tolerance.
+#[derive(Clone)]
 pub struct Checker {
     pub original: PrimFunc,
     pub args: Vec<HostData>,
@@ -185,25 +186,63 @@ pub struct Loaded {
     pub compile_s: f64,
 }
 
+/// A candidate built for the GPU as far as PTX, or why not, and the
+/// seconds that took: built once, loaded on each device that measures it.
+pub struct ForGpu {
+    pub cand: Candidate,
+    /// The kernel and its PTX; an error is a rejection by the schedule,
+    /// lowering, the static limits, or NVRTC.
+    pub built: Result<(Built, Option<String>), String>,
+    pub build_s: f64,
+}
+
+/// Builds a candidate for GPUs of architecture `arch` that allow
+/// `shared_limit` bytes of shared memory per block, and compiles it with
+/// NVRTC; safe to call from several threads at once.
+pub fn gpu_prepare(
+    module: &Module,
+    schedule: &str,
+    space: &Space,
+    c: &Candidate,
+    shared_limit: usize,
+    arch: &str,
+) -> ForGpu {
+    let t0 = Instant::now();
+    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024)).map(|b| {
+        // An NVRTC failure is reported when the kernel is loaded, as a
+        // refusal by the GPU.
+        let ptx = gpu::nvrtc_compile(&b.kernel.source, arch).ok();
+        (b, ptx)
+    });
+    ForGpu { cand: c.clone(), built, build_s: t0.elapsed().as_secs_f64() }
+}
+
 /// Builds a candidate and loads it into `g` (NVRTC and the driver's JIT);
 /// safe to call from several threads at once.
 pub fn gpu_build(g: &gpu::Gpu, module: &Module, schedule: &str, space: &Space, c: &Candidate) -> Loaded {
+    gpu_load(g, &gpu_prepare(module, schedule, space, c, g.max_shared_per_block_optin(), &g.arch()))
+}
+
+/// Loads a built candidate into `g`.
+pub fn gpu_load(g: &gpu::Gpu, p: &ForGpu) -> Loaded {
     let t0 = Instant::now();
-    let limit = g.max_shared_per_block_optin().max(48 * 1024);
-    let built = match build(module, schedule, space, c, limit) {
+    let c = &p.cand;
+    let (built, ptx) = match &p.built {
         Ok(b) => b,
         Err(e) => {
-            let s = t0.elapsed().as_secs_f64();
             return Loaded {
                 cand: c.clone(),
-                kernel: Err(Trial::rejected(c.clone(), e, s)),
+                kernel: Err(Trial::rejected(c.clone(), e.clone(), p.build_s)),
                 block: [0; 3],
-                compile_s: s,
+                compile_s: p.build_s,
             };
         }
     };
-    let loaded = g.load(&built.kernel);
-    let s = t0.elapsed().as_secs_f64();
+    let loaded = match ptx {
+        Some(ptx) => g.load_ptx(&built.kernel, ptx.clone()),
+        None => g.load(&built.kernel),
+    };
+    let s = p.build_s + t0.elapsed().as_secs_f64();
     let kernel = loaded.map_err(|e| {
         let mut t = Trial::rejected(c.clone(), format!("the GPU refused it: {e}"), s);
         t.reached_device = true;

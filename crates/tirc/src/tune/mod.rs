@@ -71,6 +71,8 @@ pub struct Options {
     pub seed: u64,
     pub tolerance: Option<f64>,
     pub progress: bool,
+    /// The GPUs that measure candidates, one worker each (`--devices`).
+    pub devices: Vec<usize>,
 }
 
 /// Everything a tuning run found, for `report.rs` to print.
@@ -175,6 +177,61 @@ fn best_message(space: &Space, trials: &[Trial]) -> String {
     }
 }
 
+/// Loads and measures built candidates, spread over the devices of
+/// `benches` (candidate i on device i mod n, each device one worker);
+/// results in the candidates' order. A device whose context is lost stops
+/// its worker at that candidate.
+fn measure_on_devices(benches: &[GpuBench], built: &[eval::ForGpu]) -> Vec<eval::Measured> {
+    if benches.len() == 1 {
+        let mut out = Vec::new();
+        for b in built {
+            let m = benches[0].measure(eval::gpu_load(benches[0].g, b));
+            let lost = m.lost;
+            out.push(m);
+            if lost {
+                break;
+            }
+        }
+        return out;
+    }
+    let n = benches.len();
+    let mut slots: Vec<Option<eval::Measured>> = (0..built.len()).map(|_| None).collect();
+    let results: Vec<Vec<(usize, eval::Measured)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = benches
+            .iter()
+            .enumerate()
+            .map(|(d, bench)| {
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    for (i, b) in built.iter().enumerate().filter(|(i, _)| i % n == d) {
+                        let m = bench.measure(eval::gpu_load(bench.g, b));
+                        let lost = m.lost;
+                        mine.push((i, m));
+                        if lost {
+                            break;
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (i, m) in results.into_iter().flatten() {
+        slots[i] = Some(m);
+    }
+    // Stop at the first lost context, as one worker does.
+    let mut out = Vec::new();
+    for m in slots.into_iter().flatten() {
+        let lost = m.lost;
+        out.push(m);
+        if lost {
+            break;
+        }
+    }
+    out
+}
+
 /// Runs a tuning session. Errors are bad input or an unusable device.
 pub fn tune(o: &Options) -> Result<Outcome, String> {
     let start = Instant::now();
@@ -246,18 +303,50 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
             }
         }
         Target::Cuda => {
-            let g = gpu::Gpu::open().map_err(|e| {
-                format!("--target cuda needs a GPU: {e} (use --target sim to check candidates on the simulator)")
-            })?;
+            let gpus: Vec<gpu::Gpu> = o
+                .devices
+                .iter()
+                .map(|d| {
+                    gpu::Gpu::open_on(*d).map_err(|e| {
+                        format!(
+                            "--target cuda needs a GPU: device {d}: {e} (use --target sim to check candidates on the \
+                             simulator)"
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let g = &gpus[0];
             let device = g.name();
+            if let Some(other) = gpus.iter().find(|x| x.name() != device) {
+                return Err(format!(
+                    "--devices: the GPUs differ ({device}, {}); a tuning database records one kind of GPU",
+                    other.name()
+                ));
+            }
+            if gpus.len() > 1 {
+                let mut ds = o.devices.clone();
+                ds.sort();
+                ds.dedup();
+                if ds.len() < o.devices.len() {
+                    notes.push(
+                        "--devices names a GPU more than once: its workers time candidates at the same time, so \
+                         their times disturb each other"
+                            .to_string(),
+                    );
+                }
+            }
             outcome_device = Some(device.clone());
             let key = key(&o.src, &module, &def.func, &def.name, &device);
             let mut db = Db::open(&o.db)?;
             db_path = Some(o.db.clone());
-            let (reference, on) = measure::reference(Some(&g), &original, &prepared.args)?;
+            let (reference, on) = measure::reference(Some(g), &original, &prepared.args)?;
             reference_on = on;
             let chk = Checker { original: original.clone(), args: prepared.args.clone(), reference, tolerance };
-            let bench = GpuBench::new(&g, chk, &written(&original), o.warmup, o.repeat, o.cap_s)?;
+            let benches: Vec<GpuBench> = gpus
+                .iter()
+                .map(|x| GpuBench::new(x, chk.clone(), &written(&original), o.warmup, o.repeat, o.cap_s))
+                .collect::<Result<_, _>>()?;
+            let bench = &benches[0];
             if let Some(shape) = measure::matmul_shape(&original) {
                 // cuBLAS reads A and B where the kernels do; C is its own.
                 let c_buf = g.upload(&prepared.args[shape.c])?;
@@ -268,7 +357,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                     .map(|(i, s)| if i == shape.c { Some(&c_buf) } else { s.as_ref() })
                     .collect();
                 if let Some(bufs) = bufs {
-                    match measure::cublas(&g, shape, &bufs, &prepared.args[shape.c], o.warmup, o.repeat) {
+                    match measure::cublas(g, shape, &bufs, &prepared.args[shape.c], o.warmup, o.repeat) {
                         Ok((t, _)) => cublas_ms = Some(t),
                         Err(e) => notes.push(format!("no cuBLAS baseline: {e}")),
                     }
@@ -319,12 +408,17 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                     }
                 }
                 let t0 = Instant::now();
-                let loaded =
-                    eval::par_map(&fresh, jobs, &|c| eval::gpu_build(&g, &module, &o.schedule, &space, c), &|| {});
+                let (limit, arch) = (g.max_shared_per_block_optin(), g.arch());
+                let built = eval::par_map(
+                    &fresh,
+                    jobs,
+                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch),
+                    &|| {},
+                );
                 compile_wall_s += t0.elapsed().as_secs_f64();
                 let t1 = Instant::now();
-                for l in loaded {
-                    let eval::Measured { trial: t, lost } = bench.measure(l);
+                for m in measure_on_devices(&benches, &built) {
+                    let eval::Measured { trial: t, lost } = m;
                     if !t.reached_device && budget < space_size {
                         pb.inc_length(1);
                     }
