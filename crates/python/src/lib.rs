@@ -254,6 +254,26 @@ fn tune_cli(argv: Vec<String>) -> (u8, String, String) {
     (code, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&errs).into_owned())
 }
 
+/// The candidates of a schedule's tuning space (its `space={...}`, narrowed
+/// by `space` and `params` as `--space` and `-p` do), each as `-p` pairs.
+#[pyfunction]
+#[pyo3(signature = (source, filename, schedule, defines=vec![], params=vec![], space=vec![]))]
+fn tune_space(
+    source: &str,
+    filename: &str,
+    schedule: &str,
+    defines: Vec<(String, i64)>,
+    params: Vec<(String, String)>,
+    space: Vec<String>,
+) -> PyResult<Vec<Vec<(String, String)>>> {
+    let m = tirc::compile::load(source, &defines)
+        .map_err(|ds| err(ds.iter().map(|d| d.render(filename, source)).collect::<Vec<_>>().join("")))?;
+    let def = m.schedule(schedule).ok_or_else(|| err(format!("the file has no schedule `{schedule}`")))?;
+    let parsed = tirc::tune::space::parse_space_args(&space).map_err(err)?;
+    let s = tirc::tune::space::Space::resolve(def, &parsed, &params).map_err(err)?;
+    Ok(s.candidates().iter().map(|c| s.overrides(c)).collect())
+}
+
 /// Whether a CUDA driver and device are present (else the reason).
 #[pyfunction]
 fn gpu_available() -> (bool, String) {
@@ -272,6 +292,7 @@ fn _tirc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(tune_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_space, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_available, m)?)?;
     Ok(())
 }

@@ -315,9 +315,19 @@ def _current_stream(x, device):
 
 
 def tune(path, schedule, *, defines=None, params=None, space=None, target="cuda", budget=None,
-         strategy=None, db=None, repeat=None, warmup=None, seed=None):
+         strategy=None, db=None, repeat=None, warmup=None, seed=None, cluster=None, ray_address=None):
     """``tirc tune``: checks (and on the GPU times) every candidate of a
-    schedule's space; returns the JSON report as a dict, candidates ranked."""
+    schedule's space; returns the JSON report as a dict, candidates ranked.
+
+    ``cluster="ray"`` spreads the candidates over a Ray cluster instead
+    (``ray_address``, or a local instance): one task per candidate, with one
+    GPU each on ``target="cuda"``; their database records are appended to
+    ``db``, and the report lists every candidate with the best first."""
+    if cluster == "ray":
+        return _tune_ray(path, schedule, defines or {}, params or {}, space or {}, target, budget, db,
+                         repeat, warmup, seed, ray_address)
+    if cluster is not None:
+        raise ValueError(f"cluster={cluster!r}: the clusters tirc knows are: 'ray'")
     argv = ["tune", os.fspath(path), "-s", schedule, "--target", target, "--json", "--no-progress"]
     for k, v in (defines or {}).items():
         argv += ["-D", f"{k}={v}"]
@@ -333,3 +343,104 @@ def tune(path, schedule, *, defines=None, params=None, space=None, target="cuda"
     if code != 0 and not out.strip():
         raise TircError(err.strip() or f"tirc tune exited with {code}")
     return json.loads(out)
+
+
+def _ray_reachable(address):
+    """Raises TircError unless a TCP connection to a Ray address opens
+    within five seconds (ray.init itself may wait a minute)."""
+    import socket
+
+    host_port = address.split("://", 1)[-1]
+    if host_port in ("auto", "local"):
+        return
+    host, _, port = host_port.rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except (OSError, ValueError) as e:
+        raise TircError(f"cannot reach the Ray cluster at {address}: {e}") from None
+
+
+def _ray_candidate(source, name, schedule, defines, overrides, target, db_text, extra):
+    """One Ray task: tunes a space of one candidate in a scratch folder and
+    returns its report and the database records it added."""
+    import tempfile as _tempfile
+
+    with _tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        db = os.path.join(d, "db.jsonl")
+        with open(db, "w", encoding="utf-8") as f:
+            f.write(db_text)
+        argv = ["tune", path, "-s", schedule, "--target", target, "--json", "--no-progress", "--db", db]
+        for k, v in defines.items():
+            argv += ["-D", f"{k}={v}"]
+        for k, v in overrides:
+            argv += ["-p", f"{k}={v}"]
+        code, out, err = _tirc.tune_cli(argv + extra)
+        with open(db, encoding="utf-8") as f:
+            added = f.read()[len(db_text):]
+        report = json.loads(out) if out.strip() else {"status": "error", "error": err.strip()}
+        return report, added
+
+
+def _tune_ray(path, schedule, defines, params, space, target, budget, db, repeat, warmup, seed, address):
+    try:
+        import ray
+    except ImportError:
+        raise TircError("cluster='ray' needs Ray: pip install ray") from None
+    import random
+
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    space_args = [f"{k}=" + ",".join(str(v) for v in vs) for k, vs in space.items()]
+    cands = _tirc.tune_space(source, path, schedule, [(k, int(v)) for k, v in defines.items()],
+                             [(str(k), str(v)) for k, v in params.items()], space_args)
+    if budget is not None:
+        random.Random(seed or 0).shuffle(cands)
+        cands = cands[:budget]
+    extra = []
+    for flag, v in (("--repeat", repeat), ("--warmup", warmup), ("--seed", seed)):
+        if v is not None:
+            extra += [flag, str(v)]
+    if not ray.is_initialized():
+        if address:
+            _ray_reachable(address)
+        try:
+            ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        except Exception as e:  # Ray raises many kinds
+            raise TircError(f"cannot start or reach Ray ({address or 'a local instance'}): {e}") from None
+    db = os.fspath(db) if db is not None else os.path.join(os.getcwd(), "tirc-tune.jsonl")
+    db_text = ""
+    if os.path.exists(db):
+        with open(db, encoding="utf-8") as f:
+            db_text = f.read()
+    task = ray.remote(num_gpus=1 if target == "cuda" else 0)(_ray_candidate)
+    refs = [task.remote(source, os.path.basename(path), schedule, defines, c, target, db_text, extra) for c in cands]
+    results = ray.get(refs)
+    candidates, errors = [], []
+    with open(db, "a", encoding="utf-8") as f:
+        for (report, added), c in zip(results, cands):
+            f.write(added)
+            if report.get("status") == "error" or not report.get("candidates"):
+                errors.append({"params": dict(c), "error": report.get("error", "no result")})
+                continue
+            candidates.extend(report["candidates"])
+    timed = [c for c in candidates if c.get("status") == "ok" and c.get("time_ms") is not None]
+    timed.sort(key=lambda c: c["time_ms"])
+    ok = [c for c in candidates if c.get("status") == "ok"]
+    rest = [c for c in candidates if c not in timed]
+    return {
+        "status": "ok" if ok and not errors else "error",
+        "cluster": "ray",
+        "file": path,
+        "schedule": schedule,
+        "target": target,
+        "workers": len(ray.nodes()),
+        "space_size": len(cands),
+        "best": timed[0]["params"] if timed else None,
+        "candidates": timed + rest,
+        "errors": errors,
+        "db": db,
+    }

@@ -24,6 +24,8 @@ def tune(
     repeat: Optional[int] = ...,
     warmup: Optional[int] = ...,
     seed: Optional[int] = ...,
+    cluster: Optional[str] = ...,
+    ray_address: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
 
 class Module:
