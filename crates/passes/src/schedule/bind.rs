@@ -16,7 +16,9 @@
 //!    outer loop (placed by `compute_at` while that loop was still serial,
 //!    so each of its iterations copies its own tile) cannot be shared: bind
 //!    the outer loop before `compute_at`.
-//! 5. Every loop bound to one axis has the same extent, and the threads of a
+//! 5. Every loop bound to one axis in the loop's top-level nest (the root
+//!    block's statement that holds it: a kernel of its own once
+//!    `split_kernels` has run) has the same extent, and the threads of a
 //!    block number at most 1024.
 
 use super::tree::{get_loop, replace_loop};
@@ -112,7 +114,9 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     }
     // 5.
     let mut extents: Vec<(ThreadTag, i64)> = Vec::new();
-    sch.func.body.walk(&mut |s| {
+    let nests = super::cache::root_stmts(&sch.func.body);
+    let nest = nests.iter().find(|s| super::tree::find_loop(s, lp).is_some()).unwrap_or(&sch.func.body);
+    nest.walk(&mut |s| {
         if let Stmt::For(f) = s {
             if let (ForKind::ThreadBinding(t), Some(e)) = (f.kind, f.extent.as_int()) {
                 extents.push((t, e));

@@ -9,8 +9,8 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, reorder, split, storage_align,
-    Schedule, ScheduleError,
+    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder, split,
+    storage_align, Schedule, ScheduleError,
 };
 use crate::transform::inject_software_pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
@@ -53,7 +53,7 @@ type R<T> = Result<T, Diagnostic>;
 type CallArgs = (Vec<(Value, Span)>, Vec<(String, Value, Span)>);
 
 /// The primitives tirc implements, for suggestions.
-const PRIMITIVES: [&str; 25] = [
+const PRIMITIVES: [&str; 26] = [
     "get_block",
     "get_sblock",
     "get_loops",
@@ -79,10 +79,11 @@ const PRIMITIVES: [&str; 25] = [
     "compute_at",
     "reverse_compute_at",
     "storage_align",
+    "pad_einsum",
 ];
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-const NOT_YET: [&str; 6] = ["tensorize", "blockize", "transform_layout", "rfactor", "reindex", "pad_einsum"];
+const NOT_YET: [&str; 5] = ["tensorize", "blockize", "transform_layout", "rfactor", "reindex"];
 
 /// Runs the schedule `def` on a fresh schedule of its function. `params`
 /// override the script's parameter defaults.
@@ -551,6 +552,7 @@ impl Interp<'_> {
             "compute_at" | "reverse_compute_at" => &["block", "loop", "preserve_unit_loops", "index"],
             "work_on" => &["func_name"],
             "storage_align" => &["block", "buffer_index", "axis", "factor", "offset"],
+            "pad_einsum" => &["block", "padding"],
             _ if NOT_YET.contains(&name) => {
                 return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet")))
             }
@@ -766,6 +768,32 @@ impl Interp<'_> {
                 storage_align::storage_align(&mut self.sch, &b, index, axis, factor, offset)
                     .map(|_| Value::None)
                     .map_err(fail)
+            }
+            "pad_einsum" => {
+                let b = self.as_block(&need(0)?)?;
+                let (v, s) = need(1)?;
+                let items = match v {
+                    Value::List(items) | Value::Tuple(items) => items,
+                    o => {
+                        return Err(Diagnostic::at(
+                            s,
+                            format!("`padding` must be a list of integers, not {}", o.kind()),
+                        ))
+                    }
+                };
+                let mut padding = Vec::new();
+                for it in items {
+                    match it {
+                        Value::Int(i) => padding.push(i),
+                        o => {
+                            return Err(Diagnostic::at(
+                                s,
+                                format!("`padding` must be a list of integers; it holds {}", o.kind()),
+                            ))
+                        }
+                    }
+                }
+                pad_einsum::pad_einsum(&mut self.sch, &b, &padding).map(|_| Value::None).map_err(fail)
             }
             _ => Err(Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`"))),
         }

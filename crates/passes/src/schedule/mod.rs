@@ -17,6 +17,7 @@ pub mod get;
 pub mod inline;
 pub mod interp;
 pub mod loop_kind;
+pub mod pad_einsum;
 pub mod reorder;
 pub mod split;
 pub mod storage_align;

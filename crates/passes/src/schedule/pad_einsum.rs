@@ -1,0 +1,403 @@
+//! `pad_einsum(block, padding)`: the block's iteration space grows to
+//! multiples of `padding` (one factor per block variable, in order), so that
+//! splits by those factors need no `T.where` predicate, as TVM's primitive
+//! of that name does.
+//!
+//! Each variable `v` of extent `n` gets the extent `ceil(n / p) * p`, and
+//! the loop bound to it grows with it. Each buffer the block reads along a
+//! grown variable is read through a padded copy, `<buffer>_pad`, made by a
+//! new block of that name before the block's loop nest: `X_pad[v] =
+//! T.if_then_else(v < n, X[v], 0)`. The buffer it writes, if indexed by a
+//! grown variable, becomes `<buffer>_pad` too, and a block of that name
+//! after the nest copies the original extent back. The padded elements of
+//! the result are computed and dropped; a reduction over a grown variable
+//! adds terms that are zero.
+//!
+//! Preconditions, checked in this order:
+//! 1. The block is in the function, in the root block's scope.
+//! 2. `padding` has one positive integer per block variable.
+//! 3. The block has no predicate (`T.where`) and each of its variables is
+//!    bound to a loop of its own over exactly its domain, from 0.
+//! 4. The block is an einsum: it stores to one buffer, and every buffer
+//!    access indexes each dimension by one block variable, the same ones at
+//!    every access of a buffer; a buffer the block reads and writes is its
+//!    output, read only by the update of a reduction with an init.
+//! 5. A grown reduction variable `k` adds terms that are zero: the update
+//!    is `C = C + e`, and `e` is a product (casts allowed) with a factor
+//!    read along `k` from a padded copy, whose new elements are zero.
+//! 6. Each grown loop runs this block only.
+
+use super::cache::{root_stmts, top_level_owner};
+use super::tree::{find_block, fresh_loop_name, loops_above};
+use super::{BlockRV, Result, Schedule, ScheduleError};
+use tirc_ir::subst::replace_buffers_stmt;
+use tirc_ir::{
+    BinOp, Block, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, IterKind, IterVar, Range, Stmt, Var,
+};
+
+pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Result<()> {
+    // 1.
+    let r = find_block(&sch.func.body, block)
+        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .clone();
+    if block == "root" || top_level_owner(&sch.func.body, block).as_deref() != Some("root") {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` is not in the root block's scope; tirc pads blocks of the root scope only"
+        )));
+    }
+    // 2.
+    let n = r.block.iter_vars.len();
+    if padding.len() != n || padding.iter().any(|p| *p < 1) {
+        return Err(ScheduleError::new(format!(
+            "the padding of block `{block}` must be {n} positive integers, one per block variable ({}); got {padding:?}",
+            r.block.iter_vars.iter().map(|iv| iv.var.name()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    // 3.
+    if r.predicate.as_bool() != Some(true) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` has a predicate (T.where): pad it before a split that does not divide"
+        )));
+    }
+    let loops = loops_above(&sch.func.body, block).unwrap_or_default();
+    let mut bound: Vec<&For> = Vec::new();
+    for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
+        let l = e.as_var().and_then(|v| loops.iter().find(|l| &l.var == v));
+        let extent = iv.dom.extent.as_int();
+        match l {
+            Some(l)
+                if iv.dom.min.as_int() == Some(0)
+                    && l.min.as_int() == Some(0)
+                    && extent.is_some()
+                    && l.extent.as_int() == extent
+                    && !bound.iter().any(|b| b.var == l.var) =>
+            {
+                bound.push(l)
+            }
+            _ => {
+                return Err(ScheduleError::new(format!(
+                    "variable `{}` of block `{block}` is not bound to a loop of its own over its whole domain",
+                    iv.var.name()
+                ))
+                .help("pad the block before splitting or fusing its loops"))
+            }
+        }
+    }
+    // 4.
+    let accesses = einsum_accesses(&r.block, block)?;
+    let Stmt::Store { buffer: out, value: update, .. } = &r.block.body else {
+        return Err(ScheduleError::new(format!("block `{block}` is not an einsum: its body is not one store")));
+    };
+    let reads_out = accesses.iter().any(|(b, _, read)| b == out && *read);
+    if reads_out && (r.block.init.is_none() || !r.block.iter_vars.iter().any(|iv| iv.kind == IterKind::Reduce)) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` reads `{}`, which it writes, without being a reduction with an init: its padded copy \
+             would start without the buffer's contents",
+            out.name()
+        )));
+    }
+    // The new extents.
+    let mut grown: Vec<(Var, i64, i64)> = Vec::new(); // (block variable, old, new)
+    for (iv, p) in r.block.iter_vars.iter().zip(padding) {
+        let old = iv.dom.extent.as_int().unwrap_or(0);
+        let new = (old + p - 1) / p * p;
+        if new != old {
+            grown.push((iv.var.clone(), old, new));
+        }
+    }
+    let grows = |v: &Var| grown.iter().any(|(g, _, _)| g == v);
+    // 5.
+    for (iv, _) in r.block.iter_vars.iter().zip(padding) {
+        if iv.kind == IterKind::Reduce && grows(&iv.var) && !zero_terms(update, out, &iv.var) {
+            return Err(ScheduleError::new(format!(
+                "padding reduction variable `{}` of block `{block}` adds terms that may not be zero: the update \
+                 must be `{o}[..] = {o}[..] + a * b * ..` with a factor read along `{}`",
+                iv.var.name(),
+                iv.var.name(),
+                o = out.name()
+            ))
+            .help("pad the reduction variable by 1 (leave it as it is)"));
+        }
+    }
+    // 6.
+    for (l, iv) in bound.iter().zip(&r.block.iter_vars) {
+        if !grows(&iv.var) {
+            continue;
+        }
+        if let Some(other) = l.body.blocks().iter().find(|b| b.block.name != *block) {
+            return Err(ScheduleError::new(format!(
+                "loop `{}` also runs block `{}`, which would run on the padded iterations too",
+                l.var.name(),
+                other.block.name
+            )));
+        }
+    }
+    if grown.is_empty() {
+        sch.record(format!("sch.pad_einsum({block}, {padding:?})"));
+        return Ok(());
+    }
+    // The padded buffers: those accessed along a grown variable.
+    let mut taken: Vec<String> = sch.func.params.iter().map(|b| b.name().to_string()).collect();
+    for b in sch.func.body.blocks() {
+        taken.push(b.block.name.clone());
+        taken.extend(b.block.alloc_buffers.iter().map(|x| x.name().to_string()));
+    }
+    let mut map: Vec<(Buffer, Buffer)> = Vec::new();
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    let mut root = sch.func.body.clone();
+    for (buf, vars, _) in &accesses {
+        if !vars.iter().any(grows) || map.iter().any(|(b, _)| b == buf) {
+            continue;
+        }
+        let shape: Vec<Expr> = vars
+            .iter()
+            .zip(buf.shape())
+            .map(|(v, s)| match grown.iter().find(|(g, _, _)| g == v) {
+                Some((_, _, new)) => Expr::int(*new),
+                None => s.clone(),
+            })
+            .collect();
+        let name = unique(&taken, &format!("{}_pad", buf.name()));
+        taken.push(name.clone());
+        let padded = Buffer::new(name.clone(), buf.dtype(), shape.clone(), buf.scope());
+        if buf == out {
+            after.push(copy_nest(&mut root, &name, buf.shape(), buf, &padded, None));
+        } else {
+            before.push(copy_nest(&mut root, &name, &shape, &padded, buf, Some(buf.shape())));
+        }
+        map.push((buf.clone(), padded));
+    }
+    // The block and its grown loops.
+    let top =
+        root_stmts(&sch.func.body).iter().position(|s| s.blocks().iter().any(|b| b.block.name == *block)).unwrap_or(0);
+    let new_extent = |v: &Var| grown.iter().find(|(g, _, _)| g == v).map(|(_, _, n)| *n);
+    let loop_extent: Vec<(Var, i64)> = bound
+        .iter()
+        .zip(&r.block.iter_vars)
+        .filter_map(|(l, iv)| new_extent(&iv.var).map(|n| (l.var.clone(), n)))
+        .collect();
+    let nest = finish(&root_stmts(&sch.func.body)[top], block, &loop_extent, &new_extent, &map);
+    let mut stmts = Vec::new();
+    for (i, s) in root_stmts(&sch.func.body).into_iter().enumerate() {
+        if i == top {
+            stmts.append(&mut before);
+            stmts.push(nest.clone());
+            stmts.append(&mut after);
+        } else {
+            stmts.push(s);
+        }
+    }
+    let allocs: Vec<Buffer> = map.iter().map(|(_, p)| p.clone()).collect();
+    sch.func.body = match &sch.func.body {
+        Stmt::Block(x) if x.block.name == "root" => {
+            let mut x = (**x).clone();
+            x.block.body = Stmt::seq(stmts);
+            x.block.alloc_buffers.extend(allocs);
+            Stmt::Block(Box::new(x))
+        }
+        _ => tirc_ir::resolve::root_block(Stmt::seq(stmts), allocs),
+    };
+    sch.record(format!("sch.pad_einsum({block}, {padding:?})"));
+    Ok(())
+}
+
+/// Grows the loops of `loop_extent` and the block below them, all the way down.
+fn finish(
+    s: &Stmt,
+    block: &str,
+    loop_extent: &[(Var, i64)],
+    new_extent: &dyn Fn(&Var) -> Option<i64>,
+    map: &[(Buffer, Buffer)],
+) -> Stmt {
+    match s {
+        Stmt::For(l) => {
+            let mut l = (**l).clone();
+            if let Some((_, n)) = loop_extent.iter().find(|(v, _)| v == &l.var) {
+                l.extent = Expr::int(*n);
+            }
+            l.body = finish(&l.body, block, loop_extent, new_extent, map);
+            Stmt::For(Box::new(l))
+        }
+        Stmt::Block(x) if x.block.name == block => {
+            let mut x = (**x).clone();
+            for iv in x.block.iter_vars.iter_mut() {
+                if let Some(n) = new_extent(&iv.var) {
+                    iv.dom = Range::from_extent(Expr::int(n));
+                }
+            }
+            replace_buffers_stmt(&Stmt::Block(Box::new(x)), map)
+        }
+        s => s.map_children(|c| finish(c, block, loop_extent, new_extent, map)),
+    }
+}
+
+/// Every buffer access of the block as (buffer, the block variable of each
+/// dimension, whether it is a read); or why the block is not an einsum.
+fn einsum_accesses(b: &Block, name: &str) -> Result<Vec<(Buffer, Vec<Var>, bool)>> {
+    let vars: Vec<&Var> = b.iter_vars.iter().map(|iv| &iv.var).collect();
+    let mut out: Vec<(Buffer, Vec<Var>, bool)> = Vec::new();
+    let mut error = None;
+    let mut note = |buf: &Buffer, idx: &[Expr], read: bool| {
+        if error.is_some() {
+            return;
+        }
+        let mut dims = Vec::new();
+        for e in idx {
+            match e.as_var().filter(|v| vars.contains(v)) {
+                Some(v) if !dims.contains(v) => dims.push(v.clone()),
+                _ => {
+                    error = Some(format!(
+                        "block `{name}` is not an einsum: `{}` is indexed by `{}`, not by one block variable per dimension",
+                        buf.name(),
+                        tirc_ir::printer::print_expr(e)
+                    ));
+                    return;
+                }
+            }
+        }
+        match out.iter_mut().find(|(x, _, _)| x == buf) {
+            Some((_, d, r)) if *d == dims => *r |= read,
+            Some(_) => {
+                error =
+                    Some(format!("block `{name}` is not an einsum: `{}` is accessed at different indices", buf.name()))
+            }
+            None => out.push((buf.clone(), dims, read)),
+        }
+    };
+    let mut stores = 0;
+    for s in b.init.iter().chain(std::iter::once(&b.body)) {
+        s.walk(&mut |x| {
+            if let Stmt::Store { buffer, indices, value } = x {
+                stores += 1;
+                note(buffer, indices, false);
+                value.walk(&mut |e| {
+                    if let Expr::Load(lb, li) = e {
+                        note(lb, li, true);
+                    }
+                });
+            } else if !matches!(x, Stmt::Seq(_)) {
+                x.for_each_expr(|e| {
+                    e.walk(&mut |y| {
+                        if let Expr::Load(lb, li) = y {
+                            note(lb, li, true);
+                        }
+                    })
+                });
+            }
+        });
+    }
+    if let Some(e) = error {
+        return Err(ScheduleError::new(e));
+    }
+    if stores != b.init.iter().count() + 1 || !matches!(b.body, Stmt::Store { .. }) {
+        return Err(ScheduleError::new(format!(
+            "block `{name}` is not an einsum: its body (and init) must be one store each"
+        )));
+    }
+    Ok(out)
+}
+
+/// Whether `update` is `out[..] + e` with `e` zero whenever a buffer read
+/// along `k` is zero: a product, through casts, with such a factor.
+fn zero_terms(update: &Expr, out: &Buffer, k: &Var) -> bool {
+    let Expr::Binary(BinOp::Add, a, b) = update else { return false };
+    let is_out = |e: &Expr| matches!(e, Expr::Load(x, _) if x == out);
+    let term = if is_out(a) {
+        b
+    } else if is_out(b) {
+        a
+    } else {
+        return false;
+    };
+    fn has_zero_factor(e: &Expr, k: &Var) -> bool {
+        match e {
+            Expr::Cast(_, x) => has_zero_factor(x, k),
+            Expr::Binary(BinOp::Mul, x, y) => has_zero_factor(x, k) || has_zero_factor(y, k),
+            Expr::Load(_, idx) => idx.iter().any(|i| i.as_var() == Some(k)),
+            _ => false,
+        }
+    }
+    has_zero_factor(term, k)
+}
+
+fn unique(taken: &[String], base: &str) -> String {
+    if !taken.iter().any(|t| t == base) {
+        return base.to_string();
+    }
+    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.iter().any(|t| t == n)).unwrap_or_default()
+}
+
+/// A loop nest over `shape` with one block `name` storing `dst[v] = src[v]`,
+/// or, with `bounds`, `dst[v] = T.if_then_else(v < bounds, src[v], 0)`.
+fn copy_nest(root: &mut Stmt, name: &str, shape: &[Expr], dst: &Buffer, src: &Buffer, bounds: Option<&[Expr]>) -> Stmt {
+    let mut loops = Vec::new();
+    let mut iter_vars = Vec::new();
+    for (d, extent) in shape.iter().enumerate() {
+        let lv = Var::new(fresh_loop_name(root, &format!("i{d}")), DType::I32);
+        // Later names stay fresh against this one.
+        *root = Stmt::seq(vec![
+            root.clone(),
+            Stmt::For(Box::new(For {
+                var: lv.clone(),
+                min: Expr::int(0),
+                extent: Expr::int(1),
+                kind: ForKind::Serial,
+                annotations: vec![],
+                body: Stmt::NoOp,
+            })),
+        ]);
+        loops.push((lv, extent.clone()));
+        iter_vars.push(IterVar {
+            var: Var::new(format!("v{d}"), DType::I32),
+            dom: Range::from_extent(extent.clone()),
+            kind: IterKind::Spatial,
+        });
+    }
+    let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
+    let load = Expr::Load(src.clone(), idx.clone());
+    let value = match bounds {
+        None => load,
+        Some(b) => {
+            let conds: Vec<Expr> = idx
+                .iter()
+                .zip(b)
+                .zip(shape)
+                .filter(|((_, old), new)| old.as_int() != new.as_int())
+                .map(|((i, old), _)| Expr::binary(BinOp::Lt, i.clone(), old.clone()))
+                .collect();
+            let zero = if src.dtype().is_float() { Expr::Float(0.0, src.dtype()) } else { Expr::Int(0, src.dtype()) };
+            Expr::Select(Box::new(crate::arith::all_of(conds)), Box::new(load), Box::new(zero))
+        }
+    };
+    let point = |b: &Buffer| BufferRegion {
+        buffer: b.clone(),
+        region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
+    };
+    let block = Block {
+        name: name.to_string(),
+        iter_vars,
+        reads: vec![point(src)],
+        writes: vec![point(dst)],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: Stmt::Store { buffer: dst.clone(), indices: idx, value },
+    };
+    let mut s = Stmt::Block(Box::new(BlockRealize {
+        iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),
+        predicate: Expr::bool(true),
+        block,
+    }));
+    for (v, extent) in loops.into_iter().rev() {
+        s = Stmt::For(Box::new(For {
+            var: v,
+            min: Expr::int(0),
+            extent,
+            kind: ForKind::Serial,
+            annotations: vec![],
+            body: s,
+        }));
+    }
+    s
+}
