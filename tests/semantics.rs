@@ -6,15 +6,16 @@
 //! places barriers on, shared memory must also be free of races.
 
 use tirc::compile::load;
-use tirc::verify::sim_check_with;
+use tirc::verify::sim_check_kernels_with;
 use tirc_exec::sim::SimOptions;
-use tirc_ir::PrimFunc;
+use tirc_ir::{Buffer, PrimFunc};
 use tirc_passes::schedule::interp::run_schedule_observed;
 use tirc_passes::transform;
+use tirc_passes::transform::split_kernels::split_kernels;
 use tirc_tests::{examples, read, test_params, test_sizes};
 
-fn check(what: &str, original: &PrimFunc, f: &PrimFunc, seed: u64, ignore_races: bool) {
-    match sim_check_with(original, f, seed, SimOptions { ignore_races, ..Default::default() }) {
+fn check(what: &str, original: &PrimFunc, fs: &[PrimFunc], inter: &[Buffer], seed: u64, ignore_races: bool) {
+    match sim_check_kernels_with(original, fs, inter, seed, SimOptions { ignore_races, ..Default::default() }) {
         Ok((e, tol)) => assert!(
             e.rel_err <= tol && e.non_finite == 0,
             "{what}: rel_err {:.3e} > {tol:.1e} ({} non-finite)",
@@ -25,9 +26,10 @@ fn check(what: &str, original: &PrimFunc, f: &PrimFunc, seed: u64, ignore_races:
     }
 }
 
-/// One function to check: what it is, the reference, the seed, and whether
-/// races are ignored.
-type Job = (String, PrimFunc, PrimFunc, u64, bool);
+/// One function to check: what it is, the reference, the kernels it is (one
+/// unless `split_kernels` made several) with the intermediates between them,
+/// the seed, and whether races are ignored.
+type Job = (String, PrimFunc, Vec<PrimFunc>, Vec<Buffer>, u64, bool);
 
 #[test]
 fn every_primitive_and_pass_preserves_the_result() {
@@ -47,26 +49,39 @@ fn every_primitive_and_pass_preserves_the_result() {
                     .unwrap_or_else(|e| panic!("{} {}: {}", ex.display(), s.name, e.message));
             for (step, f) in steps {
                 seed += 1;
-                jobs.push((format!("{} {} after `{step}`", ex.display(), s.name), original.clone(), f, seed, false));
+                let what = format!("{} {} after `{step}`", ex.display(), s.name);
+                jobs.push((what, original.clone(), vec![f], vec![], seed, false));
             }
-            let mut after = Vec::new();
-            transform::lower(sch.func, |p, f| after.push((p, f.clone()))).unwrap_or_else(|e| panic!("{}", e.message));
+            // Each kernel through the passes; the function after pass p is
+            // every kernel after pass p.
+            let (kernels, inter) = split_kernels(&sch.func);
+            let mut after: Vec<Vec<(&str, PrimFunc)>> = Vec::new();
+            for k in kernels {
+                let mut a = Vec::new();
+                transform::lower(k, |p, f| a.push((p, f.clone()))).unwrap_or_else(|e| panic!("{}", e.message));
+                after.push(a);
+            }
             // Between extract_launch and insert_barriers, threads of a block
             // share memory without barriers yet: check the values only.
             let barriers = transform::pass_names().iter().position(|p| *p == "insert_barriers").unwrap_or(0);
-            for (i, (pass, f)) in after.into_iter().enumerate() {
+            for (i, pass) in transform::pass_names().iter().enumerate() {
                 seed += 1;
                 let what = format!("{} {} after pass {pass}", ex.display(), s.name);
-                jobs.push((what, original.clone(), f, seed, i < barriers));
+                let fs: Vec<PrimFunc> = after.iter().map(|a| a[i].1.clone()).collect();
+                jobs.push((what, original.clone(), fs, inter.clone(), seed, i < barriers));
             }
             // Smaller tiles stood in for the default ones above; the kernel of
             // the default parameters is checked too, once lowered.
             if !params.is_empty() {
                 let sch = run_schedule_observed(&module, s, &[], &mut |_, _| {})
                     .unwrap_or_else(|e| panic!("{} {}: {}", ex.display(), s.name, e.message));
-                let lowered = transform::lower(sch.func, |_, _| {}).unwrap_or_else(|e| panic!("{}", e.message));
+                let (kernels, inter) = split_kernels(&sch.func);
+                let lowered: Vec<PrimFunc> = kernels
+                    .into_iter()
+                    .map(|k| transform::lower(k, |_, _| {}).unwrap_or_else(|e| panic!("{}", e.message)))
+                    .collect();
                 let what = format!("{} {} with default parameters, lowered", ex.display(), s.name);
-                jobs.push((what, original.clone(), lowered, seed + 1, false));
+                jobs.push((what, original.clone(), lowered, inter, seed + 1, false));
             }
         }
     }
@@ -78,8 +93,8 @@ fn every_primitive_and_pass_preserves_the_result() {
         for _ in 0..workers {
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((what, original, f, seed, ignore)) = jobs.get(i) else { break };
-                check(what, original, f, *seed, *ignore);
+                let Some((what, original, fs, inter, seed, ignore)) = jobs.get(i) else { break };
+                check(what, original, fs, inter, *seed, *ignore);
             });
         }
     });

@@ -154,6 +154,17 @@ pub fn sim_check_kernels(
     check_kernels(original, kernels, intermediates, seed, sim::SimOptions::default())
 }
 
+/// `sim_check_kernels` with simulator options.
+pub fn sim_check_kernels_with(
+    original: &PrimFunc,
+    kernels: &[PrimFunc],
+    intermediates: &[Buffer],
+    seed: u64,
+    opts: sim::SimOptions,
+) -> Result<(ErrorStats, f64), String> {
+    check_kernels(original, kernels, intermediates, seed, opts)
+}
+
 fn check_kernels(
     original: &PrimFunc,
     kernels: &[PrimFunc],
