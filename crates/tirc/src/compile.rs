@@ -70,18 +70,21 @@ impl Compiled {
 
 /// Parses and resolves a source text.
 pub fn load(src: &str, defines: &[(String, i64)]) -> Result<Module, Vec<Diagnostic>> {
-    let ast = tirc_parser::parse(src).map_err(|es| {
-        es.into_iter()
-            .map(|e| {
-                let d = Diagnostic::at(e.span, e.message);
-                match e.help {
-                    Some(h) => d.help(h),
-                    None => d,
-                }
-            })
-            .collect::<Vec<_>>()
-    })?;
+    let ast = tirc_parser::parse(src).map_err(parse_diagnostics)?;
     tirc_ir::resolve::resolve_module(&ast, defines)
+}
+
+/// The parser's errors as diagnostics.
+pub fn parse_diagnostics(es: Vec<tirc_parser::ParseError>) -> Vec<Diagnostic> {
+    es.into_iter()
+        .map(|e| {
+            let d = Diagnostic::at(e.span, e.message);
+            match e.help {
+                Some(h) => d.help(h),
+                None => d,
+            }
+        })
+        .collect()
 }
 
 pub fn compile(src: &str, req: &Request) -> Result<Compiled, Vec<Diagnostic>> {

@@ -182,15 +182,28 @@ fn new_copy(sch: &Schedule, buf: &Buffer, sc: Scope) -> (Buffer, String) {
 /// buffer; `read` says whether the copy reads `buf` (cache_read) or writes it.
 fn copy_nest(root: &Stmt, name: &str, buf: &Buffer, copy: &Buffer, read: bool) -> Stmt {
     let (src, dst) = if read { (buf, copy) } else { (copy, buf) };
+    copy_block_nest(&mut root.clone(), name, buf.shape(), "ax", dst, src, &|load, _| load)
+}
+
+/// A loop nest over `shape` (loops `<prefix>0, <prefix>1..`, fresh against
+/// `root`, which then holds them too, so that a later nest's names stay
+/// fresh) around one block `name` with variables `v0, v1..` that stores
+/// `dst[v] = value(src[v], v)`.
+pub(crate) fn copy_block_nest(
+    root: &mut Stmt,
+    name: &str,
+    shape: &[Expr],
+    prefix: &str,
+    dst: &Buffer,
+    src: &Buffer,
+    value: &dyn Fn(Expr, &[Expr]) -> Expr,
+) -> Stmt {
     let mut loops = Vec::new();
     let mut iter_vars = Vec::new();
-    let mut taken_root = root.clone();
-    for (d, extent) in buf.shape().iter().enumerate() {
-        let lname = fresh_loop_name(&taken_root, &format!("ax{d}"));
-        let lv = Var::new(lname, DType::I32);
-        // Keep later names fresh against this one too.
-        taken_root = Stmt::seq(vec![
-            taken_root,
+    for (d, extent) in shape.iter().enumerate() {
+        let lv = Var::new(fresh_loop_name(root, &format!("{prefix}{d}")), DType::I32);
+        *root = Stmt::seq(vec![
+            root.clone(),
             Stmt::For(Box::new(For {
                 var: lv.clone(),
                 min: Expr::int(0),
@@ -220,7 +233,11 @@ fn copy_nest(root: &Stmt, name: &str, buf: &Buffer, copy: &Buffer, read: bool) -
         init: None,
         alloc_buffers: vec![],
         annotations: vec![],
-        body: Stmt::Store { buffer: dst.clone(), indices: idx.clone(), value: Expr::Load(src.clone(), idx.clone()) },
+        body: Stmt::Store {
+            buffer: dst.clone(),
+            indices: idx.clone(),
+            value: value(Expr::Load(src.clone(), idx.clone()), &idx),
+        },
     };
     let mut s = Stmt::Block(Box::new(BlockRealize {
         iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),

@@ -27,13 +27,11 @@
 //!    read along `k` from a padded copy, whose new elements are zero.
 //! 6. Each grown loop runs this block only.
 
-use super::cache::{root_stmts, top_level_owner};
-use super::tree::{find_block, fresh_loop_name, loops_above};
+use super::cache::{copy_block_nest, root_stmts, top_level_owner};
+use super::tree::{find_block, loops_above};
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use tirc_ir::subst::replace_buffers_stmt;
-use tirc_ir::{
-    BinOp, Block, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, IterKind, IterVar, Range, Stmt, Var,
-};
+use tirc_ir::{BinOp, Block, Buffer, Expr, For, IterKind, Range, Stmt, Var};
 
 pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Result<()> {
     // 1.
@@ -331,32 +329,8 @@ fn unique(taken: &[String], base: &str) -> String {
 /// A loop nest over `shape` with one block `name` storing `dst[v] = src[v]`,
 /// or, with `bounds`, `dst[v] = T.if_then_else(v < bounds, src[v], 0)`.
 fn copy_nest(root: &mut Stmt, name: &str, shape: &[Expr], dst: &Buffer, src: &Buffer, bounds: Option<&[Expr]>) -> Stmt {
-    let mut loops = Vec::new();
-    let mut iter_vars = Vec::new();
-    for (d, extent) in shape.iter().enumerate() {
-        let lv = Var::new(fresh_loop_name(root, &format!("i{d}")), DType::I32);
-        // Later names stay fresh against this one.
-        *root = Stmt::seq(vec![
-            root.clone(),
-            Stmt::For(Box::new(For {
-                var: lv.clone(),
-                min: Expr::int(0),
-                extent: Expr::int(1),
-                kind: ForKind::Serial,
-                annotations: vec![],
-                body: Stmt::NoOp,
-            })),
-        ]);
-        loops.push((lv, extent.clone()));
-        iter_vars.push(IterVar {
-            var: Var::new(format!("v{d}"), DType::I32),
-            dom: Range::from_extent(extent.clone()),
-            kind: IterKind::Spatial,
-        });
-    }
-    let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
-    let load = Expr::Load(src.clone(), idx.clone());
-    let value = match bounds {
+    let zero = if src.dtype().is_float() { Expr::Float(0.0, src.dtype()) } else { Expr::Int(0, src.dtype()) };
+    let value = |load: Expr, idx: &[Expr]| match bounds {
         None => load,
         Some(b) => {
             let conds: Vec<Expr> = idx
@@ -366,38 +340,8 @@ fn copy_nest(root: &mut Stmt, name: &str, shape: &[Expr], dst: &Buffer, src: &Bu
                 .filter(|((_, old), new)| old.as_int() != new.as_int())
                 .map(|((i, old), _)| Expr::binary(BinOp::Lt, i.clone(), old.clone()))
                 .collect();
-            let zero = if src.dtype().is_float() { Expr::Float(0.0, src.dtype()) } else { Expr::Int(0, src.dtype()) };
-            Expr::Select(Box::new(crate::arith::all_of(conds)), Box::new(load), Box::new(zero))
+            Expr::Select(Box::new(crate::arith::all_of(conds)), Box::new(load), Box::new(zero.clone()))
         }
     };
-    let point = |b: &Buffer| BufferRegion {
-        buffer: b.clone(),
-        region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
-    };
-    let block = Block {
-        name: name.to_string(),
-        iter_vars,
-        reads: vec![point(src)],
-        writes: vec![point(dst)],
-        init: None,
-        alloc_buffers: vec![],
-        annotations: vec![],
-        body: Stmt::Store { buffer: dst.clone(), indices: idx, value },
-    };
-    let mut s = Stmt::Block(Box::new(BlockRealize {
-        iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),
-        predicate: Expr::bool(true),
-        block,
-    }));
-    for (v, extent) in loops.into_iter().rev() {
-        s = Stmt::For(Box::new(For {
-            var: v,
-            min: Expr::int(0),
-            extent,
-            kind: ForKind::Serial,
-            annotations: vec![],
-            body: s,
-        }));
-    }
-    s
+    copy_block_nest(root, name, shape, "i", dst, src, &value)
 }

@@ -10,7 +10,7 @@
 //! golden files are in, and what `tirc lower --emit scheduled` prints.
 
 use super::{read, report, FAIL};
-use crate::compile::load;
+use crate::compile::{load, parse_diagnostics};
 use tirc_ir::Diagnostic;
 
 #[derive(clap::Args)]
@@ -74,19 +74,8 @@ pub fn main(a: Args) -> u8 {
 
 /// The layout formatter; the file must parse (it need not resolve).
 fn layout(src: &str) -> Result<String, Vec<Diagnostic>> {
-    let to_diags = |es: Vec<tirc_parser::ParseError>| {
-        es.into_iter()
-            .map(|e| {
-                let d = Diagnostic::at(e.span, e.message);
-                match e.help {
-                    Some(h) => d.help(h),
-                    None => d,
-                }
-            })
-            .collect::<Vec<_>>()
-    };
-    tirc_parser::parse(src).map_err(to_diags)?;
-    tirc_parser::layout::format(src).map_err(to_diags)
+    tirc_parser::parse(src).map_err(parse_diagnostics)?;
+    tirc_parser::layout::format(src).map_err(parse_diagnostics)
 }
 
 /// The IR printer's form of every function.
