@@ -26,6 +26,9 @@ pub struct Compiled {
     pub original: PrimFunc,
     pub scheduled: PrimFunc,
     pub trace: Vec<String>,
+    /// The schedule as applied, as a script that replays it
+    /// (`Schedule::replay`); empty without a schedule.
+    pub replay: Vec<String>,
     /// The kernels, in launch order: one, unless the function's loop nests
     /// are bound to GPU threads separately (`split_kernels`).
     pub kernels: Vec<Kernel>,
@@ -54,6 +57,22 @@ impl Compiled {
     /// The lowered IR of every kernel, in launch order.
     pub fn lowered_text(&self) -> String {
         self.kernels.iter().map(|k| print_func(&k.lowered)).collect::<Vec<_>>().join("\n")
+    }
+
+    /// The schedule as applied, as a `@tirc.schedule` function named
+    /// `<schedule>_replay` that replays it with every parameter resolved.
+    pub fn replay_text(&self, schedule: &str) -> String {
+        let mut out = format!(
+            "# The schedule `{schedule}` as applied: each step with its parameters resolved, each\n# block and loop taken by name.\n@tirc.schedule(\"{}\")\ndef {schedule}_replay(sch):\n",
+            self.original.name
+        );
+        if self.replay.is_empty() {
+            out += "    pass\n";
+        }
+        for l in &self.replay {
+            out += &format!("    {l}\n");
+        }
+        out
     }
 
     /// The CUDA source of every kernel, each headed by its launch.
@@ -93,7 +112,7 @@ pub fn compile(src: &str, req: &Request) -> Result<Compiled, Vec<Diagnostic>> {
 }
 
 pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnostic> {
-    let (original, scheduled, trace) = match &req.schedule {
+    let (original, scheduled, trace, replay) = match &req.schedule {
         Some(name) => {
             let def = module.schedule(name).ok_or_else(|| {
                 let d = Diagnostic::new(format!("the file has no schedule `{name}`"));
@@ -101,7 +120,7 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
             })?;
             let sch = run_schedule(&module, def, &req.params)?;
             let original = module.func(&def.func).cloned().ok_or_else(|| Diagnostic::new("no function"))?;
-            (original, sch.func, sch.trace)
+            (original, sch.func, sch.trace, sch.replay)
         }
         None => {
             if !req.params.is_empty() {
@@ -127,7 +146,7 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
                     }
                 },
             };
-            (f.clone(), f, vec![])
+            (f.clone(), f, vec![], vec![])
         }
     };
     // Lowering and code generation know no finer place than the function.
@@ -145,7 +164,7 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         warnings.extend(transform::verify_local_indices::check(&lowered));
         kernels.push(Kernel { after, lowered, cuda });
     }
-    Ok(Compiled { module, original, scheduled, trace, kernels, intermediates, warnings })
+    Ok(Compiled { module, original, scheduled, trace, replay, kernels, intermediates, warnings })
 }
 
 /// `-D NAME=VALUE`: a module constant to override.

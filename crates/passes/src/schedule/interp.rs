@@ -15,7 +15,7 @@ use super::{
 use crate::transform::inject_software_pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
-use tirc_ir::{Attr, Var};
+use tirc_ir::{Attr, Stmt, Var};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 #[derive(Clone, Debug)]
@@ -136,7 +136,7 @@ pub fn run_schedule_observed(
         };
         env.push((p.name.clone(), v));
     }
-    let mut it = Interp { sch: Schedule::new(func.clone()), env, observe, pipelines: Vec::new() };
+    let mut it = Interp { sch: Schedule::new(func.clone()), handles: Vec::new(), env, observe, pipelines: Vec::new() };
     it.block(&def.body)?;
     // Software pipeline annotations are checked against the loop body as
     // the schedule leaves it, and reported at the line that made them.
@@ -159,6 +159,10 @@ pub fn run_schedule_observed(
 
 struct Interp<'o> {
     sch: Schedule,
+    /// The handles the replay script has given so far: a loop's name and
+    /// the identity of the loop it names (a name can come back for a new
+    /// loop), or a block's name (`None`).
+    handles: Vec<(String, Option<usize>)>,
     env: Vec<(String, Value)>,
     observe: &'o mut dyn FnMut(&str, &tirc_ir::PrimFunc),
     /// The loops given software pipeline annotations, with the span of the
@@ -460,9 +464,24 @@ impl Interp<'_> {
             if let Value::Sch = self.expr(value)? {
                 let (pos, kw) = self.args(args)?;
                 let steps = self.sch.trace.len();
+                // The handles a replay needs for this step, from the function
+                // as it is before the step.
+                let mut defs = Vec::new();
+                let mut handles = self.handles.clone();
+                for v in pos.iter().map(|p| &p.0).chain(kw.iter().map(|k| &k.1)) {
+                    self.define(v, &mut handles, &mut defs);
+                }
                 let out = self.primitive(&attr.name, attr.span, pos, kw, span)?;
                 if self.sch.trace.len() > steps {
                     let step = self.sch.trace[steps].clone();
+                    self.handles = handles;
+                    self.sch.replay.extend(defs);
+                    let lines = self.sch.trace.split_off(steps);
+                    for line in &lines {
+                        self.assigned(line);
+                        self.sch.replay.push(line.clone());
+                    }
+                    self.sch.trace.extend(lines);
                     (self.observe)(&step, &self.sch.func);
                 }
                 return Ok(out);
@@ -796,6 +815,54 @@ impl Interp<'_> {
                 pad_einsum::pad_einsum(&mut self.sch, &b, &padding).map(|_| Value::None).map_err(fail)
             }
             _ => Err(Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`"))),
+        }
+    }
+
+    /// Adds to `defs` the lines that give the blocks and loops of `v` a
+    /// handle in the replay script, unless they have one.
+    fn define(&self, v: &Value, handles: &mut Vec<(String, Option<usize>)>, defs: &mut Vec<String>) {
+        use super::tree::{find_loop, loops_above};
+        let root = &self.sch.func.body;
+        match v {
+            Value::List(items) | Value::Tuple(items) => items.iter().for_each(|x| self.define(x, handles, defs)),
+            Value::Block(b) if !handles.iter().any(|(n, k)| n == b && k.is_none()) => {
+                handles.push((b.clone(), None));
+                defs.push(format!("{b} = sch.get_block(\"{b}\")"));
+            }
+            Value::Loop(l) => {
+                if handles.iter().any(|(n, k)| n == l.name() && *k == Some(l.key())) {
+                    return;
+                }
+                // A block under the loop, and the loop's place above it.
+                let Some(lp) = find_loop(root, l) else { return };
+                let place = lp.body.blocks().into_iter().find_map(|r| {
+                    let above = loops_above(root, &r.block.name)?;
+                    above.iter().position(|x| x.var == *l).map(|i| (r.block.name.clone(), i))
+                });
+                let Some((b, i)) = place else { return };
+                self.define(&Value::Block(b.clone()), handles, defs);
+                handles.retain(|(n, _)| n != l.name());
+                handles.push((l.name().to_string(), Some(l.key())));
+                defs.push(format!("{} = sch.get_loops({b})[{i}]", l.name()));
+            }
+            _ => {}
+        }
+    }
+
+    /// Records the handles a trace line assigns (`a, b = sch.split(..)`).
+    fn assigned(&mut self, line: &str) {
+        let Some((lhs, _)) = line.split_once(" = sch.") else { return };
+        for name in lhs.split(',').map(str::trim) {
+            let mut found = None;
+            self.sch.func.body.walk(&mut |s| {
+                if let Stmt::For(f) = s {
+                    if f.var.name() == name {
+                        found = Some(f.var.key());
+                    }
+                }
+            });
+            self.handles.retain(|(n, _)| n != name);
+            self.handles.push((name.to_string(), found));
         }
     }
 

@@ -75,9 +75,9 @@ pub enum Target {
 pub fn annotate(sch: &mut Schedule, target: &Target, key: &str, value: Attr) -> Result<()> {
     edit_annotations(sch, target, |anns| {
         anns.retain(|(k, _)| k != key);
-        anns.push((key.to_string(), value));
+        anns.push((key.to_string(), value.clone()));
     })?;
-    sch.record(format!("sch.annotate({}, \"{key}\", ...)", target_name(target)));
+    sch.record(format!("sch.annotate({}, \"{key}\", {})", target_name(target), python(&value)));
     Ok(())
 }
 
@@ -124,4 +124,15 @@ fn edit_annotations(
         }
     };
     Ok(())
+}
+
+/// An annotation value as a schedule writes it.
+fn python(a: &Attr) -> String {
+    match a {
+        Attr::Int(v) => v.to_string(),
+        Attr::Float(v) => format!("{v:?}"),
+        Attr::Bool(b) => (if *b { "True" } else { "False" }).to_string(),
+        Attr::Str(s) => format!("{s:?}"),
+        Attr::List(v) => format!("[{}]", v.iter().map(python).collect::<Vec<_>>().join(", ")),
+    }
 }

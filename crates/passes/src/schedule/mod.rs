@@ -55,12 +55,19 @@ pub type Result<T> = std::result::Result<T, ScheduleError>;
 #[derive(Clone, Debug)]
 pub struct Schedule {
     pub func: PrimFunc,
+    /// Each applied step as it reads in a schedule (`C_local =
+    /// sch.cache_write(C, 0, "local")`), blocks and loops by name.
     pub trace: Vec<String>,
+    /// The trace as a script that replays it on the unscheduled function:
+    /// the steps, each preceded by the `sch.get_block` / `sch.get_loops`
+    /// lines that give its blocks and loops their handles
+    /// (`tirc lower --emit trace`).
+    pub replay: Vec<String>,
 }
 
 impl Schedule {
     pub fn new(func: PrimFunc) -> Schedule {
-        Schedule { func, trace: Vec::new() }
+        Schedule { func, trace: Vec::new(), replay: Vec::new() }
     }
 
     /// Records an applied step in the trace.

@@ -20,6 +20,9 @@ pub enum Emit {
     /// The block dependence graph of the scheduled function, in Graphviz's
     /// DOT (`| dot -Tsvg > blocks.svg`).
     Dot,
+    /// The schedule as applied, as a `@tirc.schedule` function that replays
+    /// it (parameters resolved, blocks and loops taken by name).
+    Trace,
 }
 
 #[derive(clap::Args)]
@@ -84,6 +87,13 @@ pub fn main(a: Args) -> u8 {
         Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
         Emit::Cuda => print!("{}", c.cuda_text()),
         Emit::Dot => print!("{}", tirc_passes::schedule::deps::dot(&c.scheduled)),
+        Emit::Trace => match &a.common.schedule {
+            Some(s) => print!("{}", c.replay_text(s)),
+            None => {
+                eprintln!("error: --emit trace needs --schedule: the trace is of a schedule");
+                return USAGE;
+            }
+        },
         Emit::Ptx => {
             if !tirc_exec::gpu::nvrtc_available() {
                 eprintln!(
