@@ -86,7 +86,14 @@ fn an_unbound_variable_and_an_unallocated_buffer_are_internal_errors() {
     let a = Buffer::new("A", DType::F32, vec![Expr::int(8)], Scope::Global);
     let lost = Buffer::new("T", DType::F32, vec![Expr::int(8)], Scope::Local);
     let x = Var::new("x", DType::I32);
-    let f = |body: Stmt| PrimFunc { name: "f".into(), params: vec![a.clone()], attrs: vec![], body, span: None };
+    let f = |body: Stmt| PrimFunc {
+        name: "f".into(),
+        params: vec![a.clone()],
+        attrs: vec![],
+        body,
+        span: None,
+        facts: Default::default(),
+    };
     let store =
         |b: &Buffer, i: Expr| Stmt::Store { buffer: b.clone(), indices: vec![i], value: Expr::Float(1.0, DType::F32) };
     let m = violation("lower_init", &f(store(&a, Expr::var(&x))));

@@ -48,6 +48,7 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
             attrs: vec![],
             body: root_block(item, vec![]),
             span: f.span,
+            facts: Default::default(),
         };
         let k = parallelize(k)?;
         kernels.push(transform::lower(k, |_, _| {})?);
@@ -173,7 +174,7 @@ pub fn to_f64(f: &PrimFunc) -> PrimFunc {
     };
     let params: Vec<Buffer> = f.params.iter().map(&mut retype).collect();
     let body = stmt(&f.body, &mut retype);
-    PrimFunc { name: f.name.clone(), params, attrs: f.attrs.clone(), body, span: f.span }
+    PrimFunc { name: f.name.clone(), params, attrs: f.attrs.clone(), body, span: f.span, facts: f.facts.clone() }
 }
 
 fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Expr {

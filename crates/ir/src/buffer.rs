@@ -48,6 +48,19 @@ impl Scope {
 #[derive(Clone)]
 pub struct Buffer(Arc<BufferNode>);
 
+/// Which buffer a buffer is, across the passes that reshape it: a new
+/// buffer (`Buffer::new`, `Buffer::derive`) gets a fresh one, and a buffer
+/// changed by `Buffer::with` (compacted, flattened, versioned, moved to
+/// another scope) keeps its own. Passes key the facts they hand on by it
+/// (`PassFacts`), never by name, which is only for printing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(u64);
+
+fn fresh_id() -> BufferId {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    BufferId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
 #[derive(Debug, Clone)]
 pub struct BufferNode {
     pub name: String,
@@ -56,6 +69,8 @@ pub struct BufferNode {
     pub scope: Scope,
     /// Stride padding requests, at most one per axis, sorted by axis.
     pub dim_align: Vec<DimAlign>,
+    /// Kept by `Buffer::with`.
+    id: BufferId,
 }
 
 /// Pad the stride of dimension `axis` so that `stride % factor == offset`.
@@ -76,14 +91,29 @@ pub fn align_stride(stride: i64, factor: i64, offset: i64) -> Option<i64> {
 
 impl Buffer {
     pub fn new(name: impl Into<String>, dtype: DType, shape: Vec<Expr>, scope: Scope) -> Buffer {
-        Buffer(Arc::new(BufferNode { name: name.into(), dtype, shape, scope, dim_align: Vec::new() }))
+        Buffer(Arc::new(BufferNode { name: name.into(), dtype, shape, scope, dim_align: Vec::new(), id: fresh_id() }))
     }
 
-    /// A new buffer with the fields of this one, changed by `f`.
+    /// This buffer with its fields changed by `f` (reshaped, moved to
+    /// another scope, ...): a new object, the same `BufferId`.
     pub fn with(&self, f: impl FnOnce(&mut BufferNode)) -> Buffer {
         let mut node = (*self.0).clone();
         f(&mut node);
         Buffer(Arc::new(node))
+    }
+
+    /// Another buffer made from this one's fields, changed by `f` (a cache
+    /// copy): a new `BufferId`.
+    pub fn derive(&self, f: impl FnOnce(&mut BufferNode)) -> Buffer {
+        let mut node = (*self.0).clone();
+        f(&mut node);
+        node.id = fresh_id();
+        Buffer(Arc::new(node))
+    }
+
+    /// Which buffer this is, across reshaping (see [`BufferId`]).
+    pub fn id(&self) -> BufferId {
+        self.0.id
     }
 
     pub fn name(&self) -> &str {

@@ -14,6 +14,24 @@ pub struct PrimFunc {
     /// The function's name in the source, where an error found while
     /// lowering it is reported (the IR carries no finer spans yet).
     pub span: Option<ast::Span>,
+    /// What a lowering pass tells a later one; not part of the printed IR.
+    pub facts: PassFacts,
+}
+
+/// What one lowering pass tells a later one about the function's buffers,
+/// by buffer identity (a name is only for printing): typed, so that the
+/// reader and the writer agree, and out of the function's attributes, so
+/// that it never shows in printed IR.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PassFacts {
+    /// The buffers a block's `double_buffer_scope` annotation asks to
+    /// double: written by `lower_blocks` (which removes the blocks), read
+    /// by `inject_software_pipeline`.
+    pub double_buffered: Vec<crate::buffer::BufferId>,
+    /// The multi-buffered shared buffers whose barriers
+    /// `inject_software_pipeline` placed by version: `insert_barriers`
+    /// leaves them alone.
+    pub pipeline_synced: Vec<crate::buffer::BufferId>,
 }
 
 impl PrimFunc {

@@ -14,9 +14,9 @@ pub mod stmt;
 pub mod structural_eq;
 pub mod subst;
 
-pub use buffer::{Buffer, DimAlign, Scope};
+pub use buffer::{Buffer, BufferId, DimAlign, Scope};
 pub use diag::Diagnostic;
 pub use dtype::DType;
 pub use expr::{BinOp, Expr, Intrinsic, Range, Var};
-pub use func::{Module, PrimFunc, ScheduleDef};
+pub use func::{Module, PassFacts, PrimFunc, ScheduleDef};
 pub use stmt::{Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Stmt, ThreadTag};

@@ -150,7 +150,14 @@ pub(crate) fn resolve_prim_func(
     } else {
         body_stmt
     };
-    Ok(PrimFunc { name: name.name.clone(), params: out_params, attrs: r.attrs, body, span: Some(name.span) })
+    Ok(PrimFunc {
+        name: name.name.clone(),
+        params: out_params,
+        attrs: r.attrs,
+        body,
+        span: Some(name.span),
+        facts: Default::default(),
+    })
 }
 
 /// The implicit root block that holds a function's body and its top-level

@@ -171,7 +171,7 @@ fn new_copy(sch: &Schedule, buf: &Buffer, sc: Scope) -> (Buffer, String) {
     } else {
         base
     };
-    let copy = buf.with(|n| {
+    let copy = buf.derive(|n| {
         n.name = name.clone();
         n.scope = sc;
     });

@@ -35,8 +35,8 @@
 //! would need versions, or when the annotations do not match the body.
 //!
 //! `double_buffer_scope` (TVM's `sch.annotate(block, "double_buffer_scope",
-//! i)`, handed on by `lower_blocks` in the function attribute
-//! `tirc.double_buffer`): the buffer gets two versions at least; outside a
+//! i)`, handed on by `lower_blocks` in the function's
+//! `facts.double_buffered`): the buffer gets two versions at least; outside a
 //! pipelined loop, its two copies alternate on the innermost serial loop
 //! around all its uses, so that one iteration writes the copy the last one
 //! did not read.
@@ -50,30 +50,23 @@
 //! to `insert_barriers`. Runs after `compact_buffers`, on multi-dimensional
 //! indices, with constant loop bounds.
 
-use super::lower_blocks::DOUBLE_BUFFER_ATTR;
 use std::collections::HashSet;
 use tirc_ir::subst::substitute_stmt;
-use tirc_ir::{Attr, BinOp, Buffer, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
+use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
 
 pub const STAGE: &str = "software_pipeline_stage";
 pub const ORDER: &str = "software_pipeline_order";
 pub const ASYNC: &str = "software_pipeline_async_stages";
-/// The function attribute naming the multi-buffered shared buffers whose
-/// barriers this pass placed, for `insert_barriers` to leave alone.
-pub const SYNCED_ATTR: &str = "tirc.pipeline_synced";
-
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let doubled = super::take_buffer_names(&mut f, DOUBLE_BUFFER_ATTR);
+    let doubled = std::mem::take(&mut f.facts.double_buffered);
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
-    let mut synced: Vec<String> = Vec::new();
+    let mut synced: Vec<BufferId> = Vec::new();
     let mut body = visit(&f.body, &doubled, &mut versioned, &mut synced)?;
-    if !synced.is_empty() {
-        // `insert_barriers` leaves these to the barriers placed here.
-        f.attrs.push((SYNCED_ATTR.to_string(), Attr::List(synced.into_iter().map(Attr::Str).collect())));
-    }
-    for name in &doubled {
-        if !versioned.iter().any(|(o, _)| o.name() == name) {
-            body = double_buffer(&body, name, &mut versioned)?;
+    // `insert_barriers` leaves these to the barriers placed here.
+    f.facts.pipeline_synced.extend(synced);
+    for id in &doubled {
+        if !versioned.iter().any(|(o, _)| o.id() == *id) {
+            body = double_buffer(&body, *id, &mut versioned)?;
         }
     }
     // Allocations outside the pipelined loops take the versioned shape;
@@ -111,9 +104,9 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 /// Expands the annotated loops of `s`, innermost first.
 fn visit(
     s: &Stmt,
-    doubled: &[String],
+    doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
-    synced: &mut Vec<String>,
+    synced: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
     let mut err = None;
     let out = s.map_children(|c| match visit(c, doubled, versioned, synced) {
@@ -219,7 +212,7 @@ pub fn check(l: &For) -> Result<(), Diagnostic> {
     analyze(l, &[]).map(|_| ())
 }
 
-fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
+fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
     let name = l.var.name();
     let err = |m: String| Diagnostic::new(format!("software pipeline of loop `{name}`: {m}"));
     let stages = int_list(l, STAGE)?.unwrap_or_default();
@@ -329,8 +322,7 @@ fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
 
     // `double_buffer_scope` asks for two copies at least.
     for b in &buffers {
-        if doubled.iter().any(|d| d == b.name()) && !versions.iter().any(|(x, _)| x == b) && b.scope() != Scope::Global
-        {
+        if doubled.contains(&b.id()) && !versions.iter().any(|(x, _)| x == b) && b.scope() != Scope::Global {
             versions.push((b.clone(), 2));
         }
     }
@@ -352,9 +344,9 @@ fn analyze(l: &For, doubled: &[String]) -> Result<Plan, Diagnostic> {
 
 fn expand(
     l: &For,
-    doubled: &[String],
+    doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
-    synced: &mut Vec<String>,
+    synced: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
     let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l, doubled)?;
     let (n, min, extent) = (stmts.len(), l.min.as_int().unwrap_or(0), l.extent.as_int().unwrap_or(0));
@@ -427,7 +419,7 @@ fn expand(
     let sync = SyncPlan { min, stages: &stages, is_async: &is_async, acc: &acc, versions: &shared_versions };
     let (static_barriers, loop_barriers) = sync.place(&segments);
     for (b, _) in &shared_versions {
-        synced.push(b.name().to_string());
+        synced.push(b.id());
     }
     let mut parts = Vec::new();
     for (si, seg) in segments.into_iter().enumerate() {
@@ -641,14 +633,14 @@ fn fresh_loops(s: &Stmt) -> Stmt {
     }
 }
 
-/// Doubles buffer `name` outside any pipeline: two copies, used on
+/// Doubles buffer `id` outside any pipeline: two copies, used on
 /// alternate iterations of the innermost loop around all its uses, so that
 /// the next iteration's tile can be written while the last one is read.
-fn double_buffer(body: &Stmt, name: &str, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
+fn double_buffer(body: &Stmt, id: BufferId, versioned: &mut Vec<(Buffer, Buffer)>) -> Result<Stmt, Diagnostic> {
     let mut found: Option<Buffer> = None;
     body.walk(&mut |s| {
         if let Stmt::Allocate { buffer, .. } = s {
-            if buffer.name() == name && found.is_none() {
+            if buffer.id() == id && found.is_none() {
                 found = Some(buffer.clone());
             }
         }
@@ -683,7 +675,8 @@ fn double_buffer(body: &Stmt, name: &str, versioned: &mut Vec<(Buffer, Buffer)>)
         common.and_then(|c| c.into_iter().rev().find(|l| matches!(l.kind, ForKind::Serial | ForKind::Unrolled)))
     else {
         return Err(Diagnostic::new(format!(
-            "`{name}` is double-buffered (double_buffer_scope), but no serial loop holds all its uses to alternate on"
+            "`{}` is double-buffered (double_buffer_scope), but no serial loop holds all its uses to alternate on",
+            b.name()
         )));
     };
     let nb = with_versions(&b, 2);

@@ -19,15 +19,14 @@
 //! tell, at every `T.ptx_wait_group` until a `wait_group(0)`: a read after
 //! a wait gets a barrier after the wait. Runs after `extract_launch`.
 
-use super::inject_software_pipeline::SYNCED_ATTR;
 use std::collections::HashSet;
-use tirc_ir::{Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{Buffer, BufferId, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let (heads, body) = f.body.clone().split_launch_head();
     let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
     // Multi-buffered tiles of a software pipeline got their barriers there.
-    let skip = super::take_buffer_names(&mut f, SYNCED_ATTR);
+    let skip = std::mem::take(&mut f.facts.pipeline_synced);
     let cx = Cx { threads, skip };
     let mut st = State::default();
     f.body = Stmt::with_launch_head(heads, sync(&body, &mut st, &cx));
@@ -47,7 +46,7 @@ struct State {
 struct Cx {
     threads: Vec<Var>,
     /// Buffers whose barriers another pass placed.
-    skip: Vec<String>,
+    skip: Vec<BufferId>,
 }
 
 /// The shared buffers `s` reads and writes.
@@ -58,14 +57,14 @@ fn accesses(s: &Stmt, cx: &Cx) -> (HashSet<Buffer>, HashSet<Buffer>) {
         x.for_each_expr(|e| {
             e.walk(&mut |y| {
                 if let Expr::Load(b, _) = y {
-                    if b.scope() == Scope::Shared && !cx.skip.iter().any(|n| n == b.name()) {
+                    if b.scope() == Scope::Shared && !cx.skip.contains(&b.id()) {
                         r.insert(b.clone());
                     }
                 }
             })
         });
         if let Stmt::Store { buffer, .. } = x {
-            if buffer.scope() == Scope::Shared && !cx.skip.iter().any(|n| n == buffer.name()) {
+            if buffer.scope() == Scope::Shared && !cx.skip.contains(&buffer.id()) {
                 w.insert(buffer.clone());
             }
         }
@@ -116,7 +115,7 @@ fn sync(s: &Stmt, st: &mut State, cx: &Cx) -> Stmt {
             let mut copies = HashSet::new();
             s.walk(&mut |x| {
                 if let Stmt::Store { buffer, value: Expr::Call(Intrinsic::CpAsync, _), .. } = x {
-                    if !cx.skip.iter().any(|n| n == buffer.name()) {
+                    if !cx.skip.contains(&buffer.id()) {
                         copies.insert(buffer.clone());
                     }
                 }

@@ -11,21 +11,21 @@
 //! buffer written at that index gets the padding as its `dim_align`, for
 //! `flatten_buffers` to lay it out with. A malformed annotation, or one that
 //! names a parameter, is an error. Likewise a `double_buffer_scope`
-//! annotation leaves the name of the buffer it doubles in the function
-//! attribute `tirc.double_buffer`, for `inject_software_pipeline`.
+//! annotation leaves the buffer it doubles in the function's
+//! `facts.double_buffered`, for `inject_software_pipeline`.
 
 use crate::schedule::cache::regions;
 use crate::schedule::storage_align::KEY;
 use crate::schedule::tree::rewrite;
 use tirc_ir::subst::{replace_buffers_stmt, substitute_stmt};
-use tirc_ir::{Attr, BlockRealize, Buffer, Diagnostic, DimAlign, PrimFunc, Stmt};
+use tirc_ir::{Attr, BlockRealize, Buffer, BufferId, Diagnostic, DimAlign, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let aligned = aligned_buffers(&f)?;
-    let doubled = double_buffered(&f)?;
-    if !doubled.is_empty() {
-        f.attrs.retain(|(k, _)| k != DOUBLE_BUFFER_ATTR);
-        f.attrs.push((DOUBLE_BUFFER_ATTR.to_string(), Attr::List(doubled.into_iter().map(Attr::Str).collect())));
+    for b in double_buffered(&f)? {
+        if !f.facts.double_buffered.contains(&b) {
+            f.facts.double_buffered.push(b);
+        }
     }
     f.body = lower(&f.body);
     if !aligned.is_empty() {
@@ -101,15 +101,10 @@ fn aligned_buffers(f: &PrimFunc) -> Result<Vec<(Buffer, Buffer)>, Diagnostic> {
         .collect())
 }
 
-/// The function attribute that carries the names of the buffers to
-/// double-buffer from the blocks (which this pass removes) to
-/// `inject_software_pipeline`.
-pub const DOUBLE_BUFFER_ATTR: &str = "tirc.double_buffer";
-
-/// The names of the buffers written at the index of a block's
-/// `double_buffer_scope` annotation (as TVM's `sch.annotate(block,
-/// "double_buffer_scope", 0)` asks).
-fn double_buffered(f: &PrimFunc) -> Result<Vec<String>, Diagnostic> {
+/// The buffers written at the index of a block's `double_buffer_scope`
+/// annotation (as TVM's `sch.annotate(block, "double_buffer_scope", 0)`
+/// asks).
+fn double_buffered(f: &PrimFunc) -> Result<Vec<BufferId>, Diagnostic> {
     let mut names = Vec::new();
     for r in f.body.blocks() {
         let Some((_, ann)) = r.block.annotations.iter().find(|(k, _)| k == "double_buffer_scope") else { continue };
@@ -119,8 +114,8 @@ fn double_buffered(f: &PrimFunc) -> Result<Vec<String>, Diagnostic> {
         if f.params.contains(&b) {
             return Err(bad(format!("names `{}`, a parameter, which cannot be doubled", b.name())));
         }
-        if !names.contains(&b.name().to_string()) {
-            names.push(b.name().to_string());
+        if !names.contains(&b.id()) {
+            names.push(b.id());
         }
     }
     Ok(names)

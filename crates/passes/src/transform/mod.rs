@@ -67,19 +67,6 @@ pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc
     Ok(func)
 }
 
-/// Removes the function attribute `key`, a list of buffer names one pass
-/// hands to a later one, and returns the names.
-pub(crate) fn take_buffer_names(f: &mut PrimFunc, key: &str) -> Vec<String> {
-    let names = match f.attrs.iter().find(|(k, _)| k == key) {
-        Some((_, tirc_ir::Attr::List(v))) => {
-            v.iter().filter_map(|a| if let tirc_ir::Attr::Str(s) = a { Some(s.clone()) } else { None }).collect()
-        }
-        _ => Vec::new(),
-    };
-    f.attrs.retain(|(k, _)| k != key);
-    names
-}
-
 /// The names of the passes, for `--print-after` and its error message.
 pub fn pass_names() -> Vec<&'static str> {
     PIPELINE.iter().map(|p| p.name).collect()

@@ -62,6 +62,7 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
                 attrs: f.attrs.clone(),
                 body: root_block(item, used),
                 span: f.span,
+                facts: f.facts.clone(),
             }
         })
         .collect();
