@@ -9,10 +9,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+use tirc_ir::launch::{launch_config, LaunchConfig};
 use tirc_ir::subst::substitute;
 use tirc_ir::{BinOp, Buffer, DType, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt, Var};
 use tirc_passes::arith::Analyzer;
-use tirc_passes::transform::extract_launch::{launch_config, LaunchConfig};
 
 /// A compiled kernel: its source, entry point, launch configuration and
 /// parameters (buffer names and element types, in order).

@@ -5,8 +5,8 @@
 use tirc_codegen::CudaKernel;
 use tirc_exec::data::HostData;
 use tirc_exec::gpu::{self, Gpu};
+use tirc_ir::launch::LaunchConfig;
 use tirc_ir::DType;
-use tirc_passes::transform::extract_launch::LaunchConfig;
 
 const SKIP_NVRTC: &str = "skipped: NVRTC library not found (pip install nvidia-cuda-nvrtc==13.0.*)";
 

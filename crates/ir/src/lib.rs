@@ -7,6 +7,7 @@ pub mod diag;
 pub mod dtype;
 pub mod expr;
 pub mod func;
+pub mod launch;
 pub mod printer;
 pub mod region;
 pub mod resolve;

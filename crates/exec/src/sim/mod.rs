@@ -31,8 +31,8 @@ mod value;
 
 use crate::data::HostData;
 use machine::{Machine, Mem};
+use tirc_ir::launch::launch_config;
 use tirc_ir::PrimFunc;
-use tirc_passes::transform::extract_launch::launch_config;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimOptions {
