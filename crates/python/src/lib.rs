@@ -110,6 +110,16 @@ impl Kernel {
         self.compiled.trace.clone()
     }
 
+    /// The schedule as applied, as a `@tirc.schedule` function that replays
+    /// it (what `tirc lower --emit trace` prints); empty without a schedule.
+    #[getter]
+    fn replay(&self) -> String {
+        match &self.request.schedule {
+            Some(s) => self.compiled.replay_text(s),
+            None => String::new(),
+        }
+    }
+
     /// The function's name.
     #[getter]
     fn name(&self) -> String {

@@ -50,6 +50,8 @@ def test_kernel_exposes_its_source_ir_launch_and_arguments(matmul):
     assert [a["name"] for a in k.arguments] == ["A", "B", "C"]
     assert k.arguments[0]["shape"] == (40, 36) and k.arguments[2]["access"] == "write"
     assert any("split" in step for step in k.trace)
+    assert k.replay.startswith("# The schedule `step2` as applied")
+    assert 'C = sch.get_block("C")' in k.replay and "def step2_replay(sch):" in k.replay
 
 
 def test_source_text_and_no_schedule(tmp_path):

@@ -317,3 +317,13 @@ def padded(sch):
     );
     std::fs::remove_file(&path).ok();
 }
+
+#[test]
+fn emit_trace_prints_a_schedule_that_replays_and_needs_one() {
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step4", "--emit", "trace"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("@tirc.schedule(\"matmul\")\ndef step4_replay(sch):\n    C = sch.get_block(\"C\")"), "{out}");
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "--emit", "trace"]);
+    assert_eq!(code(&o), 2, "without a schedule there is no trace: {}", stderr(&o));
+}

@@ -165,6 +165,7 @@ class Kernel:
     lowered = property(lambda self: self._k.lowered, doc="The lowered TensorIR.")
     scheduled = property(lambda self: self._k.scheduled, doc="The TensorIR after the schedule.")
     trace = property(lambda self: self._k.trace, doc="The schedule's steps as applied.")
+    replay = property(lambda self: self._k.replay, doc="The schedule as applied, as a schedule that replays it.")
 
     @property
     def launch(self):
