@@ -36,6 +36,22 @@ pub struct Common {
     pub param: Vec<(String, String)>,
 }
 
+/// Parses `argv` (`run FILE ...`, without the program name) as the
+/// subcommand `name` whose arguments are `A`: for running a subcommand in
+/// this process (the tests, the Python package).
+pub fn parse_subcommand<A: clap::Args + clap::FromArgMatches>(
+    name: &'static str,
+    argv: &[&str],
+) -> Result<A, clap::Error> {
+    let sub = A::augment_args(clap::Command::new(name));
+    let top = clap::Command::new("tirc").subcommand(sub).subcommand_required(true);
+    let m = top.try_get_matches_from(std::iter::once("tirc").chain(argv.iter().copied()))?;
+    match m.subcommand() {
+        Some((_, sub)) => A::from_arg_matches(sub),
+        None => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
+    }
+}
+
 /// Reads the file, or says why it cannot.
 pub fn read(path: &std::path::Path) -> Result<String, u8> {
     std::fs::read_to_string(path).map_err(|e| {

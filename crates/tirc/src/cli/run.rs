@@ -210,20 +210,9 @@ pub fn main(a: Args) -> u8 {
 /// print; errors, diagnostics and warnings rendered into the object
 /// (`"status": "error"`, `"error"`, `"warnings"`).
 pub fn json(argv: &[&str]) -> (u8, String) {
-    #[derive(clap::Parser)]
-    #[command(name = "tirc")]
-    struct Top {
-        #[command(subcommand)]
-        cmd: Sub,
-    }
-    #[derive(clap::Subcommand)]
-    enum Sub {
-        Run(Args),
-    }
-    use clap::Parser;
     let error = |code: u8, e: &str| (code, format!("{{\"status\": \"error\", \"error\": {}}}", json_str(e)));
-    let mut a = match Top::try_parse_from(std::iter::once("tirc").chain(argv.iter().copied())) {
-        Ok(Top { cmd: Sub::Run(a) }) => a,
+    let mut a = match super::parse_subcommand::<Args>("run", argv) {
+        Ok(a) => a,
         Err(e) => return error(USAGE, &e.to_string()),
     };
     a.json = true;

@@ -104,19 +104,8 @@ pub struct Args {
 /// Parses a whole command line (`tune FILE ...`, without the program name)
 /// and runs it; for tests.
 pub fn run_argv(argv: &[&str], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    #[derive(clap::Parser)]
-    #[command(name = "tirc")]
-    struct Top {
-        #[command(subcommand)]
-        cmd: Sub,
-    }
-    #[derive(clap::Subcommand)]
-    enum Sub {
-        Tune(Args),
-    }
-    use clap::Parser;
-    match Top::try_parse_from(std::iter::once("tirc").chain(argv.iter().copied())) {
-        Ok(Top { cmd: Sub::Tune(a) }) => main(a, out, err),
+    match crate::cli::parse_subcommand::<Args>("tune", argv) {
+        Ok(a) => main(a, out, err),
         Err(e) => {
             let _ = write!(err, "{e}");
             2
