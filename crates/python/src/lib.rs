@@ -22,6 +22,11 @@ fn err(e: impl std::fmt::Display) -> PyErr {
     TircError::new_err(e.to_string())
 }
 
+/// A `TircError` holding diagnostics rendered against the source.
+fn diagnostics(ds: &[tirc_ir::Diagnostic], filename: &str, source: &str) -> PyErr {
+    err(ds.iter().map(|d| d.render(filename, source)).collect::<String>())
+}
+
 /// A parameter as Python sees it: (name, dtype, shape, access).
 type Argument = (String, String, Vec<i64>, String);
 
@@ -55,8 +60,7 @@ fn build_kernel(
     params: Vec<(String, String)>,
 ) -> PyResult<Kernel> {
     let request = Request { schedule, func, defines, params };
-    let compiled = compile(source, &request)
-        .map_err(|ds| err(ds.iter().map(|d| d.render(filename, source)).collect::<Vec<_>>().join("")))?;
+    let compiled = compile(source, &request).map_err(|ds| diagnostics(&ds, filename, source))?;
     Ok(Kernel { compiled, request, loaded: RefCell::new(None) })
 }
 
@@ -69,8 +73,7 @@ fn describe(
     filename: &str,
     defines: Vec<(String, i64)>,
 ) -> PyResult<(Vec<String>, Vec<(String, String, Vec<(String, String)>)>, Vec<(String, i64)>)> {
-    let m = tirc::compile::load(source, &defines)
-        .map_err(|ds| err(ds.iter().map(|d| d.render(filename, source)).collect::<Vec<_>>().join("")))?;
+    let m = tirc::compile::load(source, &defines).map_err(|ds| diagnostics(&ds, filename, source))?;
     let funcs = m.funcs.iter().map(|f| f.name.clone()).collect();
     let schedules = m
         .schedules
@@ -155,14 +158,7 @@ impl Kernel {
     /// parameter's bytes after the run.
     fn run_host<'py>(&self, py: Python<'py>, data: Vec<Bound<'py, PyBytes>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let f = &self.compiled.original;
-        if data.len() != f.params.len() {
-            return Err(PyValueError::new_err(format!(
-                "{} takes {} arrays, {} given",
-                f.name,
-                f.params.len(),
-                data.len()
-            )));
-        }
+        self.check_count(data.len())?;
         let mut args = Vec::new();
         for (b, bytes) in f.params.iter().zip(&data) {
             let n = b.num_elements().unwrap_or(0) as usize;
@@ -194,15 +190,7 @@ impl Kernel {
     /// parameters' device pointers, in parameter order (the function's
     /// intermediates are allocated once, when the kernels are loaded).
     fn run_device(&self, ptrs: Vec<u64>, device: usize, stream: u64) -> PyResult<()> {
-        let f = &self.compiled.original;
-        if ptrs.len() != f.params.len() {
-            return Err(PyValueError::new_err(format!(
-                "{} takes {} arrays, {} given",
-                f.name,
-                f.params.len(),
-                ptrs.len()
-            )));
-        }
+        self.check_count(ptrs.len())?;
         let mut loaded = self.loaded.borrow_mut();
         if loaded.as_ref().is_none_or(|l| l.device != device) {
             let g = gpu::Gpu::open_on(device).map_err(err)?;
@@ -248,6 +236,17 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// A call gives one array per parameter of the function.
+    fn check_count(&self, given: usize) -> PyResult<()> {
+        let f = &self.compiled.original;
+        if given != f.params.len() {
+            return Err(PyValueError::new_err(format!("{} takes {} arrays, {given} given", f.name, f.params.len())));
+        }
+        Ok(())
+    }
+}
+
 /// `tirc run ARGV... --json` in this process: (exit status, JSON text).
 #[pyfunction]
 fn run_json(argv: Vec<String>) -> (u8, String) {
@@ -276,8 +275,7 @@ fn tune_space(
     params: Vec<(String, String)>,
     space: Vec<String>,
 ) -> PyResult<Vec<Vec<(String, String)>>> {
-    let m = tirc::compile::load(source, &defines)
-        .map_err(|ds| err(ds.iter().map(|d| d.render(filename, source)).collect::<Vec<_>>().join("")))?;
+    let m = tirc::compile::load(source, &defines).map_err(|ds| diagnostics(&ds, filename, source))?;
     let def = m.schedule(schedule).ok_or_else(|| err(format!("the file has no schedule `{schedule}`")))?;
     let parsed = tirc::tune::space::parse_space_args(&space).map_err(err)?;
     let s = tirc::tune::space::Space::resolve(def, &parsed, &params).map_err(err)?;

@@ -59,7 +59,7 @@ pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) 
             body.push(s);
         }
     }
-    set_root(sch, body, copy);
+    set_root(sch, body, vec![copy]);
     sch.record(format!("{name} = sch.cache_read({block}, {index}, \"{}\")", sc.name()));
     Ok(name)
 }
@@ -89,7 +89,7 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
             body.push(s);
         }
     }
-    set_root(sch, body, copy);
+    set_root(sch, body, vec![copy]);
     sch.record(format!("{name} = sch.cache_write({block}, {index}, \"{}\")", sc.name()));
     Ok(name)
 }
@@ -278,17 +278,17 @@ pub(crate) fn root_stmts(body: &Stmt) -> Vec<Stmt> {
     }
 }
 
-/// Replaces the root block's body by `stmts` and allocates `alloc` there.
-fn set_root(sch: &mut Schedule, stmts: Vec<Stmt>, alloc: Buffer) {
+/// Replaces the root block's body by `stmts` and allocates `allocs` there.
+pub(crate) fn set_root(sch: &mut Schedule, stmts: Vec<Stmt>, allocs: Vec<Buffer>) {
     let body = Stmt::seq(stmts);
     sch.func.body = match &sch.func.body {
         Stmt::Block(r) if r.block.name == "root" => {
             let mut r = (**r).clone();
             r.block.body = body;
-            r.block.alloc_buffers.push(alloc);
+            r.block.alloc_buffers.extend(allocs);
             Stmt::Block(Box::new(r))
         }
-        _ => tirc_ir::resolve::root_block(body, vec![alloc]),
+        _ => tirc_ir::resolve::root_block(body, allocs),
     };
 }
 

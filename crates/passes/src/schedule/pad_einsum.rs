@@ -27,7 +27,7 @@
 //!    read along `k` from a padded copy, whose new elements are zero.
 //! 6. Each grown loop runs this block only.
 
-use super::cache::{copy_block_nest, root_stmts, top_level_owner};
+use super::cache::{copy_block_nest, root_stmts, set_root, top_level_owner};
 use super::tree::{find_block, loops_above};
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use tirc_ir::subst::replace_buffers_stmt;
@@ -94,18 +94,24 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
             out.name()
         )));
     }
-    // The new extents.
-    let mut grown: Vec<(Var, i64, i64)> = Vec::new(); // (block variable, old, new)
+    // The new extents: (block variable, padded extent).
+    let mut grown: Vec<(Var, i64)> = Vec::new();
     for (iv, p) in r.block.iter_vars.iter().zip(padding) {
         let old = iv.dom.extent.as_int().unwrap_or(0);
-        let new = (old + p - 1) / p * p;
+        let new = old.checked_add(p - 1).map(|x| x / p * p).filter(|n| *n <= i32::MAX as i64).ok_or_else(|| {
+            ScheduleError::new(format!(
+                "padding `{}` of block `{block}` to a multiple of {p} passes the 32-bit index range",
+                iv.var.name()
+            ))
+        })?;
         if new != old {
-            grown.push((iv.var.clone(), old, new));
+            grown.push((iv.var.clone(), new));
         }
     }
-    let grows = |v: &Var| grown.iter().any(|(g, _, _)| g == v);
+    let new_extent = |v: &Var| grown.iter().find(|(g, _)| g == v).map(|(_, n)| *n);
+    let grows = |v: &Var| new_extent(v).is_some();
     // 5.
-    for (iv, _) in r.block.iter_vars.iter().zip(padding) {
+    for iv in &r.block.iter_vars {
         if iv.kind == IterKind::Reduce && grows(&iv.var) && !zero_terms(update, out, &iv.var) {
             return Err(ScheduleError::new(format!(
                 "padding reduction variable `{}` of block `{block}` adds terms that may not be zero: the update \
@@ -148,14 +154,8 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
         if !vars.iter().any(grows) || map.iter().any(|(b, _)| b == buf) {
             continue;
         }
-        let shape: Vec<Expr> = vars
-            .iter()
-            .zip(buf.shape())
-            .map(|(v, s)| match grown.iter().find(|(g, _, _)| g == v) {
-                Some((_, _, new)) => Expr::int(*new),
-                None => s.clone(),
-            })
-            .collect();
+        let shape: Vec<Expr> =
+            vars.iter().zip(buf.shape()).map(|(v, s)| new_extent(v).map_or(s.clone(), Expr::int)).collect();
         let name = unique(&taken, &format!("{}_pad", buf.name()));
         taken.push(name.clone());
         let padded = Buffer::new(name.clone(), buf.dtype(), shape.clone(), buf.scope());
@@ -167,35 +167,24 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
         map.push((buf.clone(), padded));
     }
     // The block and its grown loops.
-    let top =
-        root_stmts(&sch.func.body).iter().position(|s| s.blocks().iter().any(|b| b.block.name == *block)).unwrap_or(0);
-    let new_extent = |v: &Var| grown.iter().find(|(g, _, _)| g == v).map(|(_, _, n)| *n);
+    let stmts = root_stmts(&sch.func.body);
+    let top = stmts.iter().position(|s| s.blocks().iter().any(|b| b.block.name == *block)).unwrap_or(0);
     let loop_extent: Vec<(Var, i64)> = bound
         .iter()
         .zip(&r.block.iter_vars)
         .filter_map(|(l, iv)| new_extent(&iv.var).map(|n| (l.var.clone(), n)))
         .collect();
-    let nest = finish(&root_stmts(&sch.func.body)[top], block, &loop_extent, &new_extent, &map);
-    let mut stmts = Vec::new();
-    for (i, s) in root_stmts(&sch.func.body).into_iter().enumerate() {
+    let mut body = Vec::new();
+    for (i, s) in stmts.into_iter().enumerate() {
         if i == top {
-            stmts.append(&mut before);
-            stmts.push(nest.clone());
-            stmts.append(&mut after);
+            body.append(&mut before);
+            body.push(finish(&s, block, &loop_extent, &new_extent, &map));
+            body.append(&mut after);
         } else {
-            stmts.push(s);
+            body.push(s);
         }
     }
-    let allocs: Vec<Buffer> = map.iter().map(|(_, p)| p.clone()).collect();
-    sch.func.body = match &sch.func.body {
-        Stmt::Block(x) if x.block.name == "root" => {
-            let mut x = (**x).clone();
-            x.block.body = Stmt::seq(stmts);
-            x.block.alloc_buffers.extend(allocs);
-            Stmt::Block(Box::new(x))
-        }
-        _ => tirc_ir::resolve::root_block(Stmt::seq(stmts), allocs),
-    };
+    set_root(sch, body, map.into_iter().map(|(_, p)| p).collect());
     sch.record(format!("sch.pad_einsum({block}, {padding:?})"));
     Ok(())
 }

@@ -182,18 +182,6 @@ fn best_message(space: &Space, trials: &[Trial]) -> String {
 /// results in the candidates' order. A device whose context is lost stops
 /// its worker at that candidate.
 fn measure_on_devices(benches: &[GpuBench], built: &[eval::ForGpu]) -> Vec<eval::Measured> {
-    if benches.len() == 1 {
-        let mut out = Vec::new();
-        for b in built {
-            let m = benches[0].measure(eval::gpu_load(benches[0].g, b));
-            let lost = m.lost;
-            out.push(m);
-            if lost {
-                break;
-            }
-        }
-        return out;
-    }
     let n = benches.len();
     let mut slots: Vec<Option<eval::Measured>> = (0..built.len()).map(|_| None).collect();
     let results: Vec<Vec<(usize, eval::Measured)>> = std::thread::scope(|s| {
@@ -220,7 +208,7 @@ fn measure_on_devices(benches: &[GpuBench], built: &[eval::ForGpu]) -> Vec<eval:
     for (i, m) in results.into_iter().flatten() {
         slots[i] = Some(m);
     }
-    // Stop at the first lost context, as one worker does.
+    // Stop at the first lost context.
     let mut out = Vec::new();
     for m in slots.into_iter().flatten() {
         let lost = m.lost;
