@@ -3,10 +3,14 @@
 //! `# test-params:` lines, is run after every primitive of the
 //! schedule and after every lowering pass, on fresh random inputs, and must
 //! match the unscheduled function evaluated in float64. From the pass that
-//! places barriers on, shared memory must also be free of races.
+//! places barriers on, shared memory must also be free of races. A function
+//! of run-time sizes is specialized to the test sizes' values before each
+//! run (what its generic kernel computes for them); the lowered kernels are
+//! also run at the file's other `# test-sizes:` lines.
 
 use tirc::compile::load;
-use tirc::verify::sim_check_kernels_with;
+use tirc::tune::test_size_sets;
+use tirc::verify::{sim_check_kernels_with, size_values};
 use tirc_exec::sim::SimOptions;
 use tirc_ir::{Buffer, PrimFunc};
 use tirc_passes::schedule::interp::run_schedule_observed;
@@ -40,7 +44,21 @@ fn every_primitive_and_pass_preserves_the_result() {
         assert!(!sizes.is_empty(), "{} has no `# test-sizes:` line", ex.display());
         let module = load(&src, &sizes).unwrap_or_else(|e| panic!("{e:?}"));
         for s in &module.schedules {
-            let original = module.func(&s.func).cloned().unwrap_or_else(|| panic!("no function {}", s.func));
+            let generic = module.func(&s.func).cloned().unwrap_or_else(|| panic!("no function {}", s.func));
+            let values = size_values(&generic, &sizes);
+            assert_eq!(
+                values.len(),
+                generic.sizes.len(),
+                "{}: `# test-sizes:` gives every run-time size",
+                ex.display()
+            );
+            let original = generic.specialize(&values);
+            let at = |fs: &[PrimFunc], vals: &[(tirc_ir::Var, i64)]| -> Vec<PrimFunc> {
+                fs.iter().map(|f| f.specialize(vals)).collect()
+            };
+            let sized = |bs: &[Buffer], vals: &[(tirc_ir::Var, i64)]| -> Vec<Buffer> {
+                bs.iter().map(|b| b.specialize(vals)).collect()
+            };
             let mut seed = 1;
             let mut steps: Vec<(String, PrimFunc)> = Vec::new();
             let params = test_params(&src, &s.name);
@@ -50,7 +68,7 @@ fn every_primitive_and_pass_preserves_the_result() {
             for (step, f) in steps {
                 seed += 1;
                 let what = format!("{} {} after `{step}`", ex.display(), s.name);
-                jobs.push((what, original.clone(), vec![f], vec![], seed, false));
+                jobs.push((what, original.clone(), vec![f.specialize(&values)], vec![], seed, false));
             }
             // Each kernel through the passes; the function after pass p is
             // every kernel after pass p.
@@ -68,7 +86,18 @@ fn every_primitive_and_pass_preserves_the_result() {
                 seed += 1;
                 let what = format!("{} {} after pass {pass}", ex.display(), s.name);
                 let fs: Vec<PrimFunc> = after.iter().map(|a| a[i].1.clone()).collect();
-                jobs.push((what, original.clone(), fs, inter.clone(), seed, i < barriers));
+                jobs.push((what, original.clone(), at(&fs, &values), sized(&inter, &values), seed, i < barriers));
+            }
+            // The lowered kernels, compiled once, at the other test sizes.
+            for other in test_size_sets(&src).iter().skip(1) {
+                let vals = size_values(&generic, other);
+                if vals.is_empty() {
+                    continue;
+                }
+                seed += 1;
+                let what = format!("{} {} lowered, at {other:?}", ex.display(), s.name);
+                let fs: Vec<PrimFunc> = after.iter().map(|a| a[a.len() - 1].1.clone()).collect();
+                jobs.push((what, generic.specialize(&vals), at(&fs, &vals), sized(&inter, &vals), seed, false));
             }
             // Smaller tiles stood in for the default ones above; the kernel of
             // the default parameters is checked too, once lowered.
@@ -81,7 +110,7 @@ fn every_primitive_and_pass_preserves_the_result() {
                     .map(|k| transform::lower(k, |_, _| {}).unwrap_or_else(|e| panic!("{}", e.message)))
                     .collect();
                 let what = format!("{} {} with default parameters, lowered", ex.display(), s.name);
-                jobs.push((what, original.clone(), lowered, inter, seed + 1, false));
+                jobs.push((what, original.clone(), at(&lowered, &values), sized(&inter, &values), seed + 1, false));
             }
         }
     }

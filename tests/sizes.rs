@@ -1,7 +1,10 @@
-//! Size variables (`n: T.int32`, `m = T.int32()`): the function is compiled
-//! for the values `-D` gives, at sizes no tile divides, and checked on the
-//! simulator; a missing value, one that is not positive, or one the file
-//! does not declare is an error that names it.
+//! Size variables (`n: T.int32`, `m = T.int32()`) are known only at run
+//! time, as in TVM: the function is compiled once, its kernels take the
+//! sizes as arguments, and `Compiled::bind_sizes` readies it for the values
+//! `-D` gives, at sizes no tile divides, checked on the simulator. A
+//! missing value, one that is not positive, or one the file does not
+//! declare is an error that names it. `Request::specialize` compiles the
+//! function for the given values instead.
 
 use tirc::compile::{compile, Request};
 use tirc::verify::sim_check;
@@ -10,39 +13,70 @@ use tirc_tests::{read, root};
 fn request(schedule: Option<&str>, defines: &[(&str, i64)]) -> Request {
     Request {
         schedule: schedule.map(Into::into),
-        func: None,
         defines: defines.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        params: vec![],
+        ..Request::default()
     }
 }
 
+fn defines(d: &[(&str, i64)]) -> Vec<(String, i64)> {
+    d.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
 #[test]
-fn size_variables_take_their_values_from_defines() {
+fn one_kernel_runs_at_every_size() {
     let src = read(&root().join("tests/data/sizes/rows.tir"));
-    for (m, n) in [(1, 1), (17, 5), (33, 40)] {
-        for schedule in [None, Some("tiled")] {
-            let c = compile(&src, &request(schedule, &[("m", m), ("n", n)]))
-                .unwrap_or_else(|e| panic!("m={m} n={n} {schedule:?}: {}", e[0].message));
-            let params: Vec<_> = c.original.params.iter().map(|b| b.const_shape()).collect();
+    for schedule in [None, Some("tiled")] {
+        let c = compile(&src, &request(schedule, &[])).unwrap_or_else(|e| panic!("{schedule:?}: {}", e[0].message));
+        let names: Vec<&str> = c.sizes().iter().map(|v| v.name()).collect();
+        assert_eq!(names, ["n", "m"], "the sizes, in the order they are declared");
+        let cuda = c.first().cuda.clone();
+        assert!(cuda.source.contains("int n, int m)"), "the sizes are kernel arguments:\n{}", cuda.source);
+        assert!(c.first().lowered.params.iter().all(|b| b.const_shape().is_none()), "the lowered kernel is generic");
+        for (m, n) in [(1, 1), (17, 5), (33, 40)] {
+            let b = c.clone().bind_sizes(&defines(&[("m", m), ("n", n)])).unwrap_or_else(|d| panic!("{}", d.message));
+            assert_eq!(b.first().cuda.source, cuda.source, "one source for every size");
+            assert_eq!(b.first().cuda.size_values, vec![n, m]);
+            let params: Vec<_> = b.original.params.iter().map(|p| p.const_shape()).collect();
             assert_eq!(params, vec![Some(vec![m, n]), Some(vec![m, n])]);
-            let (e, tol) = sim_check(&c.original, &c.first().lowered, 5).unwrap_or_else(|x| panic!("{x}"));
+            let (e, tol) = sim_check(&b.original, &b.first().lowered, 5).unwrap_or_else(|x| panic!("{x}"));
             assert!(e.rel_err <= tol && e.non_finite == 0, "m={m} n={n} {schedule:?}: {:.3e}", e.rel_err);
         }
     }
 }
 
 #[test]
-fn a_missing_or_unknown_size_is_named() {
+fn a_missing_bad_or_unknown_size_is_named() {
     let src = read(&root().join("tests/data/sizes/rows.tir"));
-    let Err(e) = compile(&src, &request(None, &[("n", 8)])) else { panic!("compiled without m") };
-    assert_eq!(e.len(), 1, "one error, not one per use: {:?}", e.iter().map(|d| &d.message).collect::<Vec<_>>());
-    assert!(e[0].message.contains("`m`") && e[0].message.contains("-D m="), "{}", e[0].message);
-    assert!(e[0].span.is_some());
+    let c = compile(&src, &request(Some("tiled"), &[])).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let Err(e) = c.clone().bind_sizes(&defines(&[("n", 8)])) else { panic!("bound without m") };
+    assert!(e.message.contains("`m`") && e.help.as_deref().is_some_and(|h| h.contains("-D m=")), "{e:?}");
+    assert!(e.span.is_some());
+    for bad in [0, -5] {
+        let Err(e) = c.clone().bind_sizes(&defines(&[("n", 8), ("m", bad)])) else { panic!("bound m={bad}") };
+        assert!(e.message.contains(&format!("-D m={bad}")) && e.span.is_some(), "{}", e.message);
+    }
+    let Err(e) = c.clone().bind_sizes(&defines(&[("n", 1 << 20), ("m", 1 << 12)])) else {
+        panic!("bound a buffer past 32-bit indices")
+    };
+    assert!(e.message.contains("32 bits"), "{}", e.message);
     let Err(e) = compile(&src, &request(None, &[("n", 8), ("m", 8), ("k", 3)])) else { panic!("compiled with -D k") };
     assert!(e[0].message.contains("-D k"), "{}", e[0].message);
-    for bad in [0, -5] {
-        let Err(e) = compile(&src, &request(None, &[("n", 8), ("m", bad)])) else { panic!("compiled with m={bad}") };
-        assert_eq!(e.len(), 1, "one error, not one per use: {:?}", e.iter().map(|d| &d.message).collect::<Vec<_>>());
-        assert!(e[0].message.contains(&format!("-D m={bad}")) && e[0].span.is_some(), "{}", e[0].message);
+}
+
+#[test]
+fn specialize_compiles_for_the_given_values() {
+    let src = read(&root().join("tests/data/sizes/rows.tir"));
+    for (m, n) in [(1, 1), (17, 5)] {
+        let req = Request { specialize: true, ..request(Some("tiled"), &[("m", m), ("n", n)]) };
+        let c = compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+        assert!(c.sizes().is_empty());
+        let params: Vec<_> = c.original.params.iter().map(|b| b.const_shape()).collect();
+        assert_eq!(params, vec![Some(vec![m, n]), Some(vec![m, n])]);
+        let (e, tol) = sim_check(&c.original, &c.first().lowered, 5).unwrap_or_else(|x| panic!("{x}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0);
     }
+    let req = Request { specialize: true, ..request(None, &[("n", 8)]) };
+    let Err(e) = compile(&src, &req) else { panic!("specialized without m") };
+    assert_eq!(e.len(), 1, "one error, not one per use: {:?}", e.iter().map(|d| &d.message).collect::<Vec<_>>());
+    assert!(e[0].message.contains("`m`") && e[0].message.contains("-D m="), "{}", e[0].message);
 }

@@ -89,6 +89,7 @@ fn an_unbound_variable_and_an_unallocated_buffer_are_internal_errors() {
     let f = |body: Stmt| PrimFunc {
         name: "f".into(),
         params: vec![a.clone()],
+        sizes: vec![],
         attrs: vec![],
         body,
         span: None,

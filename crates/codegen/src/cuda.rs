@@ -28,6 +28,16 @@ pub struct CudaKernel {
     pub scratch: Vec<(String, DType, usize)>,
     /// Bytes of dynamic shared memory the launch must request.
     pub dynamic_shared_bytes: usize,
+    /// The function's run-time sizes (`PrimFunc::sizes`): scalar arguments
+    /// after the buffers and the scratch, by name and integer type.
+    pub sizes: Vec<(String, DType)>,
+    /// The value of each size for the next launches, once known
+    /// (`tirc::compile::Compiled::bind_sizes`); `launch.grid` is then the
+    /// grid for them.
+    pub size_values: Vec<i64>,
+    /// Each grid extent as a C expression of the sizes (`(m + 63) / 64`),
+    /// for a launcher that computes the grid at run time.
+    pub grid_exprs: [String; 3],
 }
 
 const PRELUDE: &str = "\
@@ -115,11 +125,24 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     });
     for b in &global_allocs {
         let n = g.buf_name(b);
-        let size = b
-            .num_elements()
-            .ok_or_else(|| Diagnostic::new(format!("buffer `{}` has no constant size to allocate", b.name())))?;
+        // A size of run-time sizes is known when they are bound
+        // (`Compiled::bind_sizes` counts it then).
+        let size = match b.num_elements() {
+            Some(n) => n,
+            None if b.shape().iter().all(|e| e.is_size_expr(&f.sizes)) => 0,
+            None => return Err(Diagnostic::new(format!("buffer `{}` has no constant size to allocate", b.name()))),
+        };
         sig.push(format!("{}* __restrict__ {n}", ctype(b.dtype())?));
         scratch.push((n, b.dtype(), size.max(0) as usize));
+    }
+    // Run-time sizes are the last arguments; they are at least 1.
+    let mut sizes = Vec::new();
+    for v in &f.sizes {
+        let n = g.var_name(v);
+        sig.push(format!("{} {n}", ctype(v.dtype())?));
+        sizes.push((n, v.dtype()));
+        let max = if v.dtype() == DType::I32 { i32::MAX as i64 } else { i64::MAX };
+        g.an.bind(v, 1, max);
     }
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
@@ -147,13 +170,17 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let threads = launch.threads_per_block();
     // The launch head becomes the built-in indices.
     let (head, body_s) = f.body.launch_head();
+    let mut grid_exprs = launch.grid.map(|e| e.to_string());
     for (var, tag, extent) in head {
         let d = ["x", "y", "z"][tag.dim as usize];
         let base = if tag.is_block { "blockIdx" } else { "threadIdx" };
-        g.names.insert(var.key(), format!("(({})({base}.{d}))", g.index_type));
-        if let Some(e) = extent.as_int() {
-            g.an.bind(var, 0, e - 1);
+        if let Some((_, hi)) = g.an.bound(extent) {
+            g.an.bind(var, 0, hi - 1);
         }
+        if tag.is_block && extent.as_int().is_none() {
+            grid_exprs[tag.dim as usize] = g.expr(extent)?;
+        }
+        g.names.insert(var.key(), format!("(({})({base}.{d}))", g.index_type));
     }
     if dynamic_shared_bytes > 0 {
         g.line(1, "extern __shared__ __align__(16) unsigned char tirc_dyn_smem[];");
@@ -180,7 +207,17 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({threads}) {name}({}) {{", sig.join(", "));
     src.push_str(&g.out);
     src.push_str("}\n");
-    Ok(CudaKernel { name, source: src, launch, params, scratch, dynamic_shared_bytes })
+    Ok(CudaKernel {
+        name,
+        source: src,
+        launch,
+        params,
+        scratch,
+        dynamic_shared_bytes,
+        sizes,
+        size_values: Vec::new(),
+        grid_exprs,
+    })
 }
 
 /// One CUDA source holding several kernels (a function that `split_kernels`
@@ -500,9 +537,19 @@ impl Gen {
             Stmt::Allocate { buffer, body } => {
                 let n = self.buf_name(buffer);
                 let t = ctype(buffer.dtype())?;
-                let size = buffer.num_elements().ok_or_else(|| {
-                    Diagnostic::new(format!("buffer `{}` has no constant size to allocate", buffer.name()))
-                })?;
+                let size = match (buffer.num_elements(), buffer.scope()) {
+                    (Some(n), _) => n,
+                    // Global scratch is an argument, sized by the launcher.
+                    (None, Scope::Global) => 0,
+                    (None, _) => {
+                        return Err(Diagnostic::new(format!(
+                            "buffer `{}` in {} memory has no constant size to allocate",
+                            buffer.name(),
+                            buffer.scope().name()
+                        ))
+                        .help("its shape depends on a run-time size; tile the loops that use it so that it holds one tile of constant size"))
+                    }
+                };
                 match buffer.scope() {
                     Scope::Shared => match self.dynamic.iter().find(|(b, _)| b == buffer) {
                         Some((_, off)) => {

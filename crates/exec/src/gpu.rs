@@ -270,6 +270,16 @@ pub struct LoadedKernel {
     /// The kernel's global intermediates, allocated once when it is loaded
     /// and passed after the caller's buffers at every launch.
     scratch: Vec<DeviceBuffer>,
+    /// The run-time sizes, passed after the scratch at every launch: one
+    /// value each, as a 32- or 64-bit integer by the size's type.
+    sizes: Vec<SizeArg>,
+}
+
+/// A run-time size as a kernel argument.
+#[derive(Clone, Copy, Debug)]
+enum SizeArg {
+    I32(i32),
+    I64(i64),
 }
 
 impl LoadedKernel {
@@ -449,6 +459,21 @@ impl Gpu {
         if name.contains('\0') {
             return Err(format!("kernel name {name:?} contains a NUL byte"));
         }
+        if k.size_values.len() != k.sizes.len() {
+            let names: Vec<&str> = k.sizes.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!("kernel {name} takes run-time sizes ({}) that were given no values", names.join(", ")));
+        }
+        let sizes = k
+            .sizes
+            .iter()
+            .zip(&k.size_values)
+            .map(|((n, t), v)| match t.bytes() {
+                8 => Ok(SizeArg::I64(*v)),
+                _ => {
+                    i32::try_from(*v).map(SizeArg::I32).map_err(|_| format!("size {n} = {v} does not fit its type {t}"))
+                }
+            })
+            .collect::<Result<Vec<_>, String>>()?;
         let scratch = k
             .scratch
             .iter()
@@ -478,6 +503,7 @@ impl Gpu {
                 },
                 num_params: k.params.len(),
                 scratch,
+                sizes,
             })
         })
     }
@@ -552,6 +578,12 @@ impl Gpu {
         for b in bufs.iter().copied().chain(&k.scratch) {
             args.arg(&b.slice);
         }
+        for v in &k.sizes {
+            match v {
+                SizeArg::I32(x) => args.arg(x),
+                SizeArg::I64(x) => args.arg(x),
+            };
+        }
         unsafe { args.launch(k.cfg) }.map(|_| ()).map_err(|e| format!("launching kernel {} failed: {e}", k.name))
     }
 
@@ -600,8 +632,15 @@ impl Gpu {
                 values.push(p);
                 guards.push(g);
             }
+            let mut sizes = k.sizes.clone();
             let mut params: Vec<*mut std::ffi::c_void> =
                 values.iter_mut().map(|v| v as *mut u64 as *mut std::ffi::c_void).collect();
+            for v in sizes.iter_mut() {
+                params.push(match v {
+                    SizeArg::I32(x) => x as *mut i32 as *mut std::ffi::c_void,
+                    SizeArg::I64(x) => x as *mut i64 as *mut std::ffi::c_void,
+                });
+            }
             let cfg = k.cfg;
             unsafe {
                 drv_result::launch_kernel(

@@ -45,6 +45,7 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
         let k = PrimFunc {
             name: format!("{}_ref{i}", f.name),
             params: params.clone(),
+            sizes: f.sizes.clone(),
             attrs: vec![],
             body: root_block(item, vec![]),
             span: f.span,
@@ -174,7 +175,7 @@ pub fn to_f64(f: &PrimFunc) -> PrimFunc {
     };
     let params: Vec<Buffer> = f.params.iter().map(&mut retype).collect();
     let body = stmt(&f.body, &mut retype);
-    PrimFunc { name: f.name.clone(), params, attrs: f.attrs.clone(), body, span: f.span, facts: f.facts.clone() }
+    PrimFunc { params, body, ..f.clone() }
 }
 
 fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Expr {

@@ -85,6 +85,9 @@ fn kernel(name: &str, source: String, grid: i64, block: i64, params: usize, shar
         params: (0..params).map(|i| (format!("p{i}"), DType::Float(32))).collect(),
         scratch: vec![],
         dynamic_shared_bytes: shared,
+        sizes: vec![],
+        size_values: vec![],
+        grid_exprs: [grid.to_string(), "1".into(), "1".into()],
     }
 }
 

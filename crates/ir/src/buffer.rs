@@ -111,6 +111,19 @@ impl Buffer {
         Buffer(Arc::new(node))
     }
 
+    /// This buffer with the run-time sizes in its shape replaced by their
+    /// values (the same `BufferId`); itself when its shape names none.
+    pub fn specialize(&self, values: &[(crate::expr::Var, i64)]) -> Buffer {
+        if !self.shape().iter().any(|e| values.iter().any(|(v, _)| e.uses(v))) {
+            return self.clone();
+        }
+        let map: Vec<(crate::expr::Var, Expr)> =
+            values.iter().map(|(v, x)| (v.clone(), Expr::Int(*x, v.dtype()))).collect();
+        let shape: Vec<Expr> =
+            self.shape().iter().map(|e| crate::expr::fold_constants(&crate::subst::substitute(e, &map))).collect();
+        self.with(|n| n.shape = shape)
+    }
+
     /// Which buffer this is, across reshaping (see [`BufferId`]).
     pub fn id(&self) -> BufferId {
         self.0.id

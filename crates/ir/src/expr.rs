@@ -354,6 +354,18 @@ impl Expr {
         found
     }
 
+    /// Whether this is an integer expression of the run-time sizes `sizes`
+    /// (`PrimFunc::sizes`) and literals only: no loop variable, no load.
+    pub fn is_size_expr(&self, sizes: &[Var]) -> bool {
+        let mut ok = self.dtype().is_int();
+        self.walk(&mut |x| match x {
+            Expr::Var(v) => ok &= sizes.contains(v),
+            Expr::Int(..) | Expr::Binary(..) => {}
+            _ => ok = false,
+        });
+        ok
+    }
+
     /// Whether any buffer is read.
     pub fn has_load(&self) -> bool {
         let mut found = false;
@@ -380,6 +392,16 @@ impl std::ops::Mul for Expr {
     type Output = Expr;
     fn mul(self, rhs: Expr) -> Expr {
         Expr::folded(BinOp::Mul, self, rhs)
+    }
+}
+
+/// `e` with every integer operation on literals computed (`Expr::folded`),
+/// bottom-up: what a size-generic expression becomes once its sizes are
+/// substituted by values.
+pub fn fold_constants(e: &Expr) -> Expr {
+    match e {
+        Expr::Binary(op, a, b) => Expr::folded(*op, fold_constants(a), fold_constants(b)),
+        _ => e.map_children(fold_constants),
     }
 }
 

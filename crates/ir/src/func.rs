@@ -1,7 +1,9 @@
 //! Functions and modules.
 
 use crate::buffer::Buffer;
+use crate::expr::{Expr, Var};
 use crate::stmt::{Annotations, Stmt};
+use crate::subst::substitute;
 use tirc_parser::ast;
 
 /// A `@T.prim_func`: buffers in, buffers out, a body of statements.
@@ -9,6 +11,11 @@ use tirc_parser::ast;
 pub struct PrimFunc {
     pub name: String,
     pub params: Vec<Buffer>,
+    /// Sizes known only at run time (`n: T.int32` parameters, `m =
+    /// T.int32()` declarations), in the order they were declared: each is
+    /// a scalar argument of the kernel, after its buffers, and may appear
+    /// in buffer shapes, loop extents and the grid.
+    pub sizes: Vec<Var>,
     pub attrs: Annotations,
     pub body: Stmt,
     /// The function's name in the source, where an error found while
@@ -35,6 +42,42 @@ pub struct PassFacts {
 }
 
 impl PrimFunc {
+    /// This function with its run-time sizes replaced by the given values
+    /// (sizes not given stay symbolic): every expression, buffer shape and
+    /// block region. The kernel of a size-generic function run with these
+    /// values computes exactly what this specialized copy computes, which is
+    /// how the simulator and the reference run it.
+    pub fn specialize(&self, values: &[(Var, i64)]) -> PrimFunc {
+        let map: Vec<(Var, Expr)> = values
+            .iter()
+            .filter(|(v, _)| self.sizes.contains(v))
+            .map(|(v, x)| (v.clone(), Expr::Int(*x, v.dtype())))
+            .collect();
+        if map.is_empty() {
+            return self.clone();
+        }
+        let fold = |e: &Expr| crate::expr::fold_constants(&substitute(e, &map));
+        // Every buffer whose shape speaks of a size, in the order met.
+        let mut buffers: Vec<(Buffer, Buffer)> = Vec::new();
+        let mut note = |b: &Buffer| {
+            if !buffers.iter().any(|(x, _)| x == b) && b.shape().iter().any(|e| map.iter().any(|(v, _)| e.uses(v))) {
+                buffers.push((b.clone(), b.specialize(values)));
+            }
+        };
+        self.params.iter().for_each(&mut note);
+        self.body.for_each_buffer(&mut note);
+        let body = self.body.map_exprs(&mut |e| fold(e));
+        let body = crate::subst::replace_buffers_stmt(&body, &buffers);
+        let body = body.map_buffers(&mut |b| buffers.iter().find(|(x, _)| x == b).map(|(_, y)| y.clone()));
+        let swap = |b: &Buffer| buffers.iter().find(|(x, _)| x == b).map_or(b.clone(), |(_, y)| y.clone());
+        PrimFunc {
+            params: self.params.iter().map(swap).collect(),
+            sizes: self.sizes.iter().filter(|v| !map.iter().any(|(x, _)| x == *v)).cloned().collect(),
+            body,
+            ..self.clone()
+        }
+    }
+
     /// The block named `name`, if there is one.
     pub fn find_block(&self, name: &str) -> Option<&crate::stmt::BlockRealize> {
         self.body.blocks().into_iter().find(|r| r.block.name == name)

@@ -198,17 +198,29 @@ impl Printer {
     }
 
     fn func(&mut self, f: &PrimFunc) {
+        // As TVM prints a function of run-time sizes: a buffer whose shape
+        // names a size is a handle, matched after the sizes are declared.
+        let sizes: Vec<String> = f.sizes.iter().map(|v| format!("{} = T.{}()", self.var(v), v.dtype())).collect();
         let mut params = Vec::new();
+        let mut matched = Vec::new();
         for b in &f.params {
             let name = self.buf(b);
             let decl = self.buffer_decl(b);
-            params.push(format!("{name}: T.Buffer({decl})"));
+            if b.shape().iter().any(|e| f.sizes.iter().any(|v| e.uses(v))) {
+                params.push(format!("var_{name}: T.handle"));
+                matched.push(format!("{name} = T.match_buffer(var_{name}, {decl})"));
+            } else {
+                params.push(format!("{name}: T.Buffer({decl})"));
+            }
         }
         self.line(0, "@T.prim_func");
         self.line(0, &format!("def {}({}):", f.name, params.join(", ")));
         if !f.attrs.is_empty() {
             let a = self.attr_dict(&f.attrs);
             self.line(1, &format!("T.func_attr({a})"));
+        }
+        for l in sizes.iter().chain(&matched) {
+            self.line(1, l);
         }
         match &f.body {
             Stmt::Block(r) if r.block.name == "root" && is_plain_root(r) => {

@@ -373,6 +373,46 @@ impl Stmt {
         }
     }
 
+    /// Calls `f` on every buffer this statement and its children allocate,
+    /// store to, load from or name in a block's regions (repeats included).
+    pub fn for_each_buffer(&self, f: &mut impl FnMut(&Buffer)) {
+        self.walk(&mut |s| {
+            match s {
+                Stmt::Allocate { buffer, .. } | Stmt::Store { buffer, .. } => f(buffer),
+                Stmt::Block(r) => {
+                    r.block.alloc_buffers.iter().for_each(&mut *f);
+                    r.block.reads.iter().chain(&r.block.writes).for_each(|reg| f(&reg.buffer));
+                }
+                _ => {}
+            }
+            s.for_each_expr(|e| {
+                e.walk(&mut |x| {
+                    if let Expr::Load(b, _) = x {
+                        f(b)
+                    }
+                })
+            });
+        });
+    }
+
+    /// Rebuilds this statement with every allocated buffer (`Allocate`,
+    /// a block's `alloc_buffers`) for which `f` gives a replacement
+    /// replaced; accesses are left to `subst::replace_buffers_stmt`.
+    pub fn map_buffers(&self, f: &mut impl FnMut(&Buffer) -> Option<Buffer>) -> Stmt {
+        match self.map_children(|c| c.map_buffers(f)) {
+            Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: f(&buffer).unwrap_or(buffer), body },
+            Stmt::Block(mut r) => {
+                for b in r.block.alloc_buffers.iter_mut() {
+                    if let Some(n) = f(b) {
+                        *b = n;
+                    }
+                }
+                Stmt::Block(r)
+            }
+            s => s,
+        }
+    }
+
     /// Every block realize in this statement, outermost first.
     pub fn blocks(&self) -> Vec<&BlockRealize> {
         let mut out = Vec::new();

@@ -56,3 +56,49 @@ fn swap_targets(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
         s => s,
     }
 }
+
+/// `s` with every variable it binds (loops, lets, blocks' iteration
+/// variables) replaced by a fresh one of the same name and type, uses
+/// included: a copy of a statement that may stand beside the original (a
+/// pass that duplicates code, such as a loop partition), so that each
+/// variable keeps one binder.
+pub fn fresh_binders(s: &Stmt) -> Stmt {
+    let mut map: Vec<(Var, Expr)> = Vec::new();
+    let mut note = |v: &Var| {
+        if !map.iter().any(|(x, _)| x == v) {
+            map.push((v.clone(), Expr::Var(v.renamed(v.name()))));
+        }
+    };
+    s.walk(&mut |x| match x {
+        Stmt::For(l) => note(&l.var),
+        Stmt::Let { var, .. } => note(var),
+        Stmt::Block(r) => r.block.iter_vars.iter().for_each(|iv| note(&iv.var)),
+        _ => {}
+    });
+    if map.is_empty() {
+        return s.clone();
+    }
+    rebind(&substitute_stmt(s, &map), &map)
+}
+
+/// The binders of `s` renamed by `map` (their uses are already).
+fn rebind(s: &Stmt, map: &[(Var, Expr)]) -> Stmt {
+    let new = |v: &Var| match map.iter().find(|(x, _)| x == v) {
+        Some((_, Expr::Var(n))) => n.clone(),
+        _ => v.clone(),
+    };
+    match s.map_children(|c| rebind(c, map)) {
+        Stmt::For(mut l) => {
+            l.var = new(&l.var);
+            Stmt::For(l)
+        }
+        Stmt::Let { var, value, body } => Stmt::Let { var: new(&var), value, body },
+        Stmt::Block(mut r) => {
+            for iv in &mut r.block.iter_vars {
+                iv.var = new(&iv.var);
+            }
+            Stmt::Block(r)
+        }
+        s => s,
+    }
+}

@@ -17,9 +17,16 @@ use tirc_ir::{BinOp, DType, Expr, Var};
 /// Inclusive integer bounds.
 pub type Bound = (i64, i64);
 
+/// The terms of a linear form: `(coefficient, term)`.
+type Terms = Vec<(i64, Expr)>;
+
 #[derive(Clone, Default)]
 pub struct Analyzer {
     bounds: HashMap<usize, Bound>,
+    /// Known relations between variables whose ranges alone do not decide
+    /// them: `sum(c * t) <= k` (the interior of a grid of run-time size,
+    /// `blockIdx_y * 64 + 64 <= m`).
+    facts: Vec<(Terms, i64)>,
 }
 
 /// A canonical sum: `sum(coef * term) + constant`. A term is an expression
@@ -49,6 +56,91 @@ impl Analyzer {
 
     pub fn unbind(&mut self, v: &Var) {
         self.bounds.remove(&v.key());
+    }
+
+    /// Declares the run-time sizes of a function (`PrimFunc::sizes`): each
+    /// is at least 1 and at most what its type holds.
+    pub fn bind_sizes(&mut self, sizes: &[Var]) {
+        for v in sizes {
+            let max = if v.dtype().bytes() == 8 { i64::MAX / 4 } else { i32::MAX as i64 };
+            self.bind(v, 1, max);
+        }
+    }
+
+    /// Declares a launch index `v` of `extent` blocks or threads: over
+    /// `[0, extent)`, with an extent of run-time sizes bounded through theirs.
+    pub fn bind_launch(&mut self, v: &Var, extent: &Expr) {
+        if let Some((_, hi)) = self.bound(extent) {
+            self.bind(v, 0, (hi - 1).max(0));
+        }
+    }
+
+    /// Assumes `cond`, an integer comparison, from here on (where the ranges
+    /// do not decide it); used by `prove` and `simplify`.
+    pub fn assume(&mut self, cond: &Expr) {
+        if let Some((terms, k)) = self.as_fact(cond) {
+            self.facts.push((terms, k));
+        }
+    }
+
+    /// `cond` as `sum(c * t) <= k`, if it is an integer comparison.
+    fn as_fact(&self, cond: &Expr) -> Option<(Terms, i64)> {
+        let Expr::Binary(op, a, b) = cond else { return None };
+        if !a.dtype().is_int() {
+            return None;
+        }
+        // a < b: a - b <= -1; a <= b: a - b <= 0; a > b: b - a <= -1; ...
+        let (diff, k): (Sum, i64) = match op {
+            BinOp::Lt => (self.to_sum(&Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone())), -1),
+            BinOp::Le => (self.to_sum(&Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone())), 0),
+            BinOp::Gt => (self.to_sum(&Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone())), -1),
+            BinOp::Ge => (self.to_sum(&Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone())), 0),
+            _ => return None,
+        };
+        Some((diff.terms, k.checked_sub(diff.constant)?))
+    }
+
+    /// For a comparison `cond` of variables some of which `keep` names (a
+    /// block index and the run-time sizes), the condition over the kept
+    /// variables alone under which `cond` holds for every value the others
+    /// take in their ranges: `blockIdx_y * 64 + threadIdx_y * 8 + i < m`
+    /// with threads and loops relaxed gives `blockIdx_y * 64 + 64 <= m`.
+    /// `None` when `cond` is not such a comparison or the others have no
+    /// bounds. `assume` of the result proves `cond`.
+    pub fn condition_for_all(&self, cond: &Expr, keep: &dyn Fn(&Var) -> bool) -> Option<Expr> {
+        let (terms, k) = self.as_fact(cond)?;
+        let is_kept = |t: &Expr| {
+            let mut kept = true;
+            t.walk(&mut |x| {
+                if let Expr::Var(v) = x {
+                    kept &= keep(v);
+                }
+                kept &= !matches!(x, Expr::Load(..));
+            });
+            kept
+        };
+        let (kept, relaxed): (Terms, Terms) = terms.into_iter().partition(|(_, t)| is_kept(t));
+        if kept.is_empty() {
+            return None;
+        }
+        let (_, hi) = self.sum_bound(&Sum { terms: relaxed, constant: 0 })?;
+        // kept + relaxed <= k for all relaxed: kept <= k - max(relaxed).
+        let bound = k.checked_sub(hi)?;
+        let side = |sign: i64| {
+            let terms: Vec<(i64, Expr)> =
+                kept.iter().filter(|(c, _)| c.signum() == sign).map(|(c, t)| (c * sign, t.clone())).collect();
+            Sum { terms, constant: 0 }
+        };
+        // positive terms - (negated negative terms) <= bound, printed as
+        // `positive + (-bound) <= negative` when that reads better.
+        let (mut lhs, rhs) = (side(1), side(-1));
+        lhs.constant = -bound;
+        let mut rhs_sum = rhs;
+        if lhs.terms.is_empty() {
+            rhs_sum.constant = bound;
+            lhs.constant = 0;
+        }
+        Some(Expr::binary(BinOp::Le, self.sum_to_expr(&lhs), self.sum_to_expr(&rhs_sum)))
     }
 
     /// The bounds of an integer expression, if they can be found.
@@ -308,9 +400,39 @@ impl Analyzer {
         }
     }
 
+    /// The bounds of a sum, from the ranges of its terms, tightened by the
+    /// assumed facts: with `f <= k` assumed and `diff = q * f + rest`,
+    /// `diff <= q * k + max(rest)` for `q > 0` (and the mirror for `q < 0`).
+    fn sum_bound_with_facts(&self, diff: &Sum) -> Option<Bound> {
+        let plain = self.sum_bound(diff);
+        let mut best = plain.unwrap_or((i64::MIN, i64::MAX));
+        for (fterms, k) in &self.facts {
+            let Some((c0, t0)) = fterms.first() else { continue };
+            let Some((cd, _)) = diff.terms.iter().find(|(_, t)| same_expr(t, t0)) else { continue };
+            if cd % c0 != 0 {
+                continue;
+            }
+            let q = cd / c0;
+            let mut rest = diff.clone();
+            for (c, t) in fterms {
+                add_term(&mut rest, t.clone(), -(q * c));
+            }
+            rest.terms.retain(|(c, _)| *c != 0);
+            let Some((rlo, rhi)) = self.sum_bound(&rest) else { continue };
+            // q * f is at most q * k when q > 0, at least q * k when q < 0.
+            let qk = q.saturating_mul(*k);
+            if q > 0 {
+                best.1 = best.1.min(rhi.saturating_add(qk));
+            } else {
+                best.0 = best.0.max(rlo.saturating_add(qk));
+            }
+        }
+        (plain.is_some() || best != (i64::MIN, i64::MAX)).then_some(best)
+    }
+
     fn compare(&self, op: BinOp, a: &Expr, b: &Expr) -> Option<Expr> {
         let diff = self.to_sum(&Expr::binary(BinOp::Sub, a.clone(), b.clone()));
-        let (lo, hi) = self.sum_bound(&diff)?;
+        let (lo, hi) = self.sum_bound_with_facts(&diff)?;
         let v = match op {
             BinOp::Lt if hi < 0 => true,
             BinOp::Lt if lo >= 0 => false,

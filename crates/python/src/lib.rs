@@ -59,8 +59,11 @@ fn build_kernel(
     defines: Vec<(String, i64)>,
     params: Vec<(String, String)>,
 ) -> PyResult<Kernel> {
-    let request = Request { schedule, func, defines, params };
+    let request = Request { schedule, func, defines, params, specialize: false };
     let compiled = compile(source, &request).map_err(|ds| diagnostics(&ds, filename, source))?;
+    // Run-time sizes (`m = T.int32()`) take their values from `defines`: the
+    // kernel object runs at those sizes.
+    let compiled = compiled.bind_sizes(&request.defines).map_err(|d| diagnostics(&[d], filename, source))?;
     Ok(Kernel { compiled, request, loaded: RefCell::new(None) })
 }
 

@@ -3,8 +3,10 @@
 
 use tirc_codegen::CudaKernel;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
+use tirc_ir::launch::launch_config;
 use tirc_ir::printer::print_func;
-use tirc_ir::{Buffer, Module, PrimFunc};
+use tirc_ir::resolve::SizeMode;
+use tirc_ir::{Buffer, DType, Module, PrimFunc, Var};
 use tirc_passes::schedule::interp::run_schedule;
 use tirc_passes::transform;
 use tirc_passes::transform::split_kernels::split_kernels;
@@ -17,9 +19,13 @@ pub struct Request {
     pub func: Option<String>,
     pub defines: Vec<(String, i64)>,
     pub params: Vec<(String, String)>,
+    /// Compile size variables (`m = T.int32()`) as the constants their
+    /// `-D` values give, instead of as run-time kernel arguments.
+    pub specialize: bool,
 }
 
 /// Everything compiling produced, for the commands to print or run.
+#[derive(Clone)]
 pub struct Compiled {
     pub module: Module,
     /// The function before any schedule: the reference.
@@ -41,6 +47,7 @@ pub struct Compiled {
 }
 
 /// One kernel of a compiled function.
+#[derive(Clone)]
 pub struct Kernel {
     /// The IR after each pass, by pass name.
     pub after: Vec<(&'static str, PrimFunc)>,
@@ -75,22 +82,140 @@ impl Compiled {
         out
     }
 
-    /// The CUDA source of every kernel, each headed by its launch.
+    /// The CUDA source of every kernel, each headed by its launch (a grid
+    /// of run-time sizes as the expressions its launcher computes).
     pub fn cuda_text(&self) -> String {
         let mut out = String::new();
         for k in &self.kernels {
-            let (g, b) = (k.cuda.launch.grid, k.cuda.launch.block);
+            let (g, b) = (&k.cuda.grid_exprs, k.cuda.launch.block);
             out += &format!("// grid ({}, {}, {}), block ({}, {}, {})\n", g[0], g[1], g[2], b[0], b[1], b[2]);
             out += &k.cuda.source;
         }
         out
     }
+
+    /// The function's run-time sizes (`m = T.int32()`, `n: T.int32`), in
+    /// the order its kernels take them.
+    pub fn sizes(&self) -> &[Var] {
+        &self.original.sizes
+    }
+
+    /// This compilation made ready to run with the run-time sizes that
+    /// `defines` gives (`-D m=1000`): the reference, the scheduled function
+    /// and every kernel's IR specialized to them (what the simulator runs:
+    /// the same statements the generic kernel executes for these values),
+    /// the intermediates sized, and each CUDA kernel given the values and
+    /// the grid they make. The CUDA source is not changed: it is compiled
+    /// once, for any size. A size without a value, or with one that is not
+    /// positive or does not fit its type, is an error that names it.
+    pub fn bind_sizes(mut self, defines: &[(String, i64)]) -> Result<Compiled, Diagnostic> {
+        if self.original.sizes.is_empty() {
+            return Ok(self);
+        }
+        let span = self.original.span;
+        let at = |d: Diagnostic| match span {
+            Some(s) => d.or_at(s).label("the function whose size this is"),
+            None => d,
+        };
+        let mut values = Vec::new();
+        for v in &self.original.sizes {
+            let n = v.name();
+            let max = if v.dtype().bytes() == 8 { i64::MAX } else { i32::MAX as i64 };
+            match defines.iter().rev().find(|(d, _)| d == n) {
+                None => {
+                    return Err(at(Diagnostic::new(format!(
+                        "`{n}` is a size known only at run time, and nothing gives its value"
+                    ))
+                    .help(format!("give it with `-D {n}=<value>`: the kernel is compiled once, for any {n}"))))
+                }
+                Some((_, x)) if *x < 1 => {
+                    return Err(at(Diagnostic::new(format!("-D {n}={x}: the size `{n}` must be at least 1"))
+                        .help("a size of no elements would launch an empty grid")))
+                }
+                Some((_, x)) if *x > max => {
+                    return Err(at(Diagnostic::new(format!(
+                        "-D {n}={x}: the size `{n}` is a {}, at most {max}",
+                        v.dtype()
+                    ))))
+                }
+                Some((_, x)) => values.push((v.clone(), *x)),
+            }
+        }
+        // Kernels of run-time sizes index in 32 bits (codegen cannot know
+        // the buffers' sizes), so no buffer may outgrow that.
+        let specialized = self.original.specialize(&values);
+        for (generic, b) in self.original.params.iter().zip(&specialized.params) {
+            let n = b.num_elements().unwrap_or(i64::MAX);
+            if generic.num_elements().is_none() && n > i32::MAX as i64 {
+                return Err(at(Diagnostic::new(format!(
+                    "with these sizes buffer `{}` has {n} elements; a kernel of run-time sizes indexes in 32 bits (at most {})",
+                    b.name(),
+                    i32::MAX
+                ))
+                .help("give the sizes as module constants to compile for them, with 64-bit indices where needed")));
+            }
+        }
+        self.original = specialized;
+        self.scheduled = self.scheduled.specialize(&values);
+        self.intermediates = self.intermediates.iter().map(|b| b.specialize(&values)).collect();
+        for k in &mut self.kernels {
+            k.lowered = k.lowered.specialize(&values);
+            for (_, f) in &mut k.after {
+                *f = f.specialize(&values);
+            }
+            k.cuda.launch = launch_config(&k.lowered);
+            for (d, g) in k.cuda.launch.grid.iter().enumerate() {
+                let limit = if d == 0 { i32::MAX as i64 } else { 65535 };
+                if *g < 1 || *g > limit {
+                    let axis = ["x", "y", "z"][d];
+                    return Err(at(Diagnostic::new(format!(
+                        "with these sizes kernel {} needs a grid of {g} blocks along {axis} ({}); CUDA allows 1 to {limit}",
+                        k.cuda.name, k.cuda.grid_exprs[d]
+                    ))));
+                }
+            }
+            k.cuda.size_values = k
+                .cuda
+                .sizes
+                .iter()
+                .map(|(n, _)| values.iter().find(|(v, _)| v.name() == n).map_or(0, |(_, x)| *x))
+                .collect();
+            k.cuda.grid_exprs = k.cuda.launch.grid.map(|g| g.to_string());
+            k.cuda.scratch = scratch_sizes(&k.lowered, &k.cuda.scratch);
+        }
+        Ok(self)
+    }
+}
+
+/// The element count of each global intermediate of a kernel whose sizes
+/// are bound (its `Allocate`s in global memory, in order).
+fn scratch_sizes(lowered: &PrimFunc, scratch: &[(String, DType, usize)]) -> Vec<(String, DType, usize)> {
+    let mut counts = Vec::new();
+    lowered.body.walk(&mut |s| {
+        if let tirc_ir::Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == tirc_ir::Scope::Global {
+                counts.push(buffer.num_elements().unwrap_or(0).max(0) as usize);
+            }
+        }
+    });
+    scratch
+        .iter()
+        .zip(counts.into_iter().chain(std::iter::repeat(0)))
+        .map(|((n, t, _), c)| (n.clone(), *t, c))
+        .collect()
 }
 
 /// Parses and resolves a source text.
 pub fn load(src: &str, defines: &[(String, i64)]) -> Result<Module, Vec<Diagnostic>> {
+    load_with(src, defines, false)
+}
+
+/// `load`, with size variables specialized to their `-D` values when
+/// `specialize` is set (`Request::specialize`).
+pub fn load_with(src: &str, defines: &[(String, i64)], specialize: bool) -> Result<Module, Vec<Diagnostic>> {
     let ast = tirc_parser::parse(src).map_err(parse_diagnostics)?;
-    tirc_ir::resolve::resolve_module(&ast, defines)
+    let mode = if specialize { SizeMode::Specialize } else { SizeMode::RunTime };
+    tirc_ir::resolve::resolve_module_with(&ast, defines, mode)
 }
 
 /// The parser's errors as diagnostics.
@@ -107,7 +232,7 @@ pub fn parse_diagnostics(es: Vec<tirc_parser::ParseError>) -> Vec<Diagnostic> {
 }
 
 pub fn compile(src: &str, req: &Request) -> Result<Compiled, Vec<Diagnostic>> {
-    let module = load(src, &req.defines)?;
+    let module = load_with(src, &req.defines, req.specialize)?;
     compile_module(module, req).map_err(|e| vec![e])
 }
 

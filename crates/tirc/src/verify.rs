@@ -7,6 +7,16 @@ use tirc_exec::data::{compare, ErrorStats, HostData};
 use tirc_exec::{reference, sim};
 use tirc_ir::{Buffer, PrimFunc, Stmt};
 
+/// `f`'s run-time sizes paired with the values `defines` gives them (those
+/// it gives none are left out): what `PrimFunc::specialize` takes to make
+/// the function the simulator runs for those sizes.
+pub fn size_values(f: &PrimFunc, defines: &[(String, i64)]) -> Vec<(tirc_ir::Var, i64)> {
+    f.sizes
+        .iter()
+        .filter_map(|v| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| (v.clone(), *x)))
+        .collect()
+}
+
 /// Buffers the function writes without reading first: they are poisoned.
 pub fn outputs(f: &PrimFunc) -> Vec<bool> {
     let mut written = vec![false; f.params.len()];

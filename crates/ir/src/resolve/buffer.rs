@@ -167,9 +167,13 @@ impl FuncResolver<'_> {
                     out.push(Expr::int(n))
                 }
                 Some(n) => return Err(Diagnostic::at(it.span, format!("a buffer extent must be positive, not {n}"))),
+                // An extent over the run-time sizes (`m`, `2 * n`): its value
+                // is checked when the function is run.
+                None if v.is_size_expr(&self.size_vars) => out.push(v),
                 None => {
-                    return Err(Diagnostic::at(it.span, "buffer extents must be constants")
-                        .help("define the size as a module constant, e.g. `M = 1024`"))
+                    return Err(Diagnostic::at(it.span, "buffer extents must be constants or sizes").help(
+                        "define the size as a module constant (`M = 1024`) or a size variable (`m = T.int32()`)",
+                    ))
                 }
             }
         }

@@ -46,6 +46,11 @@ pub(crate) struct FuncResolver<'a> {
     /// `m = T.int32()`), and the names among them that were used.
     pub(crate) sizes: &'a [(String, i64)],
     pub(crate) used_sizes: Vec<String>,
+    /// Whether size variables stay variables (the default) or take their
+    /// `-D` values.
+    pub(crate) mode: SizeMode,
+    /// The run-time size variables declared so far, in order.
+    pub(crate) size_vars: Vec<Var>,
     pub scopes: Vec<Vec<(String, Binding)>>,
     pub errors: Vec<Diagnostic>,
     pub(crate) attrs: Annotations,
@@ -69,6 +74,7 @@ pub(crate) fn resolve_prim_func(
     s: &ast::Stmt,
     consts: &[(String, i64)],
     sizes: &[(String, i64)],
+    mode: SizeMode,
     used: &mut Vec<String>,
 ) -> Result<PrimFunc, Vec<Diagnostic>> {
     let StmtKind::FunctionDef { name, params, body, .. } = &s.kind else {
@@ -78,6 +84,8 @@ pub(crate) fn resolve_prim_func(
         consts: consts.to_vec(),
         sizes,
         used_sizes: vec![],
+        mode,
+        size_vars: vec![],
         scopes: vec![vec![]],
         errors: vec![],
         attrs: vec![],
@@ -96,7 +104,8 @@ pub(crate) fn resolve_prim_func(
                 bufs.push(Some(b));
             }
             Ok(None) if is_size_annotation(p.annotation.as_ref()) => {
-                if let Err(e) = r.size_variable(&p.name.name, p.span) {
+                let dtype = size_dtype(p.annotation.as_ref());
+                if let Err(e) = r.size_variable(&p.name.name, dtype, p.span) {
                     r.errors.push(e);
                 }
                 bufs.push(Some(Buffer::new("", DType::I32, vec![], Scope::Global)));
@@ -153,6 +162,7 @@ pub(crate) fn resolve_prim_func(
     Ok(PrimFunc {
         name: name.name.clone(),
         params: out_params,
+        sizes: r.size_vars,
         attrs: r.attrs,
         body,
         span: Some(name.span),
@@ -186,11 +196,27 @@ impl FuncResolver<'_> {
         }
     }
 
-    /// A size variable (`n: T.int32` or `n = T.int32()`): tirc specializes
-    /// the function to its value, given with `-D n=..`. Without one, the
-    /// error names it, and its uses resolve to a stand-in so that they are
-    /// not reported again.
-    pub(crate) fn size_variable(&mut self, name: &str, span: Span) -> R<()> {
+    /// A size variable (`n: T.int32` or `n = T.int32()`). By default it is
+    /// known only at run time, as in TVM: a variable of the function
+    /// (`PrimFunc::sizes`), a scalar argument of its kernels, whose value a
+    /// `-D n=..` gives when the function is run. With `SizeMode::Specialize`
+    /// the function is instead specialized to the `-D` value; without one,
+    /// the error names it, and its uses resolve to a stand-in so that they
+    /// are not reported again.
+    pub(crate) fn size_variable(&mut self, name: &str, dtype: DType, span: Span) -> R<()> {
+        if self.mode == SizeMode::RunTime {
+            if self.sizes.iter().any(|(n, _)| n == name) {
+                self.used_sizes.push(name.to_string());
+            }
+            if self.size_vars.iter().any(|v| v.name() == name) {
+                return Err(Diagnostic::at(span, format!("the size `{name}` is declared twice")));
+            }
+            let v = Var::new(name, dtype);
+            self.block_vars.push(v.key());
+            self.bind(name, Binding::Var(v.clone()));
+            self.size_vars.push(v);
+            return Ok(());
+        }
         match self.sizes.iter().find(|(n, _)| n == name) {
             Some((_, v)) if *v < 1 => {
                 self.used_sizes.push(name.to_string());
@@ -207,9 +233,9 @@ impl FuncResolver<'_> {
                 self.consts.push((name.to_string(), 1));
                 Err(Diagnostic::at(
                     span,
-                    format!("`{name}` is a size known only at run time; give its value with `-D {name}=<value>`"),
+                    format!("`{name}` is a size variable; --specialize needs its value: `-D {name}=<value>`"),
                 )
-                .help("tirc compiles a function for the sizes it is given: every size variable needs a -D"))
+                .help("--specialize compiles the function for the sizes it is given: every size variable needs a -D"))
             }
         }
     }
@@ -622,7 +648,8 @@ impl FuncResolver<'_> {
                 };
                 let f = dotted(func).unwrap_or_default();
                 if is_size_declaration(&f, args) {
-                    self.size_variable(name, s.span)?;
+                    let dtype = size_declaration_dtype(&f, args);
+                    self.size_variable(name, dtype, s.span)?;
                     return Ok(Stmt::NoOp);
                 }
                 match f.as_str() {
@@ -963,6 +990,32 @@ impl FuncResolver<'_> {
 pub(crate) const MAX_ELEMENTS: i64 = 1 << 40;
 
 /// What `name = T.<f>(...)` may assign, for suggestions.
+/// Whether a function's size variables are known only at run time (TVM's
+/// meaning, the default) or take their `-D` values at compile time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SizeMode {
+    #[default]
+    RunTime,
+    Specialize,
+}
+
+/// The integer type of a size parameter's annotation (`n: T.int64`).
+fn size_dtype(ann: Option<&ast::Expr>) -> DType {
+    ann.and_then(dotted).and_then(|d| d.strip_prefix("T.").and_then(DType::parse)).unwrap_or(DType::I32)
+}
+
+/// The integer type of a size declaration (`T.int64()`, `T.var("int64")`).
+fn size_declaration_dtype(f: &str, args: &[Arg]) -> DType {
+    match (f.strip_prefix("T."), args) {
+        (Some("var"), [Arg::Positional(e)]) => match &e.kind {
+            ExprKind::Str(t) => DType::parse(t).unwrap_or(DType::I32),
+            _ => DType::I32,
+        },
+        (Some(t), _) => DType::parse(t).unwrap_or(DType::I32),
+        _ => DType::I32,
+    }
+}
+
 /// `n: T.int32` (or another integer type) as a parameter's annotation.
 fn is_size_annotation(ann: Option<&ast::Expr>) -> bool {
     ann.and_then(dotted)

@@ -12,7 +12,7 @@ mod buffer;
 mod expr;
 mod func;
 
-pub use func::root_block;
+pub use func::{root_block, SizeMode};
 
 use crate::diag::{did_you_mean, suggest, Diagnostic};
 use crate::func::{Constant, Module, ParamValue, ScheduleDef, ScheduleParam};
@@ -21,7 +21,17 @@ use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 /// Resolves a parsed file. `defines` override module constants (`-D M=64`);
 /// naming a constant the file does not define is an error.
 pub fn resolve_module(m: &ast::Module, defines: &[(String, i64)]) -> Result<Module, Vec<Diagnostic>> {
-    let mut r = ModuleResolver { module: Module::default(), errors: Vec::new(), defines, used_defines: vec![] };
+    resolve_module_with(m, defines, SizeMode::RunTime)
+}
+
+/// `resolve_module`, with size variables kept as run-time variables or
+/// specialized to their `-D` values (`SizeMode`).
+pub fn resolve_module_with(
+    m: &ast::Module,
+    defines: &[(String, i64)],
+    mode: SizeMode,
+) -> Result<Module, Vec<Diagnostic>> {
+    let mut r = ModuleResolver { module: Module::default(), errors: Vec::new(), defines, mode, used_defines: vec![] };
     r.stmts(&m.body, false);
     for (name, _) in defines {
         if !r.used_defines.contains(name) {
@@ -47,6 +57,7 @@ struct ModuleResolver<'a> {
     module: Module,
     errors: Vec<Diagnostic>,
     defines: &'a [(String, i64)],
+    mode: SizeMode,
     used_defines: Vec<String>,
 }
 
@@ -98,7 +109,7 @@ impl ModuleResolver<'_> {
                     let _ = args;
                     let consts: Vec<(String, i64)> =
                         self.module.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
-                    match func::resolve_prim_func(s, &consts, self.defines, &mut self.used_defines) {
+                    match func::resolve_prim_func(s, &consts, self.defines, self.mode, &mut self.used_defines) {
                         Ok(f) => self.module.funcs.push(f),
                         Err(mut es) => self.errors.append(&mut es),
                     }

@@ -4,7 +4,9 @@
 //! Preconditions, checked in this order:
 //! 1. The thread axis is one of blockIdx.x/y/z, threadIdx.x/y/z.
 //! 2. The loop is in the function, is serial, and has a constant extent
-//!    within the axis' limit.
+//!    within the axis' limit; a blockIdx may also have an extent of the
+//!    function's run-time sizes (`ceildiv(m, 64)`), the grid then being
+//!    computed at launch (and checked against the limit there).
 //! 3. If the axis is a blockIdx, no block under the loop reduces over it:
 //!    blocks cannot combine their partial sums within one kernel. A
 //!    reduction loop bound to a threadIdx is a cross-thread reduction,
@@ -23,6 +25,7 @@
 
 use super::tree::{get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
+use tirc_ir::structural_eq::same_expr;
 use tirc_ir::{ForKind, IterKind, Scope, Stmt, ThreadTag};
 
 pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
@@ -40,9 +43,18 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     if let ForKind::ThreadBinding(t) = l.kind {
         return Err(ScheduleError::new(format!("loop `{}` is already bound to {}", lp.name(), t.name())));
     }
-    let Some(extent) = l.extent.as_int() else {
-        return Err(ScheduleError::new(format!("loop `{}` has no constant extent to launch", lp.name())));
-    };
+    let symbolic = l.extent.as_int().is_none();
+    if symbolic && !(tag.is_block && l.extent.is_size_expr(&sch.func.sizes)) {
+        let mut e = ScheduleError::new(format!("loop `{}` has no constant extent to launch", lp.name()));
+        if l.extent.is_size_expr(&sch.func.sizes) {
+            e = e.help(format!(
+                "only a blockIdx may take an extent known at run time; split the loop and bind the constant part to {}",
+                tag.name()
+            ));
+        }
+        return Err(e);
+    }
+    let extent = l.extent.as_int().unwrap_or(i64::MIN);
     if extent > tag.max_extent() {
         return Err(ScheduleError::new(format!(
             "loop `{}` has {extent} iterations but {} allows at most {}",
@@ -116,13 +128,34 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     let mut extents: Vec<(ThreadTag, i64)> = Vec::new();
     let nests = super::cache::root_stmts(&sch.func.body);
     let nest = nests.iter().find(|s| super::tree::find_loop(s, lp).is_some()).unwrap_or(&sch.func.body);
+    let mut mismatch = None;
     nest.walk(&mut |s| {
         if let Stmt::For(f) = s {
-            if let (ForKind::ThreadBinding(t), Some(e)) = (f.kind, f.extent.as_int()) {
-                extents.push((t, e));
+            match (f.kind, f.extent.as_int()) {
+                (ForKind::ThreadBinding(t), Some(e)) => extents.push((t, e)),
+                // Extents known at run time must be the same expression.
+                (ForKind::ThreadBinding(t), None) if t == tag && !same_expr(&f.extent, &l.extent) => {
+                    mismatch = Some(tirc_ir::printer::print_expr(&f.extent))
+                }
+                _ => {}
             }
         }
     });
+    if symbolic {
+        if let Some((_, e)) = extents.iter().find(|(t, _)| *t == tag) {
+            mismatch = Some(e.to_string());
+        }
+        extents.retain(|(t, _)| *t != tag);
+    }
+    if let Some(e) = mismatch {
+        return Err(ScheduleError::new(format!(
+            "{} is already bound to a loop of extent {e}; loop `{}` has extent {}",
+            tag.name(),
+            lp.name(),
+            tirc_ir::printer::print_expr(&l.extent)
+        ))
+        .help("every loop bound to one thread axis must have the same extent"));
+    }
     if let Some((_, e)) = extents.iter().find(|(t, e)| *t == tag && *e != extent) {
         return Err(ScheduleError::new(format!(
             "{} is already bound to a loop of extent {e}; loop `{}` has extent {extent}",
@@ -131,7 +164,9 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
         ))
         .help("every loop bound to one thread axis must have the same extent"));
     }
-    extents.push((tag, extent));
+    if !symbolic {
+        extents.push((tag, extent));
+    }
     let per_dim = |d: u8| extents.iter().find(|(t, _)| !t.is_block && t.dim == d).map_or(1, |(_, e)| *e);
     let threads = per_dim(0) * per_dim(1) * per_dim(2);
     if threads > 1024 {

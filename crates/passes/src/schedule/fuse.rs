@@ -4,8 +4,12 @@
 //! Preconditions, checked in this order:
 //! 1. At least one loop is given, and every loop is in the function.
 //! 2. Each loop after the first is the whole body of the loop before it.
-//! 3. No loop is bound to a thread, and every extent is a constant.
-//! 4. The product of the extents fits the fused loop's int32 variable.
+//! 3. No loop is bound to a thread, and every extent is a constant or an
+//!    expression of the function's run-time sizes (the fused variable is
+//!    then divided by sizes, `i = f // n`, `j = f % n`).
+//! 4. The product of the constant extents fits the fused loop's int32
+//!    variable (with run-time sizes, the product is checked when they are
+//!    bound: a buffer indexed by it has at most 2^31 - 1 elements).
 
 use super::tree::{fresh_loop_name, get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
@@ -44,32 +48,34 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
                 t.name()
             )));
         }
-        extents.push(
-            f.extent
-                .as_int()
-                .ok_or_else(|| ScheduleError::new(format!("loop `{}` has no constant extent", f.var.name())))?,
-        );
+        if f.extent.as_int().is_none() && !f.extent.is_size_expr(&sch.func.sizes) {
+            return Err(ScheduleError::new(format!("loop `{}` has no constant extent", f.var.name())));
+        }
+        extents.push(f.extent.clone());
     }
     let name: Vec<&str> = fors.iter().map(|f| f.var.name()).collect();
     let name = fresh_loop_name(&sch.func.body, &format!("{}_fused", name.join("_")));
     let fused = Var::new(name, DType::I32);
     // The fused variable is an int32, as TVM's is for int32 loops.
-    let total = extents.iter().try_fold(1i64, |a, &e| a.checked_mul(e)).filter(|t| *t <= i64::from(i32::MAX));
-    let Some(total) = total else {
+    let consts: Vec<i64> = extents.iter().filter_map(|e| e.as_int()).collect();
+    let total = consts.iter().try_fold(1i64, |a, &e| a.checked_mul(e)).filter(|t| *t <= i64::from(i32::MAX));
+    if total.is_none() {
         return Err(ScheduleError::new(format!(
             "the fused loop would have {} iterations, more than its int32 variable can count",
-            extents.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" × ")
+            consts.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" × ")
         )));
-    };
+    }
+    let product = |es: &[Expr]| es.iter().fold(Expr::int(1), |a, e| a * e.clone());
+    let total = product(&extents);
     let mut map = Vec::new();
     for (i, f) in fors.iter().enumerate() {
-        let inner: i64 = extents[i + 1..].iter().product();
+        let inner = product(&extents[i + 1..]);
         let mut e = Expr::var(&fused);
-        if inner > 1 {
-            e = Expr::binary(BinOp::FloorDiv, e, Expr::int(inner));
+        if inner.as_int() != Some(1) {
+            e = Expr::binary(BinOp::FloorDiv, e, inner);
         }
         if i > 0 {
-            e = Expr::binary(BinOp::FloorMod, e, Expr::int(extents[i]));
+            e = Expr::binary(BinOp::FloorMod, e, extents[i].clone());
         }
         let e = if f.min.as_int() == Some(0) { e } else { f.min.clone() + e };
         map.push((f.var.clone(), e));
@@ -79,7 +85,7 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
     let new = Stmt::For(Box::new(For {
         var: fused.clone(),
         min: Expr::int(0),
-        extent: Expr::int(total),
+        extent: total,
         kind: ForKind::Serial,
         annotations: vec![],
         body,

@@ -4,7 +4,10 @@
 //! Preconditions, checked in this order:
 //! 1. The loop is in the function and is not bound to a thread (bind the
 //!    loops that the split returns instead).
-//! 2. Its extent is a constant.
+//! 2. Its extent is a constant, or an expression of the function's
+//!    run-time sizes (`m`); then exactly one factor is `None`, and it
+//!    becomes `ceildiv(m, product of the others)`, the predicate below
+//!    guarding the last, partial iteration.
 //! 3. There are at least two factors, at most one is `None` (or -1), and the
 //!    others are positive.
 //! 4. The factors multiply to at least the extent; when they multiply to
@@ -25,9 +28,11 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
             .help("split first, then bind the loops the split returns"));
     }
     // 2.
-    let Some(extent) = l.extent.as_int() else {
+    let extent_expr = l.extent.clone();
+    let symbolic = extent_expr.as_int().is_none();
+    if symbolic && !extent_expr.is_size_expr(&sch.func.sizes) {
         return Err(ScheduleError::new(format!("loop `{}` has no constant extent to split", lp.name())));
-    };
+    }
     // 3.
     if factors.len() < 2 {
         return Err(ScheduleError::new("split needs at least two factors"));
@@ -40,16 +45,38 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
     }
     let too_large = || ScheduleError::new("the split factors multiply to more than a 64-bit integer holds");
     let known = factors.iter().flatten().try_fold(1i64, |a, &f| a.checked_mul(f)).ok_or_else(too_large)?;
-    let sizes: Vec<i64> = factors.iter().map(|f| f.unwrap_or((extent - 1).max(0) / known + 1)).collect();
-    let product = sizes.iter().try_fold(1i64, |a, &f| a.checked_mul(f)).ok_or_else(too_large)?;
-    // 4.
-    if product < extent {
-        return Err(ScheduleError::new(format!(
-            "the factors {sizes:?} multiply to {product}, less than the extent {extent} of loop `{}`: iterations would be lost",
-            lp.name()
-        ))
-        .help("use None for one factor to let it be inferred"));
-    }
+    let (sizes, needs_predicate): (Vec<Expr>, bool) = match extent_expr.as_int() {
+        Some(extent) => {
+            let sizes: Vec<i64> = factors.iter().map(|f| f.unwrap_or((extent - 1).max(0) / known + 1)).collect();
+            let product = sizes.iter().try_fold(1i64, |a, &f| a.checked_mul(f)).ok_or_else(too_large)?;
+            // 4.
+            if product < extent {
+                return Err(ScheduleError::new(format!(
+                    "the factors {sizes:?} multiply to {product}, less than the extent {extent} of loop `{}`: iterations would be lost",
+                    lp.name()
+                ))
+                .help("use None for one factor to let it be inferred"));
+            }
+            (sizes.into_iter().map(Expr::int).collect(), product > extent)
+        }
+        None => {
+            if !factors.iter().any(|f| f.is_none()) {
+                return Err(ScheduleError::new(format!(
+                    "loop `{}` runs `{}` iterations, known only at run time: one factor must be None",
+                    lp.name(),
+                    tirc_ir::printer::print_expr(&extent_expr)
+                ))
+                .help("e.g. factors=[None, 64]: the number of tiles is then computed from the size at run time"));
+            }
+            // ceildiv(extent, known), as floordiv(extent + known - 1, known).
+            let tiles = if known == 1 {
+                extent_expr.clone()
+            } else {
+                Expr::binary(BinOp::FloorDiv, extent_expr.clone() + Expr::int(known - 1), Expr::int(known))
+            };
+            (factors.iter().map(|f| f.map_or(tiles.clone(), Expr::int)).collect(), known != 1)
+        }
+    };
     let base = lp.name().to_string();
     let mut vars = Vec::new();
     for i in 0..sizes.len() {
@@ -59,14 +86,14 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
     // old = min + ((v0 * s1 + v1) * s2 + v2) ...
     let mut fused = Expr::var(&vars[0]);
     for (v, s) in vars.iter().zip(&sizes).skip(1) {
-        fused = if *s == 1 { fused } else { fused * Expr::int(*s) };
+        fused = if s.as_int() == Some(1) { fused } else { fused * s.clone() };
         fused = fused + Expr::var(v);
     }
     let fused = crate::arith::Analyzer::new().simplify(&fused);
     let old = if l.min.as_int() == Some(0) { fused.clone() } else { l.min.clone() + fused.clone() };
     let new_body = substitute_stmt(&l.body, &[(l.var.clone(), old)]);
-    let new_body = if product > extent {
-        let pred = Expr::binary(BinOp::Lt, fused, Expr::int(extent));
+    let new_body = if needs_predicate {
+        let pred = Expr::binary(BinOp::Lt, fused, extent_expr);
         add_predicate(&new_body, &pred)
     } else {
         new_body
@@ -76,7 +103,7 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
         s = Stmt::For(Box::new(For {
             var: v.clone(),
             min: Expr::int(0),
-            extent: Expr::int(*sz),
+            extent: sz.clone(),
             kind: if l.kind == ForKind::Serial { ForKind::Serial } else { l.kind },
             annotations: vec![],
             body: s,

@@ -11,6 +11,8 @@
 //! launches of one axis with different extents, and more than 1024 threads
 //! in a block.
 
+use tirc_ir::printer::print_expr;
+use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag, Var};
 
@@ -39,6 +41,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
     });
     let mut axes = launched.clone();
+    // Block axes whose extent is an expression of the run-time sizes.
+    let mut sized: Vec<(ThreadTag, Expr)> = Vec::new();
     f.body.walk(&mut |s| {
         if let Stmt::For(l) = s {
             if let ForKind::ThreadBinding(t) = l.kind {
@@ -55,6 +59,20 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                         Some((_, old)) => *old = (*old).max(e),
                         None => axes.push((t, e)),
                     },
+                    (None, None) if t.is_block && l.extent.is_size_expr(&f.sizes) => {
+                        match sized.iter().find(|(x, _)| *x == t) {
+                            Some((_, old)) if !same_expr(old, &l.extent) => {
+                                err = Some(Diagnostic::new(format!(
+                                    "two loops bound to {} run {} and {} iterations: a kernel has one grid",
+                                    t.name(),
+                                    print_expr(old),
+                                    print_expr(&l.extent)
+                                )))
+                            }
+                            Some(_) => {}
+                            None => sized.push((t, l.extent.clone())),
+                        }
+                    }
                     (None, _) => {
                         err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name())))
                     }
@@ -62,6 +80,13 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             }
         }
     });
+    if let Some((t, e)) = sized.iter().find(|(t, _)| axes.iter().any(|(x, _)| x == t)) {
+        err = Some(Diagnostic::new(format!(
+            "{} is bound both to loops of constant extent and to a loop of {} iterations, known at run time",
+            t.name(),
+            print_expr(e)
+        )));
+    }
     if let Some(e) = err {
         return Err(e);
     }
@@ -69,13 +94,30 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     if threads > 1024 {
         return Err(Diagnostic::new(format!("the kernel launches {threads} threads per block; CUDA allows 1024")));
     }
-    let vars: Vec<(ThreadTag, Var, i64)> =
-        axes.iter().map(|(t, e)| (*t, Var::new(t.var_name(), DType::I32), *e)).collect();
+    // In order of first appearance, run-time extents included.
+    let mut order: Vec<ThreadTag> = launched.iter().map(|(t, _)| *t).collect();
+    f.body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            if let ForKind::ThreadBinding(t) = l.kind {
+                if !order.contains(&t) {
+                    order.push(t);
+                }
+            }
+        }
+    });
+    let vars: Vec<(ThreadTag, Var, Expr)> = order
+        .iter()
+        .filter_map(|t| {
+            let e = axes.iter().find(|(x, _)| x == t).map(|(_, e)| Expr::int(*e));
+            let e = e.or_else(|| sized.iter().find(|(x, _)| x == t).map(|(_, e)| e.clone()))?;
+            Some((*t, Var::new(t.var_name(), DType::I32), e))
+        })
+        .collect();
     // Existing launches (pasted lowered code) are unwrapped and merged too.
     let body = extract(&f.body, &vars);
     let mut out = body;
     for (tag, v, e) in vars.iter().rev() {
-        out = Stmt::Launch { var: v.clone(), tag: *tag, extent: Expr::int(*e), body: Box::new(out) };
+        out = Stmt::Launch { var: v.clone(), tag: *tag, extent: e.clone(), body: Box::new(out) };
     }
     f.body = out;
     Ok(f)
@@ -83,7 +125,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 
 /// `s` with every bound loop and launch replaced by its body, speaking of
 /// the launch variables.
-fn extract(s: &Stmt, vars: &[(ThreadTag, Var, i64)]) -> Stmt {
+fn extract(s: &Stmt, vars: &[(ThreadTag, Var, Expr)]) -> Stmt {
     let axis = |t: &ThreadTag| vars.iter().find(|(x, _, _)| x == t);
     match s {
         Stmt::For(l) => {
@@ -92,8 +134,8 @@ fn extract(s: &Stmt, vars: &[(ThreadTag, Var, i64)]) -> Stmt {
             };
             let Some((_, v, ext)) = axis(&t) else { return s.clone() };
             let body = substitute_stmt(&extract(&l.body, vars), &[(l.var.clone(), Expr::var(v))]);
-            match l.extent.as_int() {
-                Some(e) if e < *ext => Stmt::if_then(Expr::binary(BinOp::Lt, Expr::var(v), Expr::int(e)), body),
+            match (l.extent.as_int(), ext.as_int()) {
+                (Some(e), Some(x)) if e < x => Stmt::if_then(Expr::binary(BinOp::Lt, Expr::var(v), Expr::int(e)), body),
                 _ => body,
             }
         }

@@ -35,36 +35,69 @@
 
 use crate::arith::{conjuncts, Analyzer};
 use crate::transform::simplify;
+use tirc_ir::structural_eq::same_expr;
+use tirc_ir::subst::fresh_binders;
 use tirc_ir::{BinOp, Diagnostic, Expr, For, ForKind, PrimFunc, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut an = Analyzer::new();
-    f.body = kernel(&f.body, &mut an, &mut Vec::new());
+    an.bind_sizes(&f.sizes);
+    let mut k = Kernel { blocks: Vec::new(), sized_blocks: Vec::new(), sizes: f.sizes.clone() };
+    f.body = kernel(&f.body, &mut an, &mut k);
     Ok(f)
+}
+
+/// What the launch head says about the kernel.
+struct Kernel {
+    /// Block indices of constant extent.
+    blocks: Vec<(Var, i64)>,
+    /// Block indices whose extent is an expression of the run-time sizes.
+    sized_blocks: Vec<Var>,
+    sizes: Vec<Var>,
 }
 
 /// Walks the launch head (launches and allocations), then specializes the
 /// body on the block indices and partitions its loops.
-fn kernel(s: &Stmt, an: &mut Analyzer, blocks: &mut Vec<(Var, i64)>) -> Stmt {
+fn kernel(s: &Stmt, an: &mut Analyzer, k: &mut Kernel) -> Stmt {
     match s {
         Stmt::Launch { var, tag, extent, body } => {
-            let extent_value = extent.as_int();
-            if let Some(e) = extent_value {
-                an.bind(var, 0, e - 1);
-                if tag.is_block {
-                    blocks.push((var.clone(), e));
+            an.bind_launch(var, extent);
+            if tag.is_block {
+                match extent.as_int() {
+                    Some(e) => k.blocks.push((var.clone(), e)),
+                    None => k.sized_blocks.push(var.clone()),
                 }
             }
-            let body = kernel(body, an, blocks);
+            let body = kernel(body, an, k);
             an.unbind(var);
             Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(body) }
         }
         Stmt::Allocate { buffer, body } => {
-            Stmt::Allocate { buffer: buffer.clone(), body: Box::new(kernel(body, an, blocks)) }
+            Stmt::Allocate { buffer: buffer.clone(), body: Box::new(kernel(body, an, k)) }
         }
         _ => {
+            let blocks = &k.blocks;
             let mut interior = an.clone();
             let mut guard = Vec::new();
+            // A grid of run-time size: the interior is where each bound of a
+            // block index by the sizes holds for every thread and loop
+            // iteration (`blockIdx_y * 64 + 64 <= m`), assumed inside.
+            for v in &k.sized_blocks {
+                let keep = |x: &Var| x == v || k.sizes.contains(x);
+                for a in atoms(s, an) {
+                    if !a.cond.uses(v) || !k.sizes.iter().any(|z| a.cond.uses(z)) {
+                        continue;
+                    }
+                    let Some(g) = a.ranges.condition_for_all(&a.cond, &keep) else { continue };
+                    // Only bounds of `v` from above: the blocks past the
+                    // size's end are the boundary, the others the interior.
+                    if !bounds_from_above(&g, v) || guard.iter().any(|x| same_expr(x, &g)) {
+                        continue;
+                    }
+                    interior.assume(&g);
+                    guard.push(g);
+                }
+            }
             for (v, extent) in blocks.iter() {
                 let found = atoms(s, an);
                 if let Some((l, u)) = subrange(v, 0, extent - 1, &found) {
@@ -81,11 +114,22 @@ fn kernel(s: &Stmt, an: &mut Analyzer, blocks: &mut Vec<(Var, i64)>) -> Stmt {
             if guard.is_empty() {
                 return boundary;
             }
-            let inside = simplify::stmt(s, &mut interior);
+            // The interior is a copy of the body: its loops get variables of
+            // their own, so that each variable keeps one binder.
+            let inside = fresh_binders(&simplify::stmt(s, &mut interior));
             let inside = partition(&inside, &mut interior);
             let cond = guard.into_iter().reduce(Expr::and).expect("a guard");
             Stmt::If { cond, then: Box::new(inside), orelse: Some(Box::new(boundary)) }
         }
+    }
+}
+
+/// Whether `g`, a condition `lhs <= rhs` from `condition_for_all`, bounds
+/// `v` from above: `v` on its left side, with a positive coefficient.
+fn bounds_from_above(g: &Expr, v: &Var) -> bool {
+    match g {
+        Expr::Binary(BinOp::Le, lhs, rhs) => lhs.uses(v) && !rhs.uses(v),
+        _ => false,
     }
 }
 
@@ -120,7 +164,17 @@ fn partition(s: &Stmt, an: &mut Analyzer) -> Stmt {
             }
             // Each part is simplified under its own range, then its inner
             // loops are partitioned in turn.
-            Stmt::seq(parts.iter().map(|p| descend(&simplify::stmt(p, an), an)).collect())
+            // Each part after the first is a copy: fresh loop variables.
+            Stmt::seq(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let p = if i == 0 { p.clone() } else { fresh_binders(p) };
+                        descend(&simplify::stmt(&p, an), an)
+                    })
+                    .collect(),
+            )
         }
         _ => descend(s, an),
     }
@@ -144,9 +198,7 @@ fn descend(s: &Stmt, an: &mut Analyzer) -> Stmt {
             Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(body) }
         }
         Stmt::Launch { var, extent, .. } => {
-            if let Some(e) = extent.as_int() {
-                an.bind(var, 0, e - 1);
-            }
+            an.bind_launch(var, extent);
             let out = s.map_children(|c| partition(c, an));
             an.unbind(var);
             out
@@ -192,9 +244,7 @@ fn collect(s: &Stmt, an: &mut Analyzer, out: &mut Vec<Atom>) {
             an.unbind(var);
         }
         Stmt::Launch { var, extent, body, .. } => {
-            if let Some(e) = extent.as_int() {
-                an.bind(var, 0, e - 1);
-            }
+            an.bind_launch(var, extent);
             collect(body, an, out);
             an.unbind(var);
         }

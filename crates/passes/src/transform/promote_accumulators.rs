@@ -2,7 +2,8 @@
 //! small tile of its own is kept in registers for the whole kernel.
 //!
 //! For a buffer written by the kernel, when every access to it has the same
-//! form `base + c1 * v1 + .. + cn * vn` — `base` made of launch indices only,
+//! form `base + c1 * v1 + .. + cn * vn` — `base` made of launch indices (and
+//! run-time sizes) only,
 //! the `v` loop variables of the kernel body with constant extents, the same
 //! coefficients and extents everywhere, distinct offsets for distinct
 //! iterations, at most `MAX_TILE` of them — and, where the kernel holds a
@@ -41,7 +42,9 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             .map(|(v, _, e)| (v.clone(), e.as_int().unwrap_or(i64::MAX)))
             .collect()
     });
-    let launch_vars: Vec<Var> = launches.iter().map(|(v, _, _)| v.clone()).collect();
+    // Launch indices and run-time sizes: the values that are the same for
+    // the whole of a thread's run.
+    let launch_vars: Vec<Var> = launches.iter().map(|(v, _, _)| v.clone()).chain(f.sizes.iter().cloned()).collect();
     for b in f.params.clone() {
         if let Some(new_body) = promote(&body, &b, &launch_vars, threads.as_deref()) {
             body = new_body;

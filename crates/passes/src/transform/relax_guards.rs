@@ -13,7 +13,8 @@
 //! For a local buffer `L`, a conjunct `d` of the `if` directly around a
 //! store `L[e(x)] = v` is dropped when:
 //! - `d` depends only on the loop variables `x` of the index and on launch
-//!   indices (it says which *element* is written, not when);
+//!   indices and run-time sizes (it says which *element* is written, not
+//!   when);
 //! - every read of `L` outside the updates of `L` (the write-back, a use in
 //!   another buffer) is under a condition with a conjunct that is `d` once
 //!   its index's variables are renamed to `x` (its index has the same form:
@@ -51,6 +52,10 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     for l in &locals {
         let mut sites = Sites::default();
         let mut scope = Walk::default();
+        // Run-time sizes are the same for every thread, as launch indices.
+        scope.an.bind_sizes(&f.sizes);
+        scope.launches.extend(f.sizes.iter().cloned());
+        sites.launches.extend(f.sizes.iter().cloned());
         if gather(&f.body, l, &mut scope, &mut sites).is_none() {
             continue;
         }
@@ -125,9 +130,7 @@ fn gather(s: &Stmt, l: &Buffer, sc: &mut Walk, out: &mut Sites) -> Option<()> {
             r
         }
         Stmt::Launch { var, extent, body, .. } => {
-            if let Some(e) = extent.as_int() {
-                sc.an.bind(var, 0, e - 1);
-            }
+            sc.an.bind_launch(var, extent);
             sc.launches.push(var.clone());
             out.launches.push(var.clone());
             let r = gather(body, l, sc, out);

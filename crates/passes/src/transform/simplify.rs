@@ -14,6 +14,7 @@ use tirc_ir::{Diagnostic, Expr, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut an = Analyzer::new();
+    an.bind_sizes(&f.sizes);
     f.body = stmt(&f.body, &mut an);
     Ok(f)
 }
@@ -45,9 +46,7 @@ pub fn stmt(s: &Stmt, an: &mut Analyzer) -> Stmt {
         }
         Stmt::Launch { var, tag, extent, body } => {
             let extent = an.simplify(extent);
-            if let Some(e) = extent.as_int() {
-                an.bind(var, 0, e - 1);
-            }
+            an.bind_launch(var, &extent);
             let body = stmt(body, an);
             an.unbind(var);
             Stmt::Launch { var: var.clone(), tag: *tag, extent, body: Box::new(body) }

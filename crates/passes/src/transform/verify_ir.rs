@@ -12,7 +12,9 @@
 //! From `lower_blocks` on, no block is left. From `flatten_buffers` on,
 //! every access has one index. From `extract_launch` on, the launch
 //! statements are the head of the body, each axis at most once, with a
-//! constant extent, and no loop is bound to a thread axis any more.
+//! constant extent (a blockIdx may have an extent of the function's
+//! run-time sizes, which are bound everywhere), and no loop is bound to a
+//! thread axis any more.
 //!
 //! A violation is a bug of the pass that ran last, not of the user's
 //! program: it is reported as an internal error that names that pass, so
@@ -36,6 +38,9 @@ pub fn after(pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
         buffers: f.params.clone(),
         problem: None,
     };
+    for s in &f.sizes {
+        v.bind(s.key());
+    }
     let mut body = &f.body;
     if v.launched {
         let (head, below) = f.body.launch_head();
@@ -44,7 +49,8 @@ pub fn after(pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
             if seen.contains(&tag) {
                 v.fail(format!("{} is launched twice", tag.name()));
             }
-            if extent.as_int().is_none() {
+            let sized = tag.is_block && extent.is_size_expr(&f.sizes);
+            if extent.as_int().is_none() && !sized {
                 v.fail(format!("the extent of {} is not a constant", tag.name()));
             }
             seen.push(tag);

@@ -10,7 +10,7 @@ use crate::compile::{compile_module, load, Request};
 pub struct Args {
     /// The .tir file.
     pub file: std::path::PathBuf,
-    /// Override a module constant or give a size variable (`n: T.int32`, `m = T.int32()`) its value: -D M=64. All are compile-time: the kernel is specialized to them.
+    /// Override a module constant (compile-time: the kernel is specialized to it), or give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize): -D M=64 -D m=1000.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = super::parse_define)]
     pub define: Vec<(String, i64)>,
     /// Also run each schedule on the simulator at the file's `# test-sizes:`
@@ -93,10 +93,13 @@ fn simulate_all(a: &Args, src: &str) -> u8 {
     for (name, req) in requests {
         let shown: Vec<String> = req.params.iter().map(|(k, v)| format!(" -p {k}={v}")).collect();
         let label = format!("{name}{} {at}", shown.join(""));
-        let outcome = compile_module(module.clone(), &req).map_err(|d| d.message).and_then(|c| {
-            let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
-            crate::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, a.seed)
-        });
+        let outcome = compile_module(module.clone(), &req)
+            .and_then(|c| c.bind_sizes(&defines))
+            .map_err(|d| d.message)
+            .and_then(|c| {
+                let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+                crate::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, a.seed)
+            });
         match outcome {
             Ok((e, tol)) if e.rel_err <= tol && e.non_finite == 0 => {
                 println!("{label}: ok, rel_err {:.3e} (tolerance {tol:.0e})", e.rel_err)

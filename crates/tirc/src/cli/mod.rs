@@ -28,12 +28,15 @@ pub struct Common {
     /// The prim_func to use when no schedule is named.
     #[arg(long)]
     pub func: Option<String>,
-    /// Override a module constant or give a size variable (`n: T.int32`, `m = T.int32()`) its value: -D M=64. All are compile-time: the kernel is specialized to them.
+    /// Override a module constant (compile-time: the kernel is specialized to it), or give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize): -D M=64 -D m=1000.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub define: Vec<(String, i64)>,
     /// Override a schedule parameter: -p BM=64.
     #[arg(short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub param: Vec<(String, String)>,
+    /// Compile size variables as the constants their -D values give (one kernel per size) instead of as run-time arguments.
+    #[arg(long)]
+    pub specialize: bool,
 }
 
 /// Parses `argv` (`run FILE ...`, without the program name) as the
@@ -75,6 +78,7 @@ impl Common {
             func: self.func.clone(),
             defines: self.define.clone(),
             params: self.param.clone(),
+            specialize: self.specialize,
         }
     }
 }

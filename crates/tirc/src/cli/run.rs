@@ -170,6 +170,8 @@ fn run(a: &Args, warn: &mut dyn FnMut(&str, &[tirc_ir::Diagnostic])) -> Result<(
         req.params = p.into_iter().chain(req.params).collect();
     }
     let c = compile(&src, &req).map_err(|ds| Stop::Diagnostics(src.clone(), ds))?;
+    // Run-time sizes take their -D values now: the kernel is generic.
+    let c = c.bind_sizes(&req.defines).map_err(|d| Stop::Diagnostics(src.clone(), vec![d]))?;
     warn(&src, &c.warnings);
     let o = execute(a, &c).map_err(Stop::Error)?;
     Ok((c, o))

@@ -38,7 +38,7 @@ pub struct Args {
     /// The schedule whose parameters to tune.
     #[arg(long, short = 's')]
     pub schedule: String,
-    /// Override a module constant or give a size variable (`n: T.int32`, `m = T.int32()`) its value: -D M=4096. All are compile-time: the kernel is specialized to them.
+    /// Override a module constant (compile-time: the kernel is specialized to it), or give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize): -D M=64 -D m=1000.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
     pub define: Vec<(String, i64)>,
     /// Hold a schedule parameter at one value: -p BK=32.

@@ -114,8 +114,15 @@ pub fn load(o: &Options) -> Result<tirc_ir::Module, Vec<tirc_ir::Diagnostic>> {
 /// The `# test-sizes: M=40 N=72` line of a file: the small sizes it is
 /// checked at on the simulator.
 pub fn test_sizes(src: &str) -> Vec<(String, i64)> {
+    test_size_sets(src).into_iter().next().unwrap_or_default()
+}
+
+/// Every `# test-sizes:` line of a file, in order: the first is the one
+/// every step is checked at; the others (other values of run-time sizes,
+/// most often) are checked on the lowered kernels.
+pub fn test_size_sets(src: &str) -> Vec<Vec<(String, i64)>> {
     src.lines()
-        .find_map(|l| l.trim().strip_prefix("# test-sizes:"))
+        .filter_map(|l| l.trim().strip_prefix("# test-sizes:"))
         .map(|rest| {
             rest.split_whitespace()
                 .filter_map(|kv| {
@@ -124,7 +131,7 @@ pub fn test_sizes(src: &str) -> Vec<(String, i64)> {
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// The schedule parameters a schedule is checked with on the simulator,
