@@ -3,6 +3,10 @@
 //! PTX and cubin NVRTC makes of the source, and `kernel.json`, which says
 //! everything a launcher needs (kernels in launch order, grid, block,
 //! dynamic shared memory, each argument's name, dtype, shape and strides).
+//! A function of run-time sizes (`m = T.int32()`) takes them as `int`
+//! arguments after its buffers; shapes, strides and grids that depend on
+//! them are C expressions of them in `kernel.json`, and the launcher
+//! computes the grid.
 //!
 //! The source compiles two ways. nvcc compiles it whole: the kernels and
 //! `<name>_launch(args..., stream)`, which allocates the function's global
@@ -17,7 +21,8 @@ use crate::compile::{Compiled, Request};
 use crate::verify::access;
 use serde_json::{json, Value};
 use tirc_codegen::{ctype, sanitize, translation_unit, CudaKernel};
-use tirc_ir::{Buffer, DType};
+use tirc_ir::printer::print_expr;
+use tirc_ir::{BinOp, Buffer, DType, Expr};
 
 /// The files of a build, by file name, and notes for the user (what could
 /// not be made, and why).
@@ -44,16 +49,68 @@ struct Arg {
     access: &'static str,
 }
 
-fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
-    let mut strides = vec![1; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
-    strides
+/// A buffer's shape, each extent a number or (for a function of run-time
+/// sizes) a C expression of them.
+fn shape_of(b: &Buffer) -> Result<Vec<Value>, String> {
+    b.shape()
+        .iter()
+        .map(|e| match e.as_int() {
+            Some(n) => Ok(json!(n)),
+            None => c_size_expr(e).map(Value::String),
+        })
+        .collect()
 }
 
-fn const_shape(b: &Buffer) -> Result<Vec<i64>, String> {
-    b.const_shape().ok_or_else(|| format!("buffer {} has no constant shape", b.name()))
+/// The number of elements of a buffer, as C (a number, or an expression of
+/// the run-time sizes).
+fn elements_c(b: &Buffer) -> Result<String, String> {
+    if let Some(n) = b.num_elements() {
+        return Ok(format!("{}ull", n.max(1)));
+    }
+    let dims: Vec<String> =
+        b.shape().iter().map(|e| c_size_expr(e).map(|x| format!("(size_t)({x})"))).collect::<Result<_, _>>()?;
+    Ok(dims.join(" * "))
+}
+
+/// An expression of run-time sizes and literals as C, for the launcher
+/// (the sizes are positive, so floor division is C's division).
+fn c_size_expr(e: &Expr) -> Result<String, String> {
+    Ok(match e {
+        Expr::Int(v, _) => v.to_string(),
+        Expr::Var(v) => sanitize(v.name()),
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (c_size_expr(a)?, c_size_expr(b)?);
+            match op {
+                BinOp::Add => format!("({a} + {b})"),
+                BinOp::Sub => format!("({a} - {b})"),
+                BinOp::Mul => format!("({a} * {b})"),
+                BinOp::FloorDiv | BinOp::Div => format!("({a} / {b})"),
+                BinOp::FloorMod => format!("({a} % {b})"),
+                BinOp::Min => format!("(({a}) < ({b}) ? ({a}) : ({b}))"),
+                BinOp::Max => format!("(({a}) > ({b}) ? ({a}) : ({b}))"),
+                _ => return Err(format!("the size expression `{}` has no C form here", print_expr(e))),
+            }
+        }
+        _ => return Err(format!("the size expression `{}` has no C form here", print_expr(e))),
+    })
+}
+
+/// Strides of a row-major array of `shape`, as numbers or C expressions.
+fn strides_of(shape: &[Value]) -> Vec<Value> {
+    let mut strides = vec![json!(1); shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = match (&strides[d + 1], &shape[d + 1]) {
+            (Value::Number(a), Value::Number(b)) => json!(a.as_i64().unwrap_or(0) * b.as_i64().unwrap_or(0)),
+            (a, b) => {
+                let text = |v: &Value| match v {
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                Value::String(format!("({} * {})", text(a), text(b)))
+            }
+        };
+    }
+    strides
 }
 
 fn c_type(t: DType) -> Result<&'static str, String> {
@@ -80,12 +137,13 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
         .collect();
     let kernels: Vec<&CudaKernel> = c.kernels.iter().map(|k| &k.cuda).collect();
     let device = translation_unit(&kernels);
-    let signature = launch_signature(&name, &args)?;
+    let sizes: Vec<(String, DType)> = f.sizes.iter().map(|v| (sanitize(v.name()), v.dtype())).collect();
+    let signature = launch_signature(&name, &args, &sizes)?;
     let header = header(&name, c, req, o, &args, &signature)?;
     let source = format!(
         "// {name}.cu: {}\n// nvcc compiles the kernels and the launcher; NVRTC the kernels only.\n{device}\n{}",
         provenance(c, req, o),
-        launcher(&name, &kernels, &args, &intermediates, &signature)?
+        launcher(&name, &kernels, &args, &intermediates, &sizes, &signature)?
     );
     let mut files =
         vec![(format!("{name}.cu"), source.clone().into_bytes()), (format!("{name}.h"), header.into_bytes())];
@@ -127,12 +185,16 @@ fn provenance(c: &Compiled, req: &Request, o: &Options) -> String {
     s
 }
 
-/// `cudaError_t <name>_launch(const float* A, ..., cudaStream_t stream)`.
-fn launch_signature(name: &str, args: &[Arg]) -> Result<String, String> {
+/// `cudaError_t <name>_launch(const float* A, ..., int m, cudaStream_t
+/// stream)`: the buffers, then the run-time sizes.
+fn launch_signature(name: &str, args: &[Arg], sizes: &[(String, DType)]) -> Result<String, String> {
     let mut ps = Vec::new();
     for a in args {
         let konst = if a.access == "read" || a.access == "unused" { "const " } else { "" };
         ps.push(format!("{konst}{}* {}", c_type(a.buffer.dtype())?, a.c_name));
+    }
+    for (n, t) in sizes {
+        ps.push(format!("{} {n}", c_type(*t)?));
     }
     ps.push("cudaStream_t stream".to_string());
     Ok(format!("cudaError_t {name}_launch({})", ps.join(", ")))
@@ -156,9 +218,21 @@ fn header(name: &str, c: &Compiled, req: &Request, o: &Options, args: &[Arg], si
         names.join(", ")
     );
     for a in args {
-        let shape = const_shape(&a.buffer)?;
-        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        let dims: Vec<String> = shape_of(&a.buffer)?
+            .iter()
+            .map(|d| match d {
+                Value::String(s) => s.clone(),
+                d => d.to_string(),
+            })
+            .collect();
         h += &format!("//   {}: {}[{}], {}\n", a.c_name, a.buffer.dtype(), dims.join(", "), a.access);
+    }
+    if !c.original.sizes.is_empty() {
+        let names: Vec<String> = c.original.sizes.iter().map(|v| sanitize(v.name())).collect();
+        h += &format!(
+            "// {} known only at run time: each at least 1 (else cudaErrorInvalidValue),\n// the grid computed from them.\n",
+            names.join(", ")
+        );
     }
     h += "// Returns the first error of an allocation or a launch; an error while a\n// kernel runs shows at the next synchronization of the stream.\n";
     h += &format!("{sig};\n\n#ifdef __cplusplus\n}}\n#endif\n");
@@ -170,24 +244,34 @@ fn launcher(
     kernels: &[&CudaKernel],
     args: &[Arg],
     intermediates: &[Arg],
+    sizes: &[(String, DType)],
     sig: &str,
 ) -> Result<String, String> {
     let mut s = format!(
         "#ifndef __CUDACC_RTC__\n#include \"{name}.h\"\n\nextern \"C\" {sig} {{\n  cudaError_t err = cudaSuccess;\n"
     );
+    if !sizes.is_empty() {
+        let bad: Vec<String> = sizes.iter().map(|(n, _)| format!("{n} < 1")).collect();
+        s += &format!("  if ({}) return cudaErrorInvalidValue;\n", bad.join(" || "));
+    }
     // Every buffer the launcher allocates: the intermediates between the
-    // kernels, then each kernel's own.
-    let mut allocs: Vec<(String, DType, usize)> = Vec::new();
+    // kernels, then each kernel's own (counts as C, of the sizes).
+    let mut allocs: Vec<(String, DType, String)> = Vec::new();
     for a in intermediates {
-        let n = a.buffer.num_elements().ok_or_else(|| format!("buffer {} has no constant size", a.buffer.name()))?;
-        allocs.push((a.c_name.clone(), a.buffer.dtype(), n.max(1) as usize));
+        allocs.push((a.c_name.clone(), a.buffer.dtype(), elements_c(&a.buffer)?));
     }
     let mut scratch_names = Vec::new();
     for (i, k) in kernels.iter().enumerate() {
         let mut names = Vec::new();
         for (sn, t, count) in &k.scratch {
             let c_name = format!("k{i}_{sn}");
-            allocs.push((c_name.clone(), *t, (*count).max(1)));
+            if *count == 0 && !sizes.is_empty() {
+                return Err(format!(
+                    "kernel {}'s scratch buffer {sn} has a size of run-time sizes, which tirc build does not count yet",
+                    k.name
+                ));
+            }
+            allocs.push((c_name.clone(), *t, format!("{}ull", (*count).max(1))));
             names.push(c_name);
         }
         scratch_names.push(names);
@@ -197,12 +281,12 @@ fn launcher(
     }
     for (n, t, count) in &allocs {
         s += &format!(
-            "  if ((err = cudaMallocAsync((void**)&{n}, {count}ull * sizeof({}), stream)) != cudaSuccess) goto done;\n",
+            "  if ((err = cudaMallocAsync((void**)&{n}, {count} * sizeof({}), stream)) != cudaSuccess) goto done;\n",
             c_type(*t)?
         );
     }
     for (k, scratch) in kernels.iter().zip(&scratch_names) {
-        let (g, b) = (k.launch.grid, k.launch.block);
+        let (g, b) = (&k.grid_exprs, k.launch.block);
         let dynamic = k.dynamic_shared_bytes;
         if dynamic > 48 * 1024 {
             s += &format!(
@@ -210,11 +294,18 @@ fn launcher(
                 k.name
             );
         }
+        // A grid of run-time sizes is checked against CUDA's limits.
+        for e in g.iter().skip(1) {
+            if e.parse::<i64>().is_err() {
+                s += &format!("  if (({e}) > 65535) {{ err = cudaErrorInvalidConfiguration; goto done; }}\n");
+            }
+        }
         let call: Vec<&str> = args
             .iter()
             .chain(intermediates)
             .map(|a| a.c_name.as_str())
             .chain(scratch.iter().map(String::as_str))
+            .chain(k.sizes.iter().map(|(n, _)| n.as_str()))
             .collect();
         s += &format!(
             "  {}<<<dim3({}, {}, {}), dim3({}, {}, {}), {dynamic}, stream>>>({});\n  if ((err = cudaGetLastError()) != cudaSuccess) goto done;\n",
@@ -248,12 +339,12 @@ fn metadata(
     cubin: Value,
 ) -> Result<Value, String> {
     let buffer = |a: &Arg| -> Result<Value, String> {
-        let shape = const_shape(&a.buffer)?;
+        let shape = shape_of(&a.buffer)?;
         Ok(json!({
             "name": a.c_name,
             "dtype": a.buffer.dtype().to_string(),
             "shape": shape,
-            "strides": contiguous_strides(&shape),
+            "strides": strides_of(&shape),
             "access": a.access,
         }))
     };
@@ -264,14 +355,24 @@ fn metadata(
         .iter()
         .map(|k| {
             let k = &k.cuda;
+            let grid: Vec<Value> = k
+                .grid_exprs
+                .iter()
+                .zip(k.launch.grid)
+                .map(|(e, g)| match e.parse::<i64>() {
+                    Ok(_) => json!(g),
+                    Err(_) => json!(e),
+                })
+                .collect();
             json!({
                 "name": k.name,
-                "grid": k.launch.grid,
+                // A number, or a C expression of the sizes.
+                "grid": grid,
                 "block": k.launch.block,
                 "dynamic_shared_bytes": k.dynamic_shared_bytes,
                 // Its arguments: the function's, the intermediates', then
                 // its own scratch buffers, which the launcher allocates.
-                "arguments": args.iter().chain(intermediates).map(|a| a.c_name.clone()).collect::<Vec<_>>(),
+                "arguments": args.iter().chain(intermediates).map(|a| a.c_name.clone()).chain(k.sizes.iter().map(|(n, _)| n.clone())).collect::<Vec<_>>(),
                 "scratch": k.scratch.iter().map(|(n, t, count)| json!({"name": n, "dtype": t.to_string(), "elements": count})).collect::<Vec<_>>(),
             })
         })
@@ -292,6 +393,9 @@ fn metadata(
         "ptx": ptx,
         "cubin": cubin,
         "arguments": arguments,
+        // Scalar arguments known at run time, after the buffers (and each
+        // kernel's scratch), in this order.
+        "sizes": c.original.sizes.iter().map(|v| json!({"name": sanitize(v.name()), "dtype": v.dtype().to_string()})).collect::<Vec<_>>(),
         "intermediates": inter,
         "kernels": kernels,
     }))

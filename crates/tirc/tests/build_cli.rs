@@ -111,3 +111,37 @@ fn build_without_an_output_folder_or_with_bad_input_fails_cleanly() {
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot make"));
 }
+
+/// A function of run-time sizes builds once: the launcher takes `int m`,
+/// checks it and computes the grid; `kernel.json` gives shapes and grids
+/// as C expressions of it.
+#[test]
+fn a_run_time_size_is_an_argument_of_the_launcher() {
+    let dir = out_dir("dynamic");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "ir-examples/matmul_dynamic.tir", "-s", "step6", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let header = std::fs::read_to_string(dir.join("matmul.h")).unwrap();
+    assert!(
+        header.contains(
+            "cudaError_t matmul_launch(const float* A, const float* B, float* C, int m, cudaStream_t stream);"
+        ),
+        "{header}"
+    );
+    assert!(header.contains("A: float32[m, 4096], read"), "{header}");
+    let source = std::fs::read_to_string(dir.join("matmul.cu")).unwrap();
+    assert!(source.contains("if (m < 1) return cudaErrorInvalidValue;"), "{source}");
+    assert!(
+        source.contains("matmul_kernel<<<dim3(64, (m + 63) / 64, 1), dim3(16, 8, 1), 0, stream>>>(A, B, C, m);"),
+        "{source}"
+    );
+    let j = json(&dir);
+    assert_eq!(j["sizes"], serde_json::json!([{"name": "m", "dtype": "int32"}]));
+    assert_eq!(j["arguments"][0]["shape"], serde_json::json!(["m", 4096]));
+    assert_eq!(j["arguments"][2]["strides"], serde_json::json!([4096, 1]));
+    assert_eq!(j["kernels"][0]["grid"], serde_json::json!([64, "(m + 63) / 64", 1]));
+    assert_eq!(j["kernels"][0]["arguments"], serde_json::json!(["A", "B", "C", "m"]));
+    if nvrtc_required() {
+        assert!(dir.join("matmul.ptx").exists() && dir.join("matmul.cubin").exists());
+    }
+}
