@@ -327,10 +327,18 @@ def stage_check(path: Path, cfg):
 
 
 def stage_run(path: Path, func, cfg, sizes=None):
-    args = ["run", str(path), "--target", "sim", "--json", "--seed", str(cfg.seed), *size_defines(sizes or {})]
-    if func is not None:
-        args += ["--func", func]
-    r = invoke(args, cfg)
+    # Size variables are known only at run time: `tirc check` compiles the
+    # function without their values, `tirc run` asks for each one it needs.
+    sizes = dict(sizes or {})
+    while True:
+        args = ["run", str(path), "--target", "sim", "--json", "--seed", str(cfg.seed), *size_defines(sizes)]
+        if func is not None:
+            args += ["--func", func]
+        r = invoke(args, cfg)
+        missing = [n for n in SIZE_VARIABLE.findall(r.stderr) if n not in sizes] if r.rc == 1 and cfg.size_value else []
+        if not missing:
+            break
+        sizes.update({n: cfg.size_value for n in missing})
     rec = {"func": func, "rc": r.rc, "seconds": r.seconds}
     kind = failure_kind(r)
     j = None

@@ -187,7 +187,7 @@ fn the_database_round_trips_and_gives_the_best_correct_record() {
     let _ = std::fs::remove_file(&path);
     let src = read(&root().join("ir-examples/matmul_sweep.tir"));
     let m = tirc::compile::load(&src, &[]).expect("loads");
-    let key = tirc::tune::key(&src, &m, "matmul", "step2", "Test GPU");
+    let key = tirc::tune::key(&src, &m, "matmul", "step2", "Test GPU", &[]);
     let mut db = Db::open(&path).expect("a missing file is an empty database");
     db.append(record(&key, 32, Status::Ok, Some(2.0))).expect("writes");
     db.append(record(&key, 64, Status::Mismatch, Some(0.1))).expect("writes");
@@ -334,4 +334,27 @@ fn the_report_ranks_correct_candidates_only() {
     let k = &order.1[0];
     assert_eq!((k.1, k.2), (1, 2));
     assert!((k.3.unwrap_or(0.0) - o.flops / 2.0e6).abs() < 1e-6);
+}
+
+/// `--sizes`: a function of run-time sizes is tuned at each value, one
+/// report each, then the summary of one kernel for all (on the simulator,
+/// which times nothing, it says there is nothing to choose).
+#[test]
+fn run_time_sizes_are_tuned_at_each_value() {
+    let f = "ir-examples/matmul_dynamic.tir";
+    let fixed = ["-p", "BM=16", "-p", "BN=16", "-p", "BK=16", "-p", "TN=4"];
+    let mut args = vec![f, "-s", "step2", "--target", "sim", "--space", "TM=4,8", "--sizes", "1,m=40", "--seed", "3"];
+    args.extend_from_slice(&fixed);
+    args.push("--no-progress");
+    let (code, out, err) = tune(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("== at m=1\n") && out.contains("== at m=40\n"), "{out}");
+    assert_eq!(out.matches("2 tried: 2 ok, 0 mismatch").count(), 2, "{out}");
+    assert!(out.contains("== one kernel for every size"), "{out}");
+    let (code, _, err) = tune(&["ir-examples/matmul.tir", "-s", "step2", "--target", "sim", "--sizes", "64"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("this function has none"), "{err}");
+    let (code, _, err) = tune(&[f, "-s", "step2", "--target", "sim", "--sizes", "m=x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("`x` is not an integer"), "{err}");
 }

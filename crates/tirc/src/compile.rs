@@ -159,32 +159,39 @@ impl Compiled {
         self.scheduled = self.scheduled.specialize(&values);
         self.intermediates = self.intermediates.iter().map(|b| b.specialize(&values)).collect();
         for k in &mut self.kernels {
-            k.lowered = k.lowered.specialize(&values);
+            k.lowered = bind_kernel(&k.lowered, &mut k.cuda, &values).map_err(|m| at(Diagnostic::new(m)))?;
             for (_, f) in &mut k.after {
                 *f = f.specialize(&values);
             }
-            k.cuda.launch = launch_config(&k.lowered);
-            for (d, g) in k.cuda.launch.grid.iter().enumerate() {
-                let limit = if d == 0 { i32::MAX as i64 } else { 65535 };
-                if *g < 1 || *g > limit {
-                    let axis = ["x", "y", "z"][d];
-                    return Err(at(Diagnostic::new(format!(
-                        "with these sizes kernel {} needs a grid of {g} blocks along {axis} ({}); CUDA allows 1 to {limit}",
-                        k.cuda.name, k.cuda.grid_exprs[d]
-                    ))));
-                }
-            }
-            k.cuda.size_values = k
-                .cuda
-                .sizes
-                .iter()
-                .map(|(n, _)| values.iter().find(|(v, _)| v.name() == n).map_or(0, |(_, x)| *x))
-                .collect();
-            k.cuda.grid_exprs = k.cuda.launch.grid.map(|g| g.to_string());
-            k.cuda.scratch = scratch_sizes(&k.lowered, &k.cuda.scratch);
         }
         Ok(self)
     }
+}
+
+/// Readies one generic kernel for the sizes `values`: its CUDA kernel gets
+/// the values and the grid they make (its source is unchanged), and the
+/// returned IR is the lowered function specialized to them (what the
+/// simulator runs). A grid outside CUDA's limits is an error.
+pub fn bind_kernel(lowered: &PrimFunc, cuda: &mut CudaKernel, values: &[(Var, i64)]) -> Result<PrimFunc, String> {
+    if lowered.sizes.is_empty() {
+        return Ok(lowered.clone());
+    }
+    let bound = lowered.specialize(values);
+    cuda.launch = launch_config(&bound);
+    for (d, g) in cuda.launch.grid.iter().enumerate() {
+        let limit = if d == 0 { i32::MAX as i64 } else { 65535 };
+        if *g < 1 || *g > limit {
+            let axis = ["x", "y", "z"][d];
+            return Err(format!(
+                "with these sizes kernel {} needs a grid of {g} blocks along {axis} ({}); CUDA allows 1 to {limit}",
+                cuda.name, cuda.grid_exprs[d]
+            ));
+        }
+    }
+    cuda.size_values =
+        cuda.sizes.iter().map(|(n, _)| values.iter().find(|(v, _)| v.name() == n).map_or(0, |(_, x)| *x)).collect();
+    cuda.scratch = scratch_sizes(&bound, &cuda.scratch);
+    Ok(bound)
 }
 
 /// The element count of each global intermediate of a kernel whose sizes

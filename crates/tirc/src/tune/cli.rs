@@ -94,6 +94,13 @@ pub struct Args {
     /// No progress bar (it is drawn on stderr, and only on a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Tune at each of these values of the function's run-time sizes (`m =
+    /// T.int32()`), comma-separated: `m=1,m=1000` (or `1,1000` for a
+    /// function of one size; `m=8:n=16` for several), one tuning each; then
+    /// the candidate that, compiled once, is closest to each size's best,
+    /// and the spread.
+    #[arg(long, value_delimiter = ',', value_name = "SIZES")]
+    pub sizes: Vec<String>,
     /// Measure nothing: replay the search strategies under --budget against
     /// the times the database holds for this space (a finished sweep), and
     /// say how close each comes to the best.
@@ -172,6 +179,9 @@ pub fn main(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
     if a.evaluate_strategy {
         return evaluate(&a, &o, out, err);
+    }
+    if !a.sizes.is_empty() {
+        return over_sizes(&a, &o, out, err);
     }
     let file = a.file.display().to_string();
     let outcome = match super::tune(&o) {
@@ -302,7 +312,7 @@ fn evaluate(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> 
         Ok(d) => d,
         Err(e) => return fail(err, e),
     };
-    let key = super::key(&o.src, &module, &def.func, &def.name, "");
+    let key = super::key(&o.src, &module, &def.func, &def.name, "", &super::defines(o));
     let Some(latest) = db.best(&key, true) else {
         return fail(err, format!("{} holds no timed candidate of this problem: run the sweep first", o.db.display()));
     };
@@ -332,4 +342,125 @@ fn evaluate(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> 
         let _ = writeln!(out, "{:<12} {:>22.3} {:>17.0}%", s.name(), r.mean_ratio, r.found_best * 100.0);
     }
     0
+}
+
+/// `--sizes`: one tuning per value of the run-time sizes, each reported as
+/// usual, then a summary: each size's best candidate, and the one candidate
+/// whose worst slowdown against those bests is smallest (what to compile
+/// once for all of them), with its slowdown at each size.
+fn over_sizes(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let fail = |err: &mut dyn Write, m: String| {
+        let _ = writeln!(err, "error: {m}");
+        1
+    };
+    let names: Vec<String> = match super::load(o) {
+        Ok(m) => m
+            .schedule(&o.schedule)
+            .and_then(|d| m.func(&d.func))
+            .map(|f| f.sizes.iter().map(|v| v.name().to_string()).collect())
+            .unwrap_or_default(),
+        Err(_) => return 1,
+    };
+    if names.is_empty() {
+        return fail(
+            err,
+            "--sizes gives values to run-time sizes, and this function has none (module constants take -D)".into(),
+        );
+    }
+    let mut sets: Vec<Vec<(String, i64)>> = Vec::new();
+    for item in &a.sizes {
+        let set: Result<Vec<(String, i64)>, String> = match item.trim().parse::<i64>() {
+            Ok(v) if names.len() == 1 => Ok(vec![(names[0].clone(), v)]),
+            Ok(_) => Err(format!("--sizes {item}: the function has several sizes ({}); name them", names.join(", "))),
+            Err(_) => item.split(':').map(parse_define).collect(),
+        };
+        match set {
+            Ok(s) => sets.push(s),
+            Err(e) => return fail(err, e),
+        }
+    }
+    let file = a.file.display().to_string();
+    let mut outcomes = Vec::new();
+    let mut code = 0;
+    for set in &sets {
+        let label: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let label = label.join(" ");
+        let mut os = o.clone();
+        os.defines.extend(set.iter().cloned());
+        let _ = writeln!(out, "== at {label}");
+        match super::tune(&os) {
+            Ok(x) => {
+                let (status, c, why) = verdict(&x);
+                if a.json {
+                    let _ = writeln!(out, "{}", report::json(&x, &file, &a.schedule, status));
+                } else {
+                    let _ = write!(out, "{}", report::text(&x, &file, &a.schedule));
+                }
+                if let Some(w) = why {
+                    let _ = writeln!(err, "error at {label}: {w}");
+                }
+                code = code.max(c);
+                outcomes.push((label, x));
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error at {label}: {e}");
+                return 1;
+            }
+        }
+    }
+    let _ = write!(out, "{}", spread(&outcomes));
+    code
+}
+
+/// The summary of `--sizes`.
+fn spread(outcomes: &[(String, Outcome)]) -> String {
+    let mut s = String::from("\n== one kernel for every size\n");
+    let time = |x: &Outcome, c: &super::space::Candidate| {
+        x.trials.iter().find(|t| &t.cand == c && t.status == Status::Ok).and_then(|t| t.time_ms)
+    };
+    let bests: Vec<Option<(super::space::Candidate, f64)>> = outcomes
+        .iter()
+        .map(|(_, x)| {
+            x.trials
+                .iter()
+                .filter(|t| t.status == Status::Ok)
+                .filter_map(|t| t.time_ms.map(|ms| (t.cand.clone(), ms)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+        })
+        .collect();
+    if bests.iter().any(|b| b.is_none()) {
+        s += "no candidate was timed at every size (the simulator times nothing): nothing to choose\n";
+        return s;
+    }
+    let bests: Vec<(super::space::Candidate, f64)> = bests.into_iter().flatten().collect();
+    // Candidates timed and correct at every size, by their worst slowdown.
+    let mut chosen: Option<(super::space::Candidate, f64, Vec<f64>)> = None;
+    for t in &outcomes[0].1.trials {
+        let slow: Option<Vec<f64>> =
+            outcomes.iter().zip(&bests).map(|((_, x), (_, b))| time(x, &t.cand).map(|ms| ms / b)).collect();
+        if let Some(slow) = slow {
+            let worst = slow.iter().cloned().fold(1.0, f64::max);
+            if chosen.as_ref().is_none_or(|(_, w, _)| worst < *w) {
+                chosen = Some((t.cand.clone(), worst, slow));
+            }
+        }
+    }
+    let space = &outcomes[0].1.space;
+    s += &format!("{:<16} {:<32} {:>10} {:>12}\n", "size", "best there", "best ms", "chosen / best");
+    let slows = chosen.as_ref().map(|(_, _, v)| v.clone()).unwrap_or_default();
+    for (i, ((label, _), (c, ms))) in outcomes.iter().zip(&bests).enumerate() {
+        let ratio = slows.get(i).map_or("-".to_string(), |r| format!("{r:.3}x"));
+        s += &format!("{label:<16} {:<32} {ms:>10.4} {ratio:>12}\n", space.label(c));
+    }
+    match chosen {
+        Some((c, worst, v)) => {
+            let geo = (v.iter().map(|r| r.ln()).sum::<f64>() / v.len() as f64).exp();
+            s += &format!(
+                "chosen: {} — at worst {worst:.3}x the best of a size, {geo:.3}x on the geometric mean: compile it once (-p) for all these sizes\n",
+                space.label(&c)
+            );
+        }
+        None => s += "no candidate was correct and timed at every size\n",
+    }
+    s
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use tirc_codegen::CudaKernel;
 use tirc_exec::data::HostData;
 use tirc_exec::{gpu, sim};
-use tirc_ir::{Module, PrimFunc};
+use tirc_ir::{Module, PrimFunc, Var};
 use tirc_passes::schedule::interp::run_schedule;
 use tirc_passes::transform;
 
@@ -73,11 +73,14 @@ pub fn build(
     space: &Space,
     c: &Candidate,
     shared_limit: usize,
+    sizes: &[(Var, i64)],
 ) -> Result<Built, String> {
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
     let lowered = transform::lower(sch.func, |_, _| {}).map_err(|d| d.message)?;
-    let kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
+    let mut kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
+    // A kernel of run-time sizes is generic; it is measured at `sizes`.
+    let lowered = crate::compile::bind_kernel(&lowered, &mut kernel, sizes)?;
     let threads = kernel.launch.block.iter().product::<i64>();
     if threads > MAX_THREADS {
         return Err(format!("{threads} threads per block, more than {MAX_THREADS}"));
@@ -123,7 +126,10 @@ pub fn par_map<T: Sync, R: Send>(
 /// poisoned arguments, the reference and the tolerance.
 #[derive(Clone)]
 pub struct Checker {
+    /// The function, specialized to `sizes`.
     pub original: PrimFunc,
+    /// The values of the function's run-time sizes the candidates run at.
+    pub sizes: Vec<(Var, i64)>,
     pub args: Vec<HostData>,
     pub reference: Vec<Vec<f64>>,
     pub tolerance: f64,
@@ -132,7 +138,7 @@ pub struct Checker {
 /// Builds and checks a candidate on the simulator.
 pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, chk: &Checker) -> Trial {
     let t0 = Instant::now();
-    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT) {
+    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT, &chk.sizes) {
         Ok(b) => b,
         Err(e) => return Trial::rejected(c.clone(), e, t0.elapsed().as_secs_f64()),
     };
@@ -206,9 +212,10 @@ pub fn gpu_prepare(
     c: &Candidate,
     shared_limit: usize,
     arch: &str,
+    sizes: &[(Var, i64)],
 ) -> ForGpu {
     let t0 = Instant::now();
-    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024)).map(|b| {
+    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024), sizes).map(|b| {
         // An NVRTC failure is reported when the kernel is loaded, as a
         // refusal by the GPU.
         let ptx = gpu::nvrtc_compile(&b.kernel.source, arch).ok();
@@ -219,8 +226,15 @@ pub fn gpu_prepare(
 
 /// Builds a candidate and loads it into `g` (NVRTC and the driver's JIT);
 /// safe to call from several threads at once.
-pub fn gpu_build(g: &gpu::Gpu, module: &Module, schedule: &str, space: &Space, c: &Candidate) -> Loaded {
-    gpu_load(g, &gpu_prepare(module, schedule, space, c, g.max_shared_per_block_optin(), &g.arch()))
+pub fn gpu_build(
+    g: &gpu::Gpu,
+    module: &Module,
+    schedule: &str,
+    space: &Space,
+    c: &Candidate,
+    sizes: &[(Var, i64)],
+) -> Loaded {
+    gpu_load(g, &gpu_prepare(module, schedule, space, c, g.max_shared_per_block_optin(), &g.arch(), sizes))
 }
 
 /// Loads a built candidate into `g`.

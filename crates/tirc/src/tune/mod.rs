@@ -103,12 +103,18 @@ pub struct Outcome {
 /// The schedule's module constants after `-D` (and, on the simulator, the
 /// `# test-sizes:` line under them), and the module.
 pub fn load(o: &Options) -> Result<tirc_ir::Module, Vec<tirc_ir::Diagnostic>> {
+    crate::compile::load(&o.src, &defines(o))
+}
+
+/// The sizes a tuning run is at: on the simulator the file's test sizes,
+/// then -D.
+pub(crate) fn defines(o: &Options) -> Vec<(String, i64)> {
     let mut defines = match o.target {
         Target::Sim => test_sizes(&o.src),
         Target::Cuda => vec![],
     };
     defines.extend(o.defines.iter().cloned());
-    crate::compile::load(&o.src, &defines)
+    defines
 }
 
 /// The `# test-sizes: M=40 N=72` line of a file: the small sizes it is
@@ -150,8 +156,19 @@ pub fn test_params(src: &str, schedule: &str) -> Vec<(String, String)> {
 }
 
 /// The database key of a problem.
-pub fn key(src: &str, module: &tirc_ir::Module, func: &str, schedule: &str, gpu: &str) -> Key {
+pub fn key(
+    src: &str,
+    module: &tirc_ir::Module,
+    func: &str,
+    schedule: &str,
+    gpu: &str,
+    defines: &[(String, i64)],
+) -> Key {
     let mut constants: Vec<(String, i64)> = module.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
+    // A function of run-time sizes is one kernel, timed at each size apart.
+    if let Some(f) = module.func(func) {
+        constants.extend(crate::verify::size_values(f, defines).into_iter().map(|(v, x)| (v.name().to_string(), x)));
+    }
     constants.sort();
     Key {
         file_hash: db::content_hash(src),
@@ -236,10 +253,21 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
         format!("the file has no schedule `{}`; its schedules are: {}", o.schedule, names.join(", "))
     })?;
     let space = Space::resolve(def, &o.space, &o.fixed)?;
-    let original = module
+    let generic = module
         .func(&def.func)
         .cloned()
         .ok_or_else(|| format!("schedule `{}` is for `{}`, which the file lacks", def.name, def.func))?;
+    // Run-time sizes: every candidate is a generic kernel, measured at the
+    // values -D (or, on the simulator, the test sizes) gives them.
+    let sizes = crate::verify::size_values(&generic, &defines(o));
+    if let Some(v) = generic.sizes.iter().find(|v| !sizes.iter().any(|(x, _)| x == *v)) {
+        return Err(format!(
+            "`{}` is a size known only at run time: give the value to tune at with -D {}=<value>",
+            v.name(),
+            v.name()
+        ));
+    }
+    let original = generic.specialize(&sizes);
     let all = space.candidates();
     let space_size = all.len();
     let strategy = o.strategy.unwrap_or(if o.budget.is_some() { Strategy::Model } else { Strategy::Exhaustive });
@@ -273,7 +301,8 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
         Target::Sim => {
             let (reference, _) = measure::reference(None, &original, &prepared.args)?;
             reference_on = "sim";
-            let chk = Checker { original: original.clone(), args: prepared.args, reference, tolerance };
+            let chk =
+                Checker { original: original.clone(), sizes: sizes.clone(), args: prepared.args, reference, tolerance };
             while reached < budget {
                 let n = batch_size(strategy).min(budget - reached);
                 let next = search::propose(strategy, &space, &all, &done, &observed, n, &mut rng);
@@ -331,12 +360,18 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 }
             }
             outcome_device = Some(device.clone());
-            let key = key(&o.src, &module, &def.func, &def.name, &device);
+            let key = key(&o.src, &module, &def.func, &def.name, &device, &defines(o));
             let mut db = Db::open(&o.db)?;
             db_path = Some(o.db.clone());
             let (reference, on) = measure::reference(Some(g), &original, &prepared.args)?;
             reference_on = on;
-            let chk = Checker { original: original.clone(), args: prepared.args.clone(), reference, tolerance };
+            let chk = Checker {
+                original: original.clone(),
+                sizes: sizes.clone(),
+                args: prepared.args.clone(),
+                reference,
+                tolerance,
+            };
             let benches: Vec<GpuBench> = gpus
                 .iter()
                 .map(|x| GpuBench::new(x, chk.clone(), &written(&original), o.warmup, o.repeat, o.cap_s))
@@ -407,7 +442,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 let built = eval::par_map(
                     &fresh,
                     jobs,
-                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch),
+                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch, &sizes),
                     &|| {},
                 );
                 compile_wall_s += t0.elapsed().as_secs_f64();
@@ -478,7 +513,7 @@ pub fn tuned_params(
     let module = crate::compile::load(src, defines)
         .map_err(|ds| ds.into_iter().map(|d| d.message).collect::<Vec<_>>().join("\n"))?;
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
-    let key = key(src, &module, &def.func, schedule, gpu.unwrap_or(""));
+    let key = key(src, &module, &def.func, schedule, gpu.unwrap_or(""), defines);
     let d = Db::open(db)?;
     let best = d.best(&key, gpu.is_none()).ok_or_else(|| {
         format!(
