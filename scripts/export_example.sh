@@ -17,3 +17,12 @@ for shape in "1000 1100 999" "2048 2048 2048"; do
     "$d/matmul"
   done
 done
+# One build of the run-time-M matmul (m = T.int32()), linked and run at
+# several M: the launcher takes m and computes the grid.
+d="$out/dynamic"
+"$TIRC" build ir-examples/matmul_dynamic.tir -s step6_async -p STAGES=2 -o "$d" >/dev/null
+for M in 1 17 130; do
+  nvcc -O3 -arch="$ARCH" -std=c++17 -I"$d" -DRUNTIME_M -DSIZE_M="$M" -DSIZE_N=4096 -DSIZE_K=4096 docs/export/main.cu "$d/matmul.cu" -o "$d/matmul_$M"
+  echo "tirc build ir-examples/matmul_dynamic.tir -s step6_async (one build), nvcc, run at m=$M:"
+  "$d/matmul_$M"
+done

@@ -16,6 +16,13 @@
 // SIZE_M, SIZE_N and SIZE_K: the -D flags reach matmul.cu too, so names as
 // short as N would clash with its code.
 constexpr int M = SIZE_M, N = SIZE_N, K = SIZE_K;
+// A kernel built from a function of run-time M (`m = T.int32()`, as in
+// ir-examples/matmul_dynamic.tir) takes it after the buffers.
+#ifdef RUNTIME_M
+#define LAUNCH(a, b, c, s) matmul_launch(a, b, c, M, s)
+#else
+#define LAUNCH(a, b, c, s) matmul_launch(a, b, c, s)
+#endif
 
 #define CHECK(call)                                                                   \
   do {                                                                                \
@@ -39,14 +46,14 @@ int main() {
   CHECK(cudaMemcpy(db, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice));
   cudaStream_t stream;
   CHECK(cudaStreamCreate(&stream));
-  CHECK(matmul_launch(da, db, dc, stream));
+  CHECK(LAUNCH(da, db, dc, stream));
   CHECK(cudaStreamSynchronize(stream));
   // Time it: ten launches between two events.
   cudaEvent_t start, stop;
   CHECK(cudaEventCreate(&start));
   CHECK(cudaEventCreate(&stop));
   CHECK(cudaEventRecord(start, stream));
-  for (int i = 0; i < 10; ++i) CHECK(matmul_launch(da, db, dc, stream));
+  for (int i = 0; i < 10; ++i) CHECK(LAUNCH(da, db, dc, stream));
   CHECK(cudaEventRecord(stop, stream));
   CHECK(cudaEventSynchronize(stop));
   float ms = 0;

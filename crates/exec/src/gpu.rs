@@ -47,6 +47,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys, Ptx};
 
 use crate::data::HostData;
+use tirc_ir::DType;
 
 const NVRTC_MISSING: &str = "NVRTC library not found (libnvrtc.so; e.g. pip install nvidia-cuda-nvrtc==13.0.* and add \
                              its lib folder to LD_LIBRARY_PATH)";
@@ -271,8 +272,30 @@ pub struct LoadedKernel {
     /// and passed after the caller's buffers at every launch.
     scratch: Vec<DeviceBuffer>,
     /// The run-time sizes, passed after the scratch at every launch: one
-    /// value each, as a 32- or 64-bit integer by the size's type.
+    /// value each, as a 32- or 64-bit integer by the size's type (empty
+    /// until `set_sizes` for a kernel loaded without values).
     sizes: Vec<SizeArg>,
+    /// The kernel's run-time sizes, by name and type.
+    size_types: Vec<(String, DType)>,
+}
+
+/// The size arguments of `k` for `values`, each checked against its type.
+fn size_args(k: &tirc_codegen::CudaKernel, values: &[i64]) -> Result<Vec<SizeArg>, String> {
+    size_args_of(&k.name, &k.sizes, values)
+}
+
+fn size_args_of(name: &str, sizes: &[(String, DType)], values: &[i64]) -> Result<Vec<SizeArg>, String> {
+    if values.len() != sizes.len() {
+        return Err(format!("kernel {name} takes {} run-time sizes, {} given", sizes.len(), values.len()));
+    }
+    sizes
+        .iter()
+        .zip(values)
+        .map(|((n, t), v)| match t.bytes() {
+            8 => Ok(SizeArg::I64(*v)),
+            _ => i32::try_from(*v).map(SizeArg::I32).map_err(|_| format!("size {n} = {v} does not fit its type {t}")),
+        })
+        .collect()
 }
 
 /// A run-time size as a kernel argument.
@@ -306,6 +329,29 @@ impl LoadedKernel {
     /// How many buffers a launch takes.
     pub fn num_params(&self) -> usize {
         self.num_params
+    }
+
+    /// The grid and the run-time sizes of the next launches of a generic
+    /// kernel (`CudaKernel::sizes`), each checked against its type and the
+    /// grid against CUDA's limits.
+    pub fn set_sizes(&mut self, grid: [i64; 3], values: &[i64]) -> Result<(), String> {
+        self.sizes = size_args_of(&self.name, &self.size_types, values)?;
+        let name = &self.name;
+        self.cfg.grid_dim =
+            (dim(grid[0], "grid x", name)?, dim(grid[1], "grid y", name)?, dim(grid[2], "grid z", name)?);
+        Ok(())
+    }
+
+    fn check_sizes(&self) -> Result<(), String> {
+        if self.sizes.len() != self.size_types.len() {
+            let names: Vec<&str> = self.size_types.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!(
+                "kernel {} takes run-time sizes ({}) that were given no values",
+                self.name,
+                names.join(", ")
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -459,21 +505,8 @@ impl Gpu {
         if name.contains('\0') {
             return Err(format!("kernel name {name:?} contains a NUL byte"));
         }
-        if k.size_values.len() != k.sizes.len() {
-            let names: Vec<&str> = k.sizes.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(format!("kernel {name} takes run-time sizes ({}) that were given no values", names.join(", ")));
-        }
-        let sizes = k
-            .sizes
-            .iter()
-            .zip(&k.size_values)
-            .map(|((n, t), v)| match t.bytes() {
-                8 => Ok(SizeArg::I64(*v)),
-                _ => {
-                    i32::try_from(*v).map(SizeArg::I32).map_err(|_| format!("size {n} = {v} does not fit its type {t}"))
-                }
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+        // A generic kernel loads without values; `set_sizes` gives them.
+        let sizes = if k.size_values.len() == k.sizes.len() { size_args(k, &k.size_values)? } else { Vec::new() };
         let scratch = k
             .scratch
             .iter()
@@ -504,6 +537,7 @@ impl Gpu {
                 num_params: k.params.len(),
                 scratch,
                 sizes,
+                size_types: k.sizes.clone(),
             })
         })
     }
@@ -588,6 +622,7 @@ impl Gpu {
     }
 
     fn check_args(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
+        k.check_sizes()?;
         if bufs.len() != k.num_params {
             return Err(format!("kernel {} takes {} buffers, {} given", k.name, k.num_params, bufs.len()));
         }
@@ -620,6 +655,7 @@ impl Gpu {
     /// least the bytes of the kernel's parameter in its place, alive until
     /// the kernel has run; `stream` must be a stream of this context or 0.
     pub unsafe fn launch_raw(&self, k: &LoadedKernel, ptrs: &[u64], stream: u64) -> Result<(), String> {
+        k.check_sizes()?;
         if ptrs.len() != k.num_params {
             return Err(format!("kernel {} takes {} buffers, {} given", k.name, k.num_params, ptrs.len()));
         }

@@ -34,9 +34,13 @@ type Argument = (String, String, Vec<i64>, String);
 /// kernels loaded on that GPU.
 #[pyclass(unsendable, module = "tirc._tirc")]
 struct Kernel {
+    /// Generic in the function's run-time sizes, if it has any.
     compiled: Compiled,
     request: Request,
     loaded: RefCell<Option<OnGpu>>,
+    /// The compilation bound to the sizes of the last call's arrays
+    /// (`Kernel::bind`), with those sizes; the source is `compiled`'s.
+    bound: RefCell<Option<(Vec<i64>, Compiled)>>,
 }
 
 /// The kernels loaded on one GPU, with the device memory of the function's
@@ -46,6 +50,8 @@ struct OnGpu {
     gpu: gpu::Gpu,
     kernels: Vec<gpu::LoadedKernel>,
     intermediates: Vec<gpu::DeviceBuffer>,
+    /// The element counts `intermediates` were allocated for.
+    sized: Vec<i64>,
 }
 
 /// Compiles `source` (named `filename` in diagnostics) under a schedule.
@@ -60,11 +66,10 @@ fn build_kernel(
     params: Vec<(String, String)>,
 ) -> PyResult<Kernel> {
     let request = Request { schedule, func, defines, params, specialize: false };
+    // A function of run-time sizes (`m = T.int32()`) is compiled once; each
+    // call binds the sizes its arrays have (`Kernel::bind`).
     let compiled = compile(source, &request).map_err(|ds| diagnostics(&ds, filename, source))?;
-    // Run-time sizes (`m = T.int32()`) take their values from `defines`: the
-    // kernel object runs at those sizes.
-    let compiled = compiled.bind_sizes(&request.defines).map_err(|d| diagnostics(&[d], filename, source))?;
-    Ok(Kernel { compiled, request, loaded: RefCell::new(None) })
+    Ok(Kernel { compiled, request, loaded: RefCell::new(None), bound: RefCell::new(None) })
 }
 
 /// The functions of a file and its schedules as (name, function, [(parameter, default)]).
@@ -142,25 +147,79 @@ impl Kernel {
             .collect()
     }
 
-    /// Each parameter as (name, dtype, shape, access: read/write/readwrite/unused).
+    /// Each parameter as (name, dtype, shape, access: read/write/readwrite/unused);
+    /// an extent of run-time sizes is -1 (each call takes it from the arrays).
     #[getter]
     fn arguments(&self) -> PyResult<Vec<Argument>> {
         let f = &self.compiled.original;
-        f.params
+        Ok(f.params
             .iter()
             .zip(tirc::verify::access(f))
             .map(|(b, a)| {
-                let shape = b.const_shape().ok_or_else(|| err(format!("buffer {} has no constant shape", b.name())))?;
-                Ok((b.name().to_string(), b.dtype().to_string(), shape, a.name().to_string()))
+                let shape = b.shape().iter().map(|e| e.as_int().unwrap_or(-1)).collect();
+                (b.name().to_string(), b.dtype().to_string(), shape, a.name().to_string())
             })
-            .collect()
+            .collect())
+    }
+
+    /// The function's run-time sizes, by name, in the order kernels take them.
+    #[getter]
+    fn sizes(&self) -> Vec<String> {
+        self.compiled.sizes().iter().map(|v| v.name().to_string()).collect()
+    }
+
+    /// Readies the kernels for arrays of these shapes (one per parameter):
+    /// each run-time size is read off the first extent that is the size
+    /// alone, then every shape must be what the sizes make. Returns the
+    /// shapes the parameters have; a mismatch is a ValueError naming it.
+    fn bind(&self, shapes: Vec<Vec<i64>>) -> PyResult<Vec<Vec<i64>>> {
+        self.check_count(shapes.len())?;
+        let f = &self.compiled.original;
+        let mut values: Vec<(String, i64)> = Vec::new();
+        for (b, shape) in f.params.iter().zip(&shapes) {
+            if shape.len() != b.ndim() {
+                return Err(PyValueError::new_err(format!(
+                    "{}: expected {} dimensions, got {}",
+                    b.name(),
+                    b.ndim(),
+                    shape.len()
+                )));
+            }
+            for (e, n) in b.shape().iter().zip(shape) {
+                if let tirc_ir::Expr::Var(v) = e {
+                    if f.sizes.contains(v) && !values.iter().any(|(x, _)| x == v.name()) {
+                        values.push((v.name().to_string(), *n));
+                    }
+                }
+            }
+        }
+        let key: Vec<i64> =
+            f.sizes.iter().map(|v| values.iter().find(|(n, _)| n == v.name()).map_or(0, |(_, x)| *x)).collect();
+        let fresh = self.bound.borrow().as_ref().is_none_or(|(k, _)| *k != key);
+        if fresh {
+            let b = self.compiled.clone().bind_sizes(&values).map_err(|d| PyValueError::new_err(d.message))?;
+            *self.bound.borrow_mut() = Some((key, b));
+        }
+        let bound = self.bound.borrow();
+        let Some((_, b)) = bound.as_ref() else { return Err(err("no binding")) };
+        let mut out = Vec::new();
+        for ((p, want), shape) in f.params.iter().zip(&b.original.params).zip(&shapes) {
+            let want = want.const_shape().ok_or_else(|| err(format!("buffer {} has no shape", p.name())))?;
+            if want != *shape {
+                return Err(PyValueError::new_err(format!("{}: expected shape {want:?}, got {shape:?}", p.name())));
+            }
+            out.push(want);
+        }
+        Ok(out)
     }
 
     /// Runs the kernels on the simulator over the parameters' contents,
     /// given as little-endian bytes in parameter order; returns every
     /// parameter's bytes after the run.
     fn run_host<'py>(&self, py: Python<'py>, data: Vec<Bound<'py, PyBytes>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let f = &self.compiled.original;
+        let bound = self.bound.borrow();
+        let compiled = self.ready(bound.as_ref())?;
+        let f = &compiled.original;
         self.check_count(data.len())?;
         let mut args = Vec::new();
         for (b, bytes) in f.params.iter().zip(&data) {
@@ -178,11 +237,11 @@ impl Kernel {
             d.set_bytes(bytes);
             args.push(d);
         }
-        for b in &self.compiled.intermediates {
+        for b in &compiled.intermediates {
             let n = b.num_elements().ok_or_else(|| err(format!("buffer {} has no constant size", b.name())))?;
             args.push(HostData::poisoned(b.dtype(), n as usize).map_err(err)?);
         }
-        for k in &self.compiled.kernels {
+        for k in &compiled.kernels {
             sim::run(&k.lowered, &mut args, sim::SimOptions::default())
                 .map_err(|e| err(format!("simulating kernel {}: {e}", k.cuda.name)))?;
         }
@@ -194,19 +253,33 @@ impl Kernel {
     /// intermediates are allocated once, when the kernels are loaded).
     fn run_device(&self, ptrs: Vec<u64>, device: usize, stream: u64) -> PyResult<()> {
         self.check_count(ptrs.len())?;
+        let bound = self.bound.borrow();
+        let compiled = self.ready(bound.as_ref())?;
         let mut loaded = self.loaded.borrow_mut();
         if loaded.as_ref().is_none_or(|l| l.device != device) {
+            // The kernels are compiled and loaded once, generic in the sizes.
             let g = gpu::Gpu::open_on(device).map_err(err)?;
             let kernels =
                 self.compiled.kernels.iter().map(|k| g.load(&k.cuda)).collect::<Result<Vec<_>, _>>().map_err(err)?;
-            let mut intermediates = Vec::new();
-            for b in &self.compiled.intermediates {
-                let n = b.num_elements().ok_or_else(|| err(format!("buffer {} has no constant size", b.name())))?;
-                intermediates.push(g.upload(&HostData::poisoned(b.dtype(), n as usize).map_err(err)?).map_err(err)?);
-            }
-            *loaded = Some(OnGpu { device, gpu: g, kernels, intermediates });
+            *loaded = Some(OnGpu { device, gpu: g, kernels, intermediates: Vec::new(), sized: Vec::new() });
         }
-        let Some(l) = loaded.as_ref() else { return Err(err("no kernels loaded")) };
+        let Some(l) = loaded.as_mut() else { return Err(err("no kernels loaded")) };
+        // Each call's sizes: the grid and the size arguments, and the
+        // intermediates (reallocated when their sizes change).
+        for (lk, k) in l.kernels.iter_mut().zip(&compiled.kernels) {
+            lk.set_sizes(k.cuda.launch.grid, &k.cuda.size_values).map_err(err)?;
+        }
+        let counts: Vec<i64> = compiled.intermediates.iter().map(|b| b.num_elements().unwrap_or(0)).collect();
+        if l.sized != counts || l.intermediates.len() != counts.len() {
+            let mut intermediates = Vec::new();
+            for (b, n) in compiled.intermediates.iter().zip(&counts) {
+                intermediates
+                    .push(l.gpu.upload(&HostData::poisoned(b.dtype(), *n as usize).map_err(err)?).map_err(err)?);
+            }
+            l.intermediates = intermediates;
+            l.sized = counts;
+        }
+        let l = &*l;
         let mut all = ptrs;
         all.extend(l.intermediates.iter().map(|b| l.gpu.device_ptr(b)));
         for k in &l.kernels {
@@ -240,6 +313,15 @@ impl Kernel {
 }
 
 impl Kernel {
+    /// The compilation to run: the one bound to the last call's sizes, for
+    /// a function of run-time sizes.
+    fn ready<'a>(&'a self, bound: Option<&'a (Vec<i64>, Compiled)>) -> PyResult<&'a Compiled> {
+        if self.compiled.sizes().is_empty() {
+            return Ok(&self.compiled);
+        }
+        bound.map(|(_, c)| c).ok_or_else(|| err("the kernel's run-time sizes are not bound: call bind(shapes) first"))
+    }
+
     /// A call gives one array per parameter of the function.
     fn check_count(&self, given: usize) -> PyResult<()> {
         let f = &self.compiled.original;

@@ -30,6 +30,21 @@ def test_matmul_on_torch_tensors_matches_torch_matmul():
     assert torch.linalg.norm(c - ref) / torch.linalg.norm(ref) < 1e-5
 
 
+def test_one_kernel_for_every_batch_of_tokens():
+    """`m = T.int32()`: loaded once, launched at each m with its own grid."""
+    kern = tirc.load(ROOT / "ir-examples" / "matmul_dynamic.tir").build("step6_async", params={"STAGES": 2})
+    b = torch.randn(4096, 4096, device="cuda")
+    for m in (1, 17, 1000, 130):
+        a = torch.randn(m, 4096, device="cuda")
+        c = torch.full((m, 4096), float("nan"), device="cuda")
+        kern(a, b, c)
+        torch.cuda.synchronize()
+        ref = (a.double() @ b.double()).float()
+        assert torch.linalg.norm(c - ref) / torch.linalg.norm(ref) < 1e-5, m
+    with pytest.raises(ValueError, match="C: expected shape"):
+        kern(torch.randn(5, 4096, device="cuda"), b, torch.empty(6, 4096, device="cuda"))
+
+
 def test_softmax_matches_torch_softmax():
     kern = tirc.load(ROOT / "tests" / "data" / "conformance" / "softmax_threads.tir").build()
     shape = kern.arguments[0]["shape"]

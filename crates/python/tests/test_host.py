@@ -145,3 +145,22 @@ def test_gpu_arrays_without_a_gpu_are_refused_cleanly(matmul):
     k = matmul.build("step2")
     with pytest.raises(TypeError, match="on a GPU and the others on the host"):
         k(FakeCuda(), rand((36, 24)), np.zeros((40, 24), np.float32))
+
+
+def test_one_kernel_runs_at_every_run_time_size():
+    """`m = T.int32()`: compiled once, each call takes m from its arrays."""
+    mod = tirc.load(ROOT / "ir-examples" / "matmul_dynamic.tir", defines={"N": 24, "K": 20})
+    k = mod.build("step2", params={"BM": 16, "BN": 8, "BK": 4, "TM": 4, "TN": 2})
+    assert k.sizes == ["m"]
+    assert [a["shape"] for a in k.arguments] == [(-1, 20), (20, 24), (-1, 24)]
+    source = k.cuda_source
+    assert "int m)" in source
+    b = rand((20, 24), seed=2)
+    for m in (1, 17, 40):
+        a = rand((m, 20), seed=m)
+        c = np.full((m, 24), np.nan, np.float32)
+        k(a, b, c)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert k.cuda_source == source, "one source for every size"
+    with pytest.raises(ValueError, match="C: expected shape"):
+        k(rand((5, 20)), b, np.zeros((6, 24), np.float32))

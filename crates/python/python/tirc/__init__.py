@@ -155,12 +155,17 @@ class Kernel:
         self.schedule = schedule
         self.func = func
         self.params = dict(params)
-        #: [{"name", "dtype", "shape", "access"}] per parameter, in order.
+        #: [{"name", "dtype", "shape", "access"}] per parameter, in order; an
+        #: extent of a run-time size (`m = T.int32()`) is -1, taken from the
+        #: arrays at each call.
         self.arguments = [
             {"name": n, "dtype": t, "shape": tuple(s), "access": a} for n, t, s, a in native.arguments
         ]
 
     name = property(lambda self: self._k.name, doc="The function's name.")
+    sizes = property(
+        lambda self: list(self._k.sizes), doc="The function's run-time sizes (`m = T.int32()`), taken from the arrays."
+    )
     cuda_source = property(lambda self: self._k.cuda_source, doc="The CUDA source of every kernel.")
     lowered = property(lambda self: self._k.lowered, doc="The lowered TensorIR.")
     scheduled = property(lambda self: self._k.scheduled, doc="The TensorIR after the schedule.")
@@ -193,6 +198,14 @@ class Kernel:
             raise TypeError("stream= is for arrays on a GPU")
         return self._call_host(arrays)
 
+    def _shapes(self, shapes):
+        """The parameters' shapes for arrays of `shapes`: the declared ones,
+        or, for a function of run-time sizes, those the sizes read off the
+        arrays make (the kernels are bound to those sizes for the call)."""
+        if not self._k.sizes:
+            return [a["shape"] for a in self.arguments]
+        return [tuple(s) for s in self._k.bind([list(s) for s in shapes])]
+
     def _call_host(self, arrays):
         import numpy as np
 
@@ -202,26 +215,34 @@ class Kernel:
                 raise TypeError(
                     f"{a['name']}: expected a numpy.ndarray or an array on a CUDA device, got {type(x).__name__}"
                 )
+        wants = self._shapes([x.shape for x in arrays])
+        for a, x, shape in zip(self.arguments, arrays, wants):
+            if not isinstance(x, np.ndarray):
+                raise TypeError(
+                    f"{a['name']}: expected a numpy.ndarray or an array on a CUDA device, got {type(x).__name__}"
+                )
             want = _NUMPY.get(a["dtype"])
             if want is None:
                 raise TypeError(f"{a['name']}: {a['dtype']} has no NumPy type; pass it on the GPU")
             if x.dtype != np.dtype(want):
                 raise TypeError(f"{a['name']}: expected {want}, got {x.dtype}")
-            if tuple(x.shape) != a["shape"]:
-                raise ValueError(f"{a['name']}: expected shape {a['shape']}, got {tuple(x.shape)}")
+            if tuple(x.shape) != shape:
+                raise ValueError(f"{a['name']}: expected shape {shape}, got {tuple(x.shape)}")
             if a["access"] in ("write", "readwrite") and not x.flags.writeable:
                 raise ValueError(f"{a['name']}: the kernel writes it, and the array is read-only")
             data.append(np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes())
         out = self._k.run_host(data)
-        for a, x, b in zip(self.arguments, arrays, out):
+        for a, x, b, shape in zip(self.arguments, arrays, out, wants):
             if a["access"] in ("write", "readwrite"):
-                x[...] = np.frombuffer(b, dtype=np.dtype(_NUMPY[a["dtype"]]).newbyteorder("<")).reshape(a["shape"])
+                x[...] = np.frombuffer(b, dtype=np.dtype(_NUMPY[a["dtype"]]).newbyteorder("<")).reshape(shape)
 
     def _call_device(self, arrays, stream):
         ptrs = []
         device = None
-        for a, x in zip(self.arguments, arrays):
-            ptr, dev_type, dev_id, shape, strides, dtype = _dlpack(x)
+        views = [_dlpack(x) for x in arrays]
+        wants = self._shapes([v[3] for v in views])
+        for a, view, want in zip(self.arguments, views, wants):
+            ptr, dev_type, dev_id, shape, strides, dtype = view
             if dev_type != _KDL_CUDA:
                 raise ValueError(f"{a['name']}: on DLPack device type {dev_type}, not a CUDA GPU")
             if device is None:
@@ -230,8 +251,8 @@ class Kernel:
                 raise ValueError(f"{a['name']}: on GPU {dev_id}, the first array on GPU {device}")
             if dtype != a["dtype"]:
                 raise TypeError(f"{a['name']}: expected {a['dtype']}, got {dtype}")
-            if tuple(shape) != a["shape"]:
-                raise ValueError(f"{a['name']}: expected shape {a['shape']}, got {tuple(shape)}")
+            if tuple(shape) != want:
+                raise ValueError(f"{a['name']}: expected shape {want}, got {tuple(shape)}")
             if not _contiguous(shape, strides):
                 raise ValueError(f"{a['name']}: not contiguous (strides {strides}); pass .contiguous()")
             ptrs.append(ptr)

@@ -43,6 +43,7 @@ class Kernel:
     func: Optional[str]
     params: Dict[str, str]
     arguments: List[Dict[str, Any]]
+    sizes: List[str]
     @property
     def name(self) -> str: ...
     @property
