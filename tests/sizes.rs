@@ -80,3 +80,16 @@ fn specialize_compiles_for_the_given_values() {
     assert_eq!(e.len(), 1, "one error, not one per use: {:?}", e.iter().map(|d| &d.message).collect::<Vec<_>>());
     assert!(e[0].message.contains("`m`") && e[0].message.contains("-D m="), "{}", e[0].message);
 }
+
+#[test]
+fn int64_sizes_declared_together_mix_with_loop_variables() {
+    let src = read(&root().join("tests/data/sizes/int64_sizes.tir"));
+    let c = compile(&src, &request(Some("tiled"), &[])).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let names: Vec<&str> = c.sizes().iter().map(|v| v.name()).collect();
+    assert_eq!(names, ["n", "m"]);
+    for (m, n) in [(3, 5), (70, 9)] {
+        let b = c.clone().bind_sizes(&defines(&[("m", m), ("n", n)])).unwrap_or_else(|d| panic!("{}", d.message));
+        let (e, tol) = sim_check(&b.original, &b.first().lowered, 2).unwrap_or_else(|x| panic!("{x}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0, "m={m} n={n}: {:.3e}", e.rel_err);
+    }
+}

@@ -400,7 +400,26 @@ impl std::ops::Mul for Expr {
 /// substituted by values.
 pub fn fold_constants(e: &Expr) -> Expr {
     match e {
-        Expr::Binary(op, a, b) => Expr::folded(*op, fold_constants(a), fold_constants(b)),
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (fold_constants(a), fold_constants(b));
+            // Literals of two integer types (`n * 32` with `n` an int64
+            // size) fold in the wider one.
+            match (&a, &b) {
+                (Expr::Int(x, t), Expr::Int(y, u))
+                    if t != u && t.is_int() && u.is_int() && !t.is_bool() && !u.is_bool() =>
+                {
+                    let w = if t.bytes() >= u.bytes() { *t } else { *u };
+                    Expr::folded(*op, Expr::Int(*x, w), Expr::Int(*y, w))
+                }
+                _ => Expr::folded(*op, a, b),
+            }
+        }
+        Expr::Cast(t, a) if t.is_int() && !t.is_bool() => match fold_constants(a) {
+            Expr::Int(v, u) if u.is_int() && !u.is_bool() && (t.bytes() >= 8 || i32::try_from(v).is_ok()) => {
+                Expr::Int(v, *t)
+            }
+            a => Expr::Cast(*t, Box::new(a)),
+        },
         _ => e.map_children(fold_constants),
     }
 }

@@ -211,7 +211,12 @@ impl FuncResolver<'_> {
             if self.size_vars.iter().any(|v| v.name() == name) {
                 return Err(Diagnostic::at(span, format!("the size `{name}` is declared twice")));
             }
-            let v = Var::new(name, dtype);
+            // tirc indexes a kernel of run-time sizes in 32 bits (a size
+            // past 2^31 - 1 is refused when bound), so an `int64` size is an
+            // int32 variable, as its literals are: index arithmetic mixes
+            // it freely with the loop variables.
+            let _ = dtype;
+            let v = Var::new(name, DType::I32);
             self.block_vars.push(v.key());
             self.bind(name, Binding::Var(v.clone()));
             self.size_vars.push(v);
@@ -628,6 +633,25 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(s.span, "chained assignment is not allowed in a prim_func"));
         };
         match &target.kind {
+            // `n, m = T.int64(), T.int64()`: several size declarations.
+            ExprKind::Tuple(names) if matches!(&value.kind, ExprKind::Tuple(vs) if vs.len() == names.len()) => {
+                let ExprKind::Tuple(values) = &value.kind else { unreachable!() };
+                for (n, v) in names.iter().zip(values) {
+                    let decl = match (&n.kind, &v.kind) {
+                        (ExprKind::Name(name), ExprKind::Call { func, args }) => {
+                            let f = dotted(func).unwrap_or_default();
+                            is_size_declaration(&f, args).then(|| (name, size_declaration_dtype(&f, args)))
+                        }
+                        _ => None,
+                    };
+                    let Some((name, dtype)) = decl else {
+                        return Err(Diagnostic::at(target.span, "cannot assign to this")
+                            .help("a tuple is assigned only size declarations: `n, m = T.int32(), T.int32()`"));
+                    };
+                    self.size_variable(name, dtype, s.span)?;
+                }
+                Ok(Stmt::NoOp)
+            }
             ExprKind::Subscript { .. } => {
                 let (buffer, indices) = self.store_target(target)?;
                 let v = self.expr(value)?;

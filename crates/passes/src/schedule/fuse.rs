@@ -65,7 +65,12 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
             consts.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(" × ")
         )));
     }
-    let product = |es: &[Expr]| es.iter().fold(Expr::int(1), |a, e| a * e.clone());
+    // Constant extents multiply as numbers (whatever their integer type, as
+    // before run-time sizes); with a size among them, as an expression.
+    let product = |es: &[Expr]| match es.iter().map(|e| e.as_int()).collect::<Option<Vec<i64>>>() {
+        Some(cs) => Expr::int(cs.iter().product()),
+        None => es.iter().fold(Expr::int(1), |a, e| a * e.clone()),
+    };
     let total = product(&extents);
     let mut map = Vec::new();
     for (i, f) in fors.iter().enumerate() {
