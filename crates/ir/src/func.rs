@@ -136,9 +136,17 @@ pub struct Module {
     pub constants: Vec<Constant>,
     pub funcs: Vec<PrimFunc>,
     pub schedules: Vec<ScheduleDef>,
+    /// Where each run-time size is declared: (function, size, span), for
+    /// the errors about its value.
+    pub size_spans: Vec<(String, String, ast::Span)>,
 }
 
 impl Module {
+    /// Where the size `size` of function `func` is declared.
+    pub fn size_span(&self, func: &str, size: &str) -> Option<ast::Span> {
+        self.size_spans.iter().find(|(f, s, _)| f == func && s == size).map(|(_, _, sp)| *sp)
+    }
+
     pub fn func(&self, name: &str) -> Option<&PrimFunc> {
         self.funcs.iter().find(|f| f.name == name)
     }

@@ -120,6 +120,12 @@ impl Compiled {
         let mut values = Vec::new();
         for v in &self.original.sizes {
             let n = v.name();
+            // An error about one size points at its declaration.
+            let declared = self.module.size_span(&self.original.name, n);
+            let at = |d: Diagnostic| match declared {
+                Some(s) => d.or_at(s).label("declared here"),
+                None => at(d),
+            };
             let max = if v.dtype().bytes() == 8 { i64::MAX } else { i32::MAX as i64 };
             match defines.iter().rev().find(|(d, _)| d == n) {
                 None => {

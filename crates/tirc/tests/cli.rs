@@ -327,3 +327,33 @@ fn emit_trace_prints_a_schedule_that_replays_and_needs_one() {
     let o = tirc(&["lower", "ir-examples/matmul.tir", "--emit", "trace"]);
     assert_eq!(code(&o), 2, "without a schedule there is no trace: {}", stderr(&o));
 }
+
+/// A size known only at run time: `lower` shows the generic kernel, `run`
+/// takes its value from -D, and a missing or non-positive value is exit 1
+/// with a diagnostic at the size's declaration.
+#[test]
+fn run_time_sizes_are_kernel_arguments_given_by_d() {
+    let f = "ir-examples/matmul_dynamic.tir";
+    let o = tirc(&["lower", f, "-s", "step6"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("m = T.int32()"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("T.launch_thread(\"blockIdx.y\", (m + 63) // 64)"), "{}", stdout(&o));
+    let o = tirc(&["lower", f, "-s", "step6", "--emit", "cuda"]);
+    assert!(stdout(&o).contains("// grid (64, (m + 63) / 64, 1)") && stdout(&o).contains("int m)"), "{}", stdout(&o));
+    let small = ["-D", "N=24", "-D", "K=20", "-p", "BM=16", "-p", "BN=8", "-p", "BK=4", "-p", "TM=4", "-p", "TN=2"];
+    let mut args = vec!["run", f, "-s", "step2", "--target", "sim", "-D", "m=23"];
+    args.extend_from_slice(&small);
+    let o = tirc(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("grid (2, 3, 1)") && stdout(&o).contains("check: ok"), "{}", stdout(&o));
+    for (value, message) in [(None, "nothing gives its value"), (Some("m=0"), "must be at least 1")] {
+        let mut args = vec!["run", f, "-s", "step2", "--target", "sim"];
+        if let Some(v) = value {
+            args.extend_from_slice(&["-D", v]);
+        }
+        args.extend_from_slice(&small);
+        let o = tirc(&args);
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        assert!(stderr(&o).contains(message) && stderr(&o).contains("matmul_dynamic.tir:18:5"), "{}", stderr(&o));
+    }
+}

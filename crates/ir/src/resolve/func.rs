@@ -49,8 +49,9 @@ pub(crate) struct FuncResolver<'a> {
     /// Whether size variables stay variables (the default) or take their
     /// `-D` values.
     pub(crate) mode: SizeMode,
-    /// The run-time size variables declared so far, in order.
+    /// The run-time size variables declared so far, in order, and where.
     pub(crate) size_vars: Vec<Var>,
+    pub(crate) size_spans: Vec<(String, Span)>,
     pub scopes: Vec<Vec<(String, Binding)>>,
     pub errors: Vec<Diagnostic>,
     pub(crate) attrs: Annotations,
@@ -76,6 +77,7 @@ pub(crate) fn resolve_prim_func(
     sizes: &[(String, i64)],
     mode: SizeMode,
     used: &mut Vec<String>,
+    size_spans: &mut Vec<(String, String, Span)>,
 ) -> Result<PrimFunc, Vec<Diagnostic>> {
     let StmtKind::FunctionDef { name, params, body, .. } = &s.kind else {
         return Err(vec![Diagnostic::at(s.span, "expected a function")]);
@@ -86,6 +88,7 @@ pub(crate) fn resolve_prim_func(
         used_sizes: vec![],
         mode,
         size_vars: vec![],
+        size_spans: vec![],
         scopes: vec![vec![]],
         errors: vec![],
         attrs: vec![],
@@ -126,6 +129,7 @@ pub(crate) fn resolve_prim_func(
     }
     let body_stmt = r.stmts(body);
     used.extend(r.used_sizes.iter().cloned());
+    size_spans.extend(r.size_spans.iter().map(|(n, sp)| (name.name.clone(), n.clone(), *sp)));
     // Handles take the buffer `T.match_buffer` gave them; size parameters
     // are gone, specialized to their values.
     let mut out_params = Vec::new();
@@ -217,6 +221,7 @@ impl FuncResolver<'_> {
             // it freely with the loop variables.
             let _ = dtype;
             let v = Var::new(name, DType::I32);
+            self.size_spans.push((name.to_string(), span));
             self.block_vars.push(v.key());
             self.bind(name, Binding::Var(v.clone()));
             self.size_vars.push(v);

@@ -109,7 +109,14 @@ impl ModuleResolver<'_> {
                     let _ = args;
                     let consts: Vec<(String, i64)> =
                         self.module.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
-                    match func::resolve_prim_func(s, &consts, self.defines, self.mode, &mut self.used_defines) {
+                    match func::resolve_prim_func(
+                        s,
+                        &consts,
+                        self.defines,
+                        self.mode,
+                        &mut self.used_defines,
+                        &mut self.module.size_spans,
+                    ) {
                         Ok(f) => self.module.funcs.push(f),
                         Err(mut es) => self.errors.append(&mut es),
                     }
