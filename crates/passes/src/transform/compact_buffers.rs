@@ -10,7 +10,9 @@
 //! loop — inner loops relaxed to their ranges and, for shared memory, loops
 //! bound to thread indices relaxed too, inside the allocation or around it,
 //! since the threads of a block share one copy — and shrinks each dimension with a constant extent to it,
-//! subtracting the region's start from every index. A local allocation
+//! subtracting the region's start from every index (a local buffer takes
+//! the region's constant extent even where that is larger: it is the
+//! thread's tile, indexed without the thread's offset). A local allocation
 //! moves to the body of that loop; a shared one stays where it is, once per
 //! GPU block, since the GPU reuses one array for every iteration. A dimension whose region has no constant size
 //! keeps its full extent. Runs after `lower_blocks`, on multi-dimensional
@@ -150,8 +152,13 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
     for (d, r) in region.iter().enumerate() {
         let full = b.shape()[d].clone();
         let range = r.as_ref().and_then(|(lo, hi)| to_range(lo, hi));
+        // A per-thread tile takes the region's constant extent even where the
+        // buffer is smaller (a register tile of 8 rows of a 1-row matrix, its
+        // extra rows never touched): its index then loses the thread's
+        // offset, and it stays in registers.
+        let local_tile = b.scope() == Scope::Local && range.as_ref().is_some_and(|rg| rg.extent.as_int().is_some());
         match range {
-            Some(rg) if rg.extent.as_int() < full.as_int() || full.as_int().is_none() => {
+            Some(rg) if local_tile || rg.extent.as_int() < full.as_int() || full.as_int().is_none() => {
                 shape.push(rg.extent);
                 offset.push(rg.min);
                 changed = true;
