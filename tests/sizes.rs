@@ -93,3 +93,21 @@ fn int64_sizes_declared_together_mix_with_loop_variables() {
         assert!(e.rel_err <= tol && e.non_finite == 0, "m={m} n={n}: {:.3e}", e.rel_err);
     }
 }
+
+/// Sizes past 2^30, and extents that no longer fit 32-bit indices once
+/// bound, are refused; a size named like a C keyword keeps its value (the
+/// kernel takes sizes by position, whatever codegen names them).
+#[test]
+fn bound_values_stay_within_32_bit_indices() {
+    let src = read(&root().join("tests/data/sizes/rows.tir"));
+    let c = compile(&src, &request(Some("tiled"), &[])).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let Err(e) = c.clone().bind_sizes(&defines(&[("m", (1 << 30) + 1), ("n", 1)])) else { panic!("bound m > 2^30") };
+    assert!(e.message.contains("at most 2^30"), "{}", e.message);
+    let keyword = "@T.prim_func\ndef f(a: T.handle, b: T.handle):\n    new = T.int32()\n    A = T.match_buffer(a, (new,), \"float32\")\n    B = T.match_buffer(b, (new,), \"float32\")\n    for i in range(new):\n        with T.block(\"B\"):\n            vi = T.axis.spatial(new, i)\n            B[vi] = A[vi] + T.float32(1)\n";
+    let c = compile(keyword, &request(None, &[])).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let b = c.bind_sizes(&defines(&[("new", 7)])).unwrap_or_else(|d| panic!("{}", d.message));
+    assert_eq!(b.first().cuda.size_values, vec![7]);
+    assert_ne!(b.first().cuda.sizes[0].0, "new", "a C keyword is renamed in the kernel");
+    let (e, tol) = sim_check(&b.original, &b.first().lowered, 2).unwrap_or_else(|x| panic!("{x}"));
+    assert!(e.rel_err <= tol);
+}

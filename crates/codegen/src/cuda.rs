@@ -141,8 +141,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         let n = g.var_name(v);
         sig.push(format!("{} {n}", ctype(v.dtype())?));
         sizes.push((n, v.dtype()));
-        let max = if v.dtype() == DType::I32 { i32::MAX as i64 } else { i64::MAX };
-        g.an.bind(v, 1, max);
+        g.an.bind_sizes(std::slice::from_ref(v));
     }
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.

@@ -639,6 +639,16 @@ impl Gpu {
         })
     }
 
+    /// Waits until all work on this GPU's context is done (every stream,
+    /// a caller's included): before memory in use by earlier launches is
+    /// freed.
+    pub fn synchronize_device(&self) -> Result<(), String> {
+        guarded("synchronizing the GPU", || {
+            self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+            self.ctx.synchronize().map_err(|e| format!("waiting for the GPU failed: {e}"))
+        })
+    }
+
     /// The device address of `b`, for a kernel argument.
     pub fn device_ptr(&self, b: &DeviceBuffer) -> u64 {
         let (p, _record) = b.slice.device_ptr(&self.stream);

@@ -366,6 +366,13 @@ impl Expr {
         ok
     }
 
+    /// Whether any variable occurs in the expression.
+    pub fn has_var(&self) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| found |= matches!(e, Expr::Var(_)));
+        found
+    }
+
     /// Whether any buffer is read.
     pub fn has_load(&self) -> bool {
         let mut found = false;
@@ -415,7 +422,13 @@ pub fn fold_constants(e: &Expr) -> Expr {
             }
         }
         Expr::Cast(t, a) if t.is_int() && !t.is_bool() => match fold_constants(a) {
-            Expr::Int(v, u) if u.is_int() && !u.is_bool() && (t.bytes() >= 8 || i32::try_from(v).is_ok()) => {
+            // Only to int32 and int64, where the value fits (a narrower
+            // type would wrap it).
+            Expr::Int(v, u)
+                if u.is_int()
+                    && !u.is_bool()
+                    && (*t == DType::I64 || (*t == DType::I32 && i32::try_from(v).is_ok())) =>
+            {
                 Expr::Int(v, *t)
             }
             a => Expr::Cast(*t, Box::new(a)),

@@ -6,6 +6,12 @@ use crate::stmt::{Annotations, Stmt};
 use crate::subst::substitute;
 use tirc_parser::ast;
 
+/// The largest value of a run-time size (`PrimFunc::sizes`): kernels of
+/// run-time sizes index in 32 bits, and a size up to 2^30 leaves room for
+/// the tile arithmetic around it (`blockIdx_y * 64 + 64 <= m`, `(m + 63) //
+/// 64`). The passes' range analysis assumes it; binding a value checks it.
+pub const MAX_RUNTIME_SIZE: i64 = 1 << 30;
+
 /// A `@T.prim_func`: buffers in, buffers out, a body of statements.
 #[derive(Clone, Debug)]
 pub struct PrimFunc {

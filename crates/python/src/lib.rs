@@ -193,11 +193,27 @@ impl Kernel {
                 }
             }
         }
+        // A size no extent gives alone (`n` used only in loops, `(2 * n,)`)
+        // takes the value the kernel was built with (`defines`).
+        for v in &f.sizes {
+            if !values.iter().any(|(x, _)| x == v.name()) {
+                if let Some((_, x)) = self.request.defines.iter().rev().find(|(d, _)| d == v.name()) {
+                    values.push((v.name().to_string(), *x));
+                }
+            }
+        }
         let key: Vec<i64> =
             f.sizes.iter().map(|v| values.iter().find(|(n, _)| n == v.name()).map_or(0, |(_, x)| *x)).collect();
         let fresh = self.bound.borrow().as_ref().is_none_or(|(k, _)| *k != key);
         if fresh {
-            let b = self.compiled.clone().bind_sizes(&values).map_err(|d| PyValueError::new_err(d.message))?;
+            let b = self.compiled.clone().bind_sizes(&values).map_err(|d| {
+                let hint = if values.len() < f.sizes.len() {
+                    " (an array extent that is the size alone gives it, else defines= at tirc.load)"
+                } else {
+                    ""
+                };
+                PyValueError::new_err(format!("{}{hint}", d.message))
+            })?;
             *self.bound.borrow_mut() = Some((key, b));
         }
         let bound = self.bound.borrow();
@@ -255,6 +271,16 @@ impl Kernel {
         self.check_count(ptrs.len())?;
         let bound = self.bound.borrow();
         let compiled = self.ready(bound.as_ref())?;
+        // A kernel's own scratch is allocated when it is loaded, once: one
+        // whose size depends on the run-time sizes cannot follow them.
+        if let Some(k) =
+            self.compiled.kernels.iter().find(|k| !k.cuda.sizes.is_empty() && k.cuda.scratch.iter().any(|s| s.2 == 0))
+        {
+            return Err(err(format!(
+                "kernel {} has a scratch buffer whose size depends on the run-time sizes; the Python package cannot run it on the GPU yet (tirc run can)",
+                k.cuda.name
+            )));
+        }
         let mut loaded = self.loaded.borrow_mut();
         if loaded.as_ref().is_none_or(|l| l.device != device) {
             // The kernels are compiled and loaded once, generic in the sizes.
@@ -271,6 +297,11 @@ impl Kernel {
         }
         let counts: Vec<i64> = compiled.intermediates.iter().map(|b| b.num_elements().unwrap_or(0)).collect();
         if l.sized != counts || l.intermediates.len() != counts.len() {
+            // Earlier calls on the caller's stream may still use the old
+            // buffers: wait for them before they are freed.
+            if !l.intermediates.is_empty() {
+                l.gpu.synchronize_device().map_err(err)?;
+            }
             let mut intermediates = Vec::new();
             for (b, n) in compiled.intermediates.iter().zip(&counts) {
                 intermediates

@@ -112,58 +112,20 @@ impl Compiled {
         if self.original.sizes.is_empty() {
             return Ok(self);
         }
+        let values = size_values_checked(&self.module, &self.original, defines)?;
         let span = self.original.span;
         let at = |d: Diagnostic| match span {
             Some(s) => d.or_at(s).label("the function whose size this is"),
             None => d,
         };
-        let mut values = Vec::new();
-        for v in &self.original.sizes {
-            let n = v.name();
-            // An error about one size points at its declaration.
-            let declared = self.module.size_span(&self.original.name, n);
-            let at = |d: Diagnostic| match declared {
-                Some(s) => d.or_at(s).label("declared here"),
-                None => at(d),
-            };
-            let max = if v.dtype().bytes() == 8 { i64::MAX } else { i32::MAX as i64 };
-            match defines.iter().rev().find(|(d, _)| d == n) {
-                None => {
-                    return Err(at(Diagnostic::new(format!(
-                        "`{n}` is a size known only at run time, and nothing gives its value"
-                    ))
-                    .help(format!("give it with `-D {n}=<value>`: the kernel is compiled once, for any {n}"))))
-                }
-                Some((_, x)) if *x < 1 => {
-                    return Err(at(Diagnostic::new(format!("-D {n}={x}: the size `{n}` must be at least 1"))
-                        .help("a size of no elements would launch an empty grid")))
-                }
-                Some((_, x)) if *x > max => {
-                    return Err(at(Diagnostic::new(format!(
-                        "-D {n}={x}: the size `{n}` is a {}, at most {max}",
-                        v.dtype()
-                    ))))
-                }
-                Some((_, x)) => values.push((v.clone(), *x)),
-            }
-        }
-        // Kernels of run-time sizes index in 32 bits (codegen cannot know
-        // the buffers' sizes), so no buffer may outgrow that.
         let specialized = self.original.specialize(&values);
-        for (generic, b) in self.original.params.iter().zip(&specialized.params) {
-            let n = b.num_elements().unwrap_or(i64::MAX);
-            if generic.num_elements().is_none() && n > i32::MAX as i64 {
-                return Err(at(Diagnostic::new(format!(
-                    "with these sizes buffer `{}` has {n} elements; a kernel of run-time sizes indexes in 32 bits (at most {})",
-                    b.name(),
-                    i32::MAX
-                ))
-                .help("give the sizes as module constants to compile for them, with 64-bit indices where needed")));
-            }
-        }
+        check_bound(&specialized).map_err(|m| at(Diagnostic::new(m)))?;
         self.original = specialized;
         self.scheduled = self.scheduled.specialize(&values);
         self.intermediates = self.intermediates.iter().map(|b| b.specialize(&values)).collect();
+        for b in &self.intermediates {
+            check_buffer(b).map_err(|m| at(Diagnostic::new(m)))?;
+        }
         for k in &mut self.kernels {
             k.lowered = bind_kernel(&k.lowered, &mut k.cuda, &values).map_err(|m| at(Diagnostic::new(m)))?;
             for (_, f) in &mut k.after {
@@ -172,6 +134,106 @@ impl Compiled {
         }
         Ok(self)
     }
+}
+
+/// The largest value tirc takes for a run-time size.
+pub use tirc_ir::func::MAX_RUNTIME_SIZE as MAX_SIZE;
+
+/// The values `defines` gives `f`'s run-time sizes, each checked: given,
+/// at least 1, at most [`MAX_SIZE`]; an error points at the size's
+/// declaration in `module`.
+pub fn size_values_checked(
+    module: &Module,
+    f: &PrimFunc,
+    defines: &[(String, i64)],
+) -> Result<Vec<(Var, i64)>, Diagnostic> {
+    let mut values = Vec::new();
+    for v in &f.sizes {
+        let n = v.name();
+        let at = |d: Diagnostic| match (module.size_span(&f.name, n), f.span) {
+            (Some(s), _) => d.or_at(s).label("declared here"),
+            (None, Some(s)) => d.or_at(s).label("the function whose size this is"),
+            (None, None) => d,
+        };
+        match defines.iter().rev().find(|(d, _)| d == n) {
+            None => {
+                return Err(at(Diagnostic::new(format!(
+                    "`{n}` is a size known only at run time, and nothing gives its value"
+                ))
+                .help(format!("give it with `-D {n}=<value>`: the kernel is compiled once, for any {n}"))))
+            }
+            Some((_, x)) if *x < 1 => {
+                return Err(at(Diagnostic::new(format!("-D {n}={x}: the size `{n}` must be at least 1"))
+                    .help("a size of no elements would launch an empty grid")))
+            }
+            Some((_, x)) if *x > MAX_SIZE => {
+                return Err(at(Diagnostic::new(format!("-D {n}={x}: a run-time size is at most 2^30 ({MAX_SIZE})"))
+                    .help("kernels of run-time sizes index in 32 bits; give a larger size as a module constant")))
+            }
+            Some((_, x)) => values.push((v.clone(), *x)),
+        }
+    }
+    Ok(values)
+}
+
+/// A buffer of a function bound to its sizes: every extent a non-negative
+/// constant, and the elements within 32-bit indexing.
+fn check_buffer(b: &Buffer) -> Result<(), String> {
+    let mut n: i64 = 1;
+    for e in b.shape() {
+        match e.as_int() {
+            Some(x) if x >= 0 => n = n.saturating_mul(x),
+            Some(x) => return Err(format!("with these sizes buffer `{}` has an extent of {x}", b.name())),
+            None => {
+                return Err(format!(
+                    "with these sizes an extent of buffer `{}` ({}) is past the 32-bit indices of a kernel of run-time sizes",
+                    b.name(),
+                    tirc_ir::printer::print_expr(e)
+                ))
+            }
+        }
+    }
+    if n > i32::MAX as i64 {
+        return Err(format!(
+            "with these sizes buffer `{}` has {n} elements; a kernel of run-time sizes indexes in 32 bits (at most {})",
+            b.name(),
+            i32::MAX
+        ));
+    }
+    Ok(())
+}
+
+/// A function bound to its sizes: its buffers pass `check_buffer`, and
+/// every loop and launch extent is a constant (one that does not fold no
+/// longer fits in 32 bits: `m * m` for m = 50000).
+fn check_bound(f: &PrimFunc) -> Result<(), String> {
+    for b in &f.params {
+        check_buffer(b)?;
+    }
+    let mut problem = None;
+    f.body.walk(&mut |s| {
+        if problem.is_some() {
+            return;
+        }
+        let extent = match s {
+            tirc_ir::Stmt::For(l) if l.extent.as_int().is_none() && !l.extent.has_var() => Some(&l.extent),
+            tirc_ir::Stmt::Launch { extent, .. } if extent.as_int().is_none() => Some(extent),
+            tirc_ir::Stmt::Allocate { buffer, .. } => {
+                if let Err(e) = check_buffer(buffer) {
+                    problem = Some(e);
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(e) = extent {
+            problem = Some(format!(
+                "with these sizes the extent `{}` is past the 32-bit indices of a kernel of run-time sizes",
+                tirc_ir::printer::print_expr(e)
+            ));
+        }
+    });
+    problem.map_or(Ok(()), Err)
 }
 
 /// Readies one generic kernel for the sizes `values`: its CUDA kernel gets
@@ -183,6 +245,7 @@ pub fn bind_kernel(lowered: &PrimFunc, cuda: &mut CudaKernel, values: &[(Var, i6
         return Ok(lowered.clone());
     }
     let bound = lowered.specialize(values);
+    check_bound(&bound)?;
     cuda.launch = launch_config(&bound);
     for (d, g) in cuda.launch.grid.iter().enumerate() {
         let limit = if d == 0 { i32::MAX as i64 } else { 65535 };
@@ -194,8 +257,14 @@ pub fn bind_kernel(lowered: &PrimFunc, cuda: &mut CudaKernel, values: &[(Var, i6
             ));
         }
     }
-    cuda.size_values =
-        cuda.sizes.iter().map(|(n, _)| values.iter().find(|(v, _)| v.name() == n).map_or(0, |(_, x)| *x)).collect();
+    // By position: the kernel takes the sizes in `PrimFunc::sizes` order
+    // (its C names may differ: a size named like a C keyword is renamed).
+    cuda.size_values = lowered
+        .sizes
+        .iter()
+        .map(|v| values.iter().find(|(x, _)| x == v).map(|(_, x)| *x))
+        .collect::<Option<Vec<i64>>>()
+        .ok_or_else(|| format!("kernel {} has a run-time size with no value", cuda.name))?;
     cuda.scratch = scratch_sizes(&bound, &cuda.scratch);
     Ok(bound)
 }

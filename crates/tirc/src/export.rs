@@ -51,35 +51,38 @@ struct Arg {
 
 /// A buffer's shape, each extent a number or (for a function of run-time
 /// sizes) a C expression of them.
-fn shape_of(b: &Buffer) -> Result<Vec<Value>, String> {
+fn shape_of(b: &Buffer, names: &Names) -> Result<Vec<Value>, String> {
     b.shape()
         .iter()
         .map(|e| match e.as_int() {
             Some(n) => Ok(json!(n)),
-            None => c_size_expr(e).map(Value::String),
+            None => c_size_expr(e, names).map(Value::String),
         })
         .collect()
 }
 
 /// The number of elements of a buffer, as C (a number, or an expression of
 /// the run-time sizes).
-fn elements_c(b: &Buffer) -> Result<String, String> {
+fn elements_c(b: &Buffer, names: &Names) -> Result<String, String> {
     if let Some(n) = b.num_elements() {
         return Ok(format!("{}ull", n.max(1)));
     }
     let dims: Vec<String> =
-        b.shape().iter().map(|e| c_size_expr(e).map(|x| format!("(size_t)({x})"))).collect::<Result<_, _>>()?;
+        b.shape().iter().map(|e| c_size_expr(e, names).map(|x| format!("(size_t)({x})"))).collect::<Result<_, _>>()?;
     Ok(dims.join(" * "))
 }
 
+/// Each run-time size and its name in C (the kernels' argument name).
+type Names = [(tirc_ir::Var, String)];
+
 /// An expression of run-time sizes and literals as C, for the launcher
 /// (the sizes are positive, so floor division is C's division).
-fn c_size_expr(e: &Expr) -> Result<String, String> {
+fn c_size_expr(e: &Expr, names: &Names) -> Result<String, String> {
     Ok(match e {
         Expr::Int(v, _) => v.to_string(),
-        Expr::Var(v) => sanitize(v.name()),
+        Expr::Var(v) => names.iter().find(|(x, _)| x == v).map_or_else(|| sanitize(v.name()), |(_, n)| n.clone()),
         Expr::Binary(op, a, b) => {
-            let (a, b) = (c_size_expr(a)?, c_size_expr(b)?);
+            let (a, b) = (c_size_expr(a, names)?, c_size_expr(b, names)?);
             match op {
                 BinOp::Add => format!("({a} + {b})"),
                 BinOp::Sub => format!("({a} - {b})"),
@@ -137,13 +140,17 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
         .collect();
     let kernels: Vec<&CudaKernel> = c.kernels.iter().map(|k| &k.cuda).collect();
     let device = translation_unit(&kernels);
-    let sizes: Vec<(String, DType)> = f.sizes.iter().map(|v| (sanitize(v.name()), v.dtype())).collect();
+    // The sizes by the kernels' names for them (codegen renames a size
+    // named like a C keyword), in the order the kernels take them.
+    let names: Vec<(tirc_ir::Var, String)> =
+        f.sizes.iter().cloned().zip(first.sizes.iter().map(|(n, _)| n.clone())).collect();
+    let sizes: Vec<(String, DType)> = first.sizes.clone();
     let signature = launch_signature(&name, &args, &sizes)?;
-    let header = header(&name, c, req, o, &args, &signature)?;
+    let header = header(&name, c, req, o, &args, &signature, &names)?;
     let source = format!(
         "// {name}.cu: {}\n// nvcc compiles the kernels and the launcher; NVRTC the kernels only.\n{device}\n{}",
         provenance(c, req, o),
-        launcher(&name, &kernels, &args, &intermediates, &sizes, &signature)?
+        launcher(&name, &kernels, &args, &intermediates, &sizes, &names, &signature)?
     );
     let mut files =
         vec![(format!("{name}.cu"), source.clone().into_bytes()), (format!("{name}.h"), header.into_bytes())];
@@ -163,7 +170,7 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
         }
         Err(e) => notes.push(format!("no PTX or cubin: {e}")),
     }
-    let meta = metadata(&name, c, req, o, &args, &intermediates, ptx_file, cubin_file)?;
+    let meta = metadata(&name, c, req, o, &args, &intermediates, &names, ptx_file, cubin_file)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())? + "\n";
     files.push(("kernel.json".to_string(), text.into_bytes()));
     Ok(Build { files, notes })
@@ -200,7 +207,15 @@ fn launch_signature(name: &str, args: &[Arg], sizes: &[(String, DType)]) -> Resu
     Ok(format!("cudaError_t {name}_launch({})", ps.join(", ")))
 }
 
-fn header(name: &str, c: &Compiled, req: &Request, o: &Options, args: &[Arg], sig: &str) -> Result<String, String> {
+fn header(
+    name: &str,
+    c: &Compiled,
+    req: &Request,
+    o: &Options,
+    args: &[Arg],
+    sig: &str,
+    names: &Names,
+) -> Result<String, String> {
     let mut h = format!("// {name}.h: {}\n#pragma once\n#include <cuda_runtime.h>\n", provenance(c, req, o));
     let types: Vec<DType> = args.iter().map(|a| a.buffer.dtype()).collect();
     if types.contains(&DType::Float(16)) {
@@ -210,15 +225,19 @@ fn header(name: &str, c: &Compiled, req: &Request, o: &Options, args: &[Arg], si
         h += "#include <cuda_bf16.h>\n";
     }
     h += "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-    let names: Vec<&str> = c.kernels.iter().map(|k| k.cuda.name.as_str()).collect();
+    let kernel_names: Vec<&str> = c.kernels.iter().map(|k| k.cuda.name.as_str()).collect();
     h += &format!(
         "// Runs {} on `stream`: {} ({}). Every pointer is device memory holding\n// a contiguous row-major array:\n",
         c.original.name,
-        if names.len() == 1 { "one kernel".to_string() } else { format!("{} kernels in order", names.len()) },
-        names.join(", ")
+        if kernel_names.len() == 1 {
+            "one kernel".to_string()
+        } else {
+            format!("{} kernels in order", kernel_names.len())
+        },
+        kernel_names.join(", ")
     );
     for a in args {
-        let dims: Vec<String> = shape_of(&a.buffer)?
+        let dims: Vec<String> = shape_of(&a.buffer, names)?
             .iter()
             .map(|d| match d {
                 Value::String(s) => s.clone(),
@@ -228,10 +247,10 @@ fn header(name: &str, c: &Compiled, req: &Request, o: &Options, args: &[Arg], si
         h += &format!("//   {}: {}[{}], {}\n", a.c_name, a.buffer.dtype(), dims.join(", "), a.access);
     }
     if !c.original.sizes.is_empty() {
-        let names: Vec<String> = c.original.sizes.iter().map(|v| sanitize(v.name())).collect();
+        let sizes: Vec<String> = names.iter().map(|(_, n)| n.clone()).collect();
         h += &format!(
             "// {} known only at run time: each at least 1 (else cudaErrorInvalidValue),\n// the grid computed from them.\n",
-            names.join(", ")
+            sizes.join(", ")
         );
     }
     h += "// Returns the first error of an allocation or a launch; an error while a\n// kernel runs shows at the next synchronization of the stream.\n";
@@ -245,20 +264,27 @@ fn launcher(
     args: &[Arg],
     intermediates: &[Arg],
     sizes: &[(String, DType)],
+    names: &Names,
     sig: &str,
 ) -> Result<String, String> {
     let mut s = format!(
         "#ifndef __CUDACC_RTC__\n#include \"{name}.h\"\n\nextern \"C\" {sig} {{\n  cudaError_t err = cudaSuccess;\n"
     );
     if !sizes.is_empty() {
-        let bad: Vec<String> = sizes.iter().map(|(n, _)| format!("{n} < 1")).collect();
+        // Each size in [1, 2^30], and each buffer within 32-bit indices:
+        // what `tirc run` checks when it binds the sizes.
+        let mut bad: Vec<String> =
+            sizes.iter().map(|(n, _)| format!("{n} < 1 || {n} > {}", tirc_ir::func::MAX_RUNTIME_SIZE)).collect();
+        for a in args.iter().chain(intermediates).filter(|a| a.buffer.num_elements().is_none()) {
+            bad.push(format!("{} > 2147483647ull", elements_c(&a.buffer, names)?));
+        }
         s += &format!("  if ({}) return cudaErrorInvalidValue;\n", bad.join(" || "));
     }
     // Every buffer the launcher allocates: the intermediates between the
     // kernels, then each kernel's own (counts as C, of the sizes).
     let mut allocs: Vec<(String, DType, String)> = Vec::new();
     for a in intermediates {
-        allocs.push((a.c_name.clone(), a.buffer.dtype(), elements_c(&a.buffer)?));
+        allocs.push((a.c_name.clone(), a.buffer.dtype(), elements_c(&a.buffer, names)?));
     }
     let mut scratch_names = Vec::new();
     for (i, k) in kernels.iter().enumerate() {
@@ -335,11 +361,12 @@ fn metadata(
     o: &Options,
     args: &[Arg],
     intermediates: &[Arg],
+    names: &Names,
     ptx: Value,
     cubin: Value,
 ) -> Result<Value, String> {
     let buffer = |a: &Arg| -> Result<Value, String> {
-        let shape = shape_of(&a.buffer)?;
+        let shape = shape_of(&a.buffer, names)?;
         Ok(json!({
             "name": a.c_name,
             "dtype": a.buffer.dtype().to_string(),
@@ -372,7 +399,9 @@ fn metadata(
                 "dynamic_shared_bytes": k.dynamic_shared_bytes,
                 // Its arguments: the function's, the intermediates', then
                 // its own scratch buffers, which the launcher allocates.
-                "arguments": args.iter().chain(intermediates).map(|a| a.c_name.clone()).chain(k.sizes.iter().map(|(n, _)| n.clone())).collect::<Vec<_>>(),
+                "arguments": args.iter().chain(intermediates).map(|a| a.c_name.clone()).collect::<Vec<_>>(),
+                // After the arguments and the scratch buffers, by value.
+                "sizes": k.sizes.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
                 "scratch": k.scratch.iter().map(|(n, t, count)| json!({"name": n, "dtype": t.to_string(), "elements": count})).collect::<Vec<_>>(),
             })
         })
@@ -395,7 +424,7 @@ fn metadata(
         "arguments": arguments,
         // Scalar arguments known at run time, after the buffers (and each
         // kernel's scratch), in this order.
-        "sizes": c.original.sizes.iter().map(|v| json!({"name": sanitize(v.name()), "dtype": v.dtype().to_string()})).collect::<Vec<_>>(),
+        "sizes": names.iter().map(|(v, n)| json!({"name": n, "dtype": v.dtype().to_string()})).collect::<Vec<_>>(),
         "intermediates": inter,
         "kernels": kernels,
     }))

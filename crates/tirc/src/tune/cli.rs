@@ -359,7 +359,13 @@ fn over_sizes(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -
             .and_then(|d| m.func(&d.func))
             .map(|f| f.sizes.iter().map(|v| v.name().to_string()).collect())
             .unwrap_or_default(),
-        Err(_) => return 1,
+        Err(ds) => {
+            let name = a.file.display().to_string();
+            for d in ds {
+                let _ = write!(err, "{}", d.render(&name, &o.src));
+            }
+            return 1;
+        }
     };
     if names.is_empty() {
         return fail(

@@ -259,14 +259,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
         .ok_or_else(|| format!("schedule `{}` is for `{}`, which the file lacks", def.name, def.func))?;
     // Run-time sizes: every candidate is a generic kernel, measured at the
     // values -D (or, on the simulator, the test sizes) gives them.
-    let sizes = crate::verify::size_values(&generic, &defines(o));
-    if let Some(v) = generic.sizes.iter().find(|v| !sizes.iter().any(|(x, _)| x == *v)) {
-        return Err(format!(
-            "`{}` is a size known only at run time: give the value to tune at with -D {}=<value>",
-            v.name(),
-            v.name()
-        ));
-    }
+    let sizes = crate::compile::size_values_checked(&module, &generic, &defines(o)).map_err(|d| d.message)?;
     let original = generic.specialize(&sizes);
     let all = space.candidates();
     let space_size = all.len();
