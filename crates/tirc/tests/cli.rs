@@ -196,6 +196,16 @@ fn check_run_simulates_every_schedule_at_the_test_sizes() {
     let o = tirc(&["check", "--run", "ir-examples/relu.tir", "-D", "M=3"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("fused at N=50 M=3: ok"), "{}", stdout(&o));
+    // Every `# test-sizes:` line, here three values of a run-time size.
+    let o = tirc(&["check", "--run", "ir-examples/matmul_dynamic.tir"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for m in ["m=40", "m=1", "m=97"] {
+        assert!(
+            stdout(&o).contains(&format!("step6_async -p BM=32 -p BN=32 -p BK=16 at {m} N=72 K=36: ok")),
+            "{}",
+            stdout(&o)
+        );
+    }
 }
 
 #[test]

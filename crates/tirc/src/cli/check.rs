@@ -60,12 +60,30 @@ pub fn main(a: Args) -> u8 {
 }
 
 /// `--run`: every schedule (or, with none, every function) simulated at
-/// the test sizes and checked; one line each on stdout.
+/// each `# test-sizes:` line (with -D over it) and checked; one line each
+/// on stdout.
 fn simulate_all(a: &Args, src: &str) -> u8 {
-    let mut defines = crate::tune::test_sizes(src);
-    defines.retain(|(k, _)| !a.define.iter().any(|(d, _)| d == k));
-    defines.extend(a.define.iter().cloned());
-    let module = match load(src, &defines) {
+    let mut sets = crate::tune::test_size_sets(src);
+    if sets.is_empty() {
+        sets.push(Vec::new());
+    }
+    let mut done: Vec<Vec<(String, i64)>> = Vec::new();
+    let mut code = 0;
+    for mut defines in sets {
+        defines.retain(|(k, _)| !a.define.iter().any(|(d, _)| d == k));
+        defines.extend(a.define.iter().cloned());
+        // -D may make two lines the same.
+        if !done.contains(&defines) {
+            code = code.max(simulate_at(a, src, &defines));
+            done.push(defines);
+        }
+    }
+    code
+}
+
+/// `--run` at one set of sizes.
+fn simulate_at(a: &Args, src: &str, defines: &[(String, i64)]) -> u8 {
+    let module = match load(src, defines) {
         Ok(m) => m,
         Err(ds) => {
             report(&a.file, src, &ds);
@@ -94,7 +112,7 @@ fn simulate_all(a: &Args, src: &str) -> u8 {
         let shown: Vec<String> = req.params.iter().map(|(k, v)| format!(" -p {k}={v}")).collect();
         let label = format!("{name}{} {at}", shown.join(""));
         let outcome = compile_module(module.clone(), &req)
-            .and_then(|c| c.bind_sizes(&defines))
+            .and_then(|c| c.bind_sizes(defines))
             .map_err(|d| d.message)
             .and_then(|c| {
                 let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
