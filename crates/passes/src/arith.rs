@@ -59,11 +59,10 @@ impl Analyzer {
     }
 
     /// Declares the run-time sizes of a function (`PrimFunc::sizes`): each
-    /// is at least 1 and at most what its type holds.
+    /// is at least 1 and at most `MAX_RUNTIME_SIZE` (checked when bound).
     pub fn bind_sizes(&mut self, sizes: &[Var]) {
         for v in sizes {
-            let max = if v.dtype().bytes() == 8 { i64::MAX / 4 } else { i32::MAX as i64 };
-            self.bind(v, 1, max);
+            self.bind(v, 1, tirc_ir::func::MAX_RUNTIME_SIZE);
         }
     }
 
@@ -139,6 +138,11 @@ impl Analyzer {
         if lhs.terms.is_empty() {
             rhs_sum.constant = bound;
             lhs.constant = 0;
+        }
+        // The guard is computed in 32 bits on the GPU: each side must fit.
+        let fits = |s: &Sum| self.sum_bound(s).is_some_and(|(lo, hi)| lo >= i32::MIN as i64 && hi <= i32::MAX as i64);
+        if !fits(&lhs) || !fits(&rhs_sum) {
+            return None;
         }
         Some(Expr::binary(BinOp::Le, self.sum_to_expr(&lhs), self.sum_to_expr(&rhs_sum)))
     }
@@ -482,5 +486,50 @@ fn gcd(a: i64, b: i64) -> i64 {
         a
     } else {
         gcd(b, a % b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(name: &str) -> (Var, Expr) {
+        let v = Var::new(name, DType::I32);
+        let e = Expr::var(&v);
+        (v, e)
+    }
+
+    /// `by * 64 + ty * 8 + i < m` for all threads and loop iterations is
+    /// `by * 64 + 64 <= m`, and assuming it proves the condition.
+    #[test]
+    fn a_condition_for_all_threads_is_a_guard_on_the_block_index() {
+        let ((by, bye), (ty, tye), (i, ie), (m, me)) = (var("by"), var("ty"), var("i"), var("m"));
+        let mut an = Analyzer::new();
+        an.bind_sizes(std::slice::from_ref(&m));
+        an.bind(&by, 0, 1 << 24);
+        an.bind(&ty, 0, 7);
+        an.bind(&i, 0, 7);
+        let cond = Expr::binary(BinOp::Lt, bye * Expr::int(64) + tye * Expr::int(8) + ie, me);
+        assert_eq!(an.prove(&cond), None);
+        let keep = |v: &Var| *v == by || *v == m;
+        let g = an.condition_for_all(&cond, &keep).expect("a guard");
+        assert_eq!(tirc_ir::printer::print_expr(&g), "by * 64 + 64 <= m");
+        let mut inside = an.clone();
+        inside.assume(&g);
+        assert_eq!(inside.prove(&cond), Some(true));
+    }
+
+    /// A guard whose sides may leave 32 bits is not made: the GPU computes
+    /// it in int32.
+    #[test]
+    fn a_guard_past_32_bits_is_not_made() {
+        let ((bx, bxe), (k, ke), (m, me)) = (var("bx"), var("k"), var("m"));
+        let mut an = Analyzer::new();
+        an.bind_sizes(std::slice::from_ref(&m));
+        an.bind(&bx, 0, i32::MAX as i64 - 1);
+        an.bind(&k, 0, i32::MAX as i64 - 1);
+        let cond = Expr::binary(BinOp::Lt, bxe + ke, me);
+        let keep = |v: &Var| *v == bx || *v == m;
+        assert!(an.condition_for_all(&cond, &keep).is_none());
     }
 }
