@@ -35,7 +35,29 @@ enum Cmd {
     Tune(tirc::tune::cli::Args),
 }
 
+/// A closed pipe on stdout (`tirc lower ... | head`) ends the process
+/// quietly, as it does other command-line tools, instead of making every
+/// print panic: SIGPIPE back to its default action (Rust starts with it
+/// ignored).
+#[cfg(unix)]
+fn default_sigpipe() {
+    unsafe extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: signal(2) with SIG_DFL installs no handler of ours; it runs
+    // before any thread is started.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn default_sigpipe() {}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Lower(a) => commands::lower::main(a),

@@ -367,3 +367,22 @@ fn run_time_sizes_are_kernel_arguments_given_by_d() {
         assert!(stderr(&o).contains(message) && stderr(&o).contains("matmul_dynamic.tir:18:5"), "{}", stderr(&o));
     }
 }
+
+/// A reader that stops early (`tirc lower ... | head`) ends tirc quietly,
+/// by SIGPIPE, not with a panic at the next print.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tirc"))
+        .current_dir(root())
+        .args(["lower", "ir-examples/matmul.tir", "-s", "step6_async", "--print-after-all"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tirc runs");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("tirc ends");
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert_ne!(o.status.code(), Some(101), "exit 101 is a panic");
+}

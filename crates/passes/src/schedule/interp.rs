@@ -160,9 +160,11 @@ pub fn run_schedule_observed(
 struct Interp<'o> {
     sch: Schedule,
     /// The handles the replay script has given so far: a loop's name and
-    /// the identity of the loop it names (a name can come back for a new
-    /// loop), or a block's name (`None`).
-    handles: Vec<(String, Option<usize>)>,
+    /// the loop it names (a name can come back for a new loop), or a
+    /// block's name (`None`). The variable itself is held, not its address:
+    /// a freed variable's address can come back for a new loop of the same
+    /// name, which then looked as if it had its handle already.
+    handles: Vec<(String, Option<Var>)>,
     env: Vec<(String, Value)>,
     observe: &'o mut dyn FnMut(&str, &tirc_ir::PrimFunc),
     /// The loops given software pipeline annotations, with the span of the
@@ -820,7 +822,7 @@ impl Interp<'_> {
 
     /// Adds to `defs` the lines that give the blocks and loops of `v` a
     /// handle in the replay script, unless they have one.
-    fn define(&self, v: &Value, handles: &mut Vec<(String, Option<usize>)>, defs: &mut Vec<String>) {
+    fn define(&self, v: &Value, handles: &mut Vec<(String, Option<Var>)>, defs: &mut Vec<String>) {
         use super::tree::{find_loop, loops_above};
         let root = &self.sch.func.body;
         match v {
@@ -830,7 +832,7 @@ impl Interp<'_> {
                 defs.push(format!("{b} = sch.get_block(\"{b}\")"));
             }
             Value::Loop(l) => {
-                if handles.iter().any(|(n, k)| n == l.name() && *k == Some(l.key())) {
+                if handles.iter().any(|(n, k)| n == l.name() && k.as_ref() == Some(l)) {
                     return;
                 }
                 // A block under the loop, and the loop's place above it.
@@ -842,7 +844,7 @@ impl Interp<'_> {
                 let Some((b, i)) = place else { return };
                 self.define(&Value::Block(b.clone()), handles, defs);
                 handles.retain(|(n, _)| n != l.name());
-                handles.push((l.name().to_string(), Some(l.key())));
+                handles.push((l.name().to_string(), Some(l.clone())));
                 defs.push(format!("{} = sch.get_loops({b})[{i}]", l.name()));
             }
             _ => {}
@@ -857,7 +859,7 @@ impl Interp<'_> {
             self.sch.func.body.walk(&mut |s| {
                 if let Stmt::For(f) = s {
                     if f.var.name() == name {
-                        found = Some(f.var.key());
+                        found = Some(f.var.clone());
                     }
                 }
             });
