@@ -194,15 +194,7 @@ pub fn main(a: Args, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             return 1;
         }
     };
-    let (status, code, why) = verdict(&outcome);
-    if a.json {
-        let _ = writeln!(out, "{}", report::json(&outcome, &file, &a.schedule, status));
-    } else {
-        let _ = write!(out, "{}", report::text(&outcome, &file, &a.schedule));
-    }
-    if let Some(w) = why {
-        let _ = writeln!(err, "error: {w}");
-    }
+    let code = print_report(&a, &file, &outcome, "", out, err);
     if let Some(path) = &a.plot {
         match plot(&outcome, &a.schedule, path) {
             Ok(true) => {
@@ -344,6 +336,21 @@ fn evaluate(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> 
     0
 }
 
+/// Prints a tuning's report (text or JSON) and its verdict's error, whose
+/// line says where (` at m=17`); returns the exit code.
+fn print_report(a: &Args, file: &str, x: &Outcome, at: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let (status, code, why) = verdict(x);
+    if a.json {
+        let _ = writeln!(out, "{}", report::json(x, file, &a.schedule, status));
+    } else {
+        let _ = write!(out, "{}", report::text(x, file, &a.schedule));
+    }
+    if let Some(w) = why {
+        let _ = writeln!(err, "error{at}: {w}");
+    }
+    code
+}
+
 /// `--sizes`: one tuning per value of the run-time sizes, each reported as
 /// usual, then a summary: each size's best candidate, and the one candidate
 /// whose worst slowdown against those bests is smallest (what to compile
@@ -359,13 +366,8 @@ fn over_sizes(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -
             .and_then(|d| m.func(&d.func))
             .map(|f| f.sizes.iter().map(|v| v.name().to_string()).collect())
             .unwrap_or_default(),
-        Err(ds) => {
-            let name = a.file.display().to_string();
-            for d in ds {
-                let _ = write!(err, "{}", d.render(&name, &o.src));
-            }
-            return 1;
-        }
+        // `main` has rendered the file's diagnostics already.
+        Err(_) => return 1,
     };
     if names.is_empty() {
         return fail(
@@ -396,16 +398,7 @@ fn over_sizes(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -
         let _ = writeln!(out, "== at {label}");
         match super::tune(&os) {
             Ok(x) => {
-                let (status, c, why) = verdict(&x);
-                if a.json {
-                    let _ = writeln!(out, "{}", report::json(&x, &file, &a.schedule, status));
-                } else {
-                    let _ = write!(out, "{}", report::text(&x, &file, &a.schedule));
-                }
-                if let Some(w) = why {
-                    let _ = writeln!(err, "error at {label}: {w}");
-                }
-                code = code.max(c);
+                code = code.max(print_report(a, &file, &x, &format!(" at {label}"), out, err));
                 outcomes.push((label, x));
             }
             Err(e) => {
