@@ -63,3 +63,59 @@ fn accepted_programs_compute_what_they_say() {
     }
     assert!(checked > 0);
 }
+
+/// A function whose results stay in its own global buffers is checked on
+/// them: a wrong value there is a mismatch, not "nothing to check".
+#[test]
+fn results_kept_in_intermediates_are_compared() {
+    use tirc_exec::data::HostData;
+    let src = std::fs::read_to_string("tests/data/conformance/results_in_intermediates.tir").unwrap_or_default();
+    let req = Request { func: Some("serial_chain".into()), ..Request::default() };
+    let c = tirc::compile::compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    assert_eq!(c.intermediates.len(), 2, "P and Q are the launcher's");
+    let mut args = tirc::measure::prepare(&c.original, 1).unwrap_or_else(|e| panic!("{e}")).args;
+    let start = args.clone();
+    for b in &c.intermediates {
+        args.push(
+            HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize).unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    for k in &c.kernels {
+        tirc_exec::sim::run(&k.lowered, &mut args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let reference = tirc::verify::reference_sim(&c.original, &start).unwrap_or_else(|e| panic!("{e}"));
+    let good =
+        tirc::measure::worst_error(&c.original, &args, &c.intermediates, &reference).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(good.rel_err, 0.0);
+    match &mut args[1] {
+        HostData::F32(q) => q[5] += 1.0,
+        d => panic!("Q holds float32, not {d:?}"),
+    }
+    let bad =
+        tirc::measure::worst_error(&c.original, &args, &c.intermediates, &reference).unwrap_or_else(|e| panic!("{e}"));
+    assert!(bad.rel_err > 1e-3, "a wrong element of Q went unseen: rel_err {:.3e}", bad.rel_err);
+}
+
+/// Reading a buffer nothing writes is undefined (TVM's own test
+/// `matmul_bias_multiple_epilogue_expected` does it): a warning at compile
+/// time, and the check refuses to call any result right or wrong.
+#[test]
+fn reading_what_nothing_writes_is_reported_not_compared() {
+    let src = r#"@T.prim_func
+def f(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
+    temp = T.alloc_buffer((8,), "int32")
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = temp[vi] + A[vi]
+"#;
+    let c = tirc::compile::compile(src, &Request::default()).unwrap_or_else(|e| panic!("{}", e[0].message));
+    assert!(
+        c.warnings.iter().any(|w| w.is_warning() && w.message.contains("`temp` is read, but nothing writes it")),
+        "no warning: {:?}",
+        c.warnings
+    );
+    let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+    let why = sim_check_kernels(&c.original, &kernels, &c.intermediates, 1).err().unwrap_or_default();
+    assert!(why.contains("reads `temp`, which nothing writes") && tirc::measure::is_nothing_to_check(&why), "{why}");
+}

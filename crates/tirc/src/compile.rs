@@ -363,7 +363,20 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
     };
     let (funcs, intermediates) = split_kernels(&scheduled);
     let mut kernels = Vec::new();
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<Diagnostic> = crate::verify::undefined_reads(&original)
+        .iter()
+        .map(|b| {
+            let d = Diagnostic::warning(format!(
+                "`{}` is read, but nothing writes it: what is read from it is undefined",
+                b.name()
+            ))
+            .help("write it before reading it, or make it a parameter");
+            match original.span {
+                Some(s) => d.or_at(s).label("in this function"),
+                None => d,
+            }
+        })
+        .collect();
     for f in funcs {
         let mut after = Vec::new();
         let lowered = transform::lower(f, |name, f| after.push((name, f.clone()))).map_err(here)?;

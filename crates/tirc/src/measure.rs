@@ -8,7 +8,7 @@
 //! launches, a synchronization, then `repeat` launches each between its own
 //! pair of CUDA events; tirc reports the median.
 
-use crate::verify::{access, outputs, reference_sim, sizes, widen, written};
+use crate::verify::{access, outputs, reference_sim, sizes, widen, written, Reference};
 use tirc_exec::data::{compare, poison, random, ErrorStats, HostData, Rng};
 use tirc_exec::{gpu, reference};
 use tirc_ir::{Buffer, PrimFunc, Stmt};
@@ -51,19 +51,66 @@ pub fn prepare(f: &PrimFunc, seed: u64) -> Result<Prepared, String> {
     Ok(Prepared { args })
 }
 
-/// The worst error over the buffers `f` writes.
-pub fn worst_error(f: &PrimFunc, args: &[HostData], reference: &[Vec<f64>]) -> Result<ErrorStats, String> {
-    let mut worst: Option<ErrorStats> = None;
+/// Whether an error of [`worst_error`] says that there is nothing to
+/// compare (no result, or results computed from undefined values), rather
+/// than that a run failed.
+pub fn is_nothing_to_check(why: &str) -> bool {
+    why.ends_with(NOTHING_TO_CHECK)
+}
+
+const NOTHING_TO_CHECK: &str = ": nothing to check";
+
+/// The worst error over the buffers `f` writes. `args` holds the kernels'
+/// buffers after the run: the parameters, then the global intermediates
+/// `intermediates` names (if any). The parameters `f` writes are compared
+/// with the reference; a function that writes none keeps its results in
+/// global intermediates, and then each of those the kernels keep whole (the
+/// same buffer, as many elements, in the same order) is compared instead.
+/// A function that reads a buffer nothing writes has undefined results:
+/// that is an error, not a mismatch.
+pub fn worst_error(
+    f: &PrimFunc,
+    args: &[HostData],
+    intermediates: &[Buffer],
+    reference: &Reference,
+) -> Result<ErrorStats, String> {
+    if let Some(b) = crate::verify::undefined_reads(f).first() {
+        return Err(format!(
+            "the function reads `{}`, which nothing writes: what it computes from it is undefined{NOTHING_TO_CHECK}",
+            b.name()
+        ));
+    }
+    let mut pairs: Vec<(&HostData, &[f64])> = Vec::new();
     for (i, w) in written(f).iter().enumerate() {
-        if !*w {
-            continue;
+        if *w {
+            pairs.push((&args[i], &reference.values[i]));
         }
-        let s = compare(&args[i], &reference[i]);
+    }
+    if pairs.is_empty() {
+        let n = f.params.len();
+        for (j, rb) in reference.intermediates.iter().enumerate() {
+            let kept = intermediates
+                .iter()
+                .position(|b| b.id() == rb.id() && b.num_elements().is_some() && b.num_elements() == rb.num_elements());
+            if let (Some(i), Some(r)) = (kept, reference.values.get(n + j)) {
+                if let Some(d) = args.get(n + i) {
+                    pairs.push((d, r));
+                }
+            }
+        }
+    }
+    let mut worst: Option<ErrorStats> = None;
+    for (d, r) in pairs {
+        let s = compare(d, r);
         if worst.is_none_or(|x| s.rel_err > x.rel_err || s.rel_err.is_nan()) {
             worst = Some(s);
         }
     }
-    worst.ok_or_else(|| "the function writes no parameter buffer: nothing to check".to_string())
+    worst.ok_or_else(|| {
+        format!(
+            "the function writes no parameter buffer, and no global buffer it writes is kept whole{NOTHING_TO_CHECK}"
+        )
+    })
 }
 
 /// Whether an error is within tolerance.
@@ -73,11 +120,7 @@ pub fn passes(e: &ErrorStats, tolerance: f64) -> bool {
 
 /// The f64 reference: on the simulator when that is fast enough or there is
 /// no GPU, else on the GPU. Returns the reference and where it ran.
-pub fn reference(
-    g: Option<&gpu::Gpu>,
-    f: &PrimFunc,
-    inputs: &[HostData],
-) -> Result<(Vec<Vec<f64>>, &'static str), String> {
+pub fn reference(g: Option<&gpu::Gpu>, f: &PrimFunc, inputs: &[HostData]) -> Result<(Reference, &'static str), String> {
     match g {
         Some(g) if sim_work(f) > CPU_REFERENCE_LIMIT => Ok((reference_gpu(g, f, inputs)?, "cuda")),
         _ => Ok((reference_sim(f, inputs)?, "sim")),
@@ -85,7 +128,7 @@ pub fn reference(
 }
 
 /// Runs the f64 reference on the GPU.
-pub fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
+pub fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<Reference, String> {
     let plan = reference::plan(f, true).map_err(|d| d.message)?;
     let mut host = widen(inputs, f)?;
     for b in &plan.intermediates {
@@ -101,7 +144,7 @@ pub fn reference_gpu(g: &gpu::Gpu, f: &PrimFunc, inputs: &[HostData]) -> Result<
     for (d, b) in host.iter_mut().zip(&bufs) {
         g.download(b, d)?;
     }
-    Ok(host.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
+    Ok(Reference { values: host.iter().map(|d| d.to_f64()).collect(), intermediates: plan.intermediates })
 }
 
 pub fn median(mut t: Vec<f64>) -> f64 {

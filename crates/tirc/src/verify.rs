@@ -3,7 +3,7 @@
 //! them. Used by `tirc run` and by the tests, which check every primitive
 //! and pass by running the IR before and after it.
 
-use tirc_exec::data::{compare, ErrorStats, HostData};
+use tirc_exec::data::{ErrorStats, HostData};
 use tirc_exec::{reference, sim};
 use tirc_ir::{Buffer, PrimFunc, Stmt};
 
@@ -109,9 +109,16 @@ pub fn widen(inputs: &[HostData], f: &PrimFunc) -> Result<Vec<HostData>, String>
         .collect()
 }
 
-/// Runs the float64 reference on the simulator; returns every parameter's
-/// contents as f64.
-pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Vec<Vec<f64>>, String> {
+/// What the float64 reference leaves: the contents of every parameter, then
+/// of every global intermediate (`intermediates`, in order), as f64.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    pub values: Vec<Vec<f64>>,
+    pub intermediates: Vec<Buffer>,
+}
+
+/// Runs the float64 reference on the simulator.
+pub fn reference_sim(f: &PrimFunc, inputs: &[HostData]) -> Result<Reference, String> {
     reference_sim_observed(f, inputs, &mut |_, _| {})
 }
 
@@ -121,7 +128,7 @@ pub fn reference_sim_observed(
     f: &PrimFunc,
     inputs: &[HostData],
     progress: &mut dyn FnMut(i64, i64),
-) -> Result<Vec<Vec<f64>>, String> {
+) -> Result<Reference, String> {
     let plan = reference::plan(f, true).map_err(|d| d.message)?;
     let mut bufs = widen(inputs, f)?;
     for b in &plan.intermediates {
@@ -131,7 +138,7 @@ pub fn reference_sim_observed(
     for k in &plan.kernels {
         sim::run_observed(k, &mut bufs, opts, progress).map_err(|e| format!("simulating the reference: {e}"))?;
     }
-    Ok(bufs.iter().take(f.params.len()).map(|d| d.to_f64()).collect())
+    Ok(Reference { values: bufs.iter().map(|d| d.to_f64()).collect(), intermediates: plan.intermediates })
 }
 
 /// Runs `candidate` (the function at any stage: scheduled, after any pass,
@@ -150,7 +157,15 @@ pub fn sim_check_with(
     seed: u64,
     opts: sim::SimOptions,
 ) -> Result<(ErrorStats, f64), String> {
-    check_kernels(original, std::slice::from_ref(candidate), &[], seed, opts)
+    // A kernel takes the function's global intermediates after its
+    // parameters (`split_kernels`); a function before that keeps them in
+    // its root, where the run would not show them: they are lifted.
+    if candidate.params.len() > original.params.len() {
+        let intermediates = &candidate.params[original.params.len()..];
+        return check_kernels(original, std::slice::from_ref(candidate), intermediates, seed, opts);
+    }
+    let (lifted, intermediates) = tirc_passes::transform::split_kernels::lift_root_globals(candidate);
+    check_kernels(original, &[lifted], &intermediates, seed, opts)
 }
 
 /// `sim_check` of a function compiled to several kernels: they run in
@@ -193,17 +208,43 @@ fn check_kernels(
         sim::run(k, &mut args, opts)?;
     }
     let reference = reference_sim(original, &start)?;
-    let mut worst: Option<ErrorStats> = None;
-    for (i, w) in written(original).iter().enumerate() {
-        if *w {
-            let s = compare(&args[i], &reference[i]);
-            if worst.is_none_or(|x| s.rel_err > x.rel_err || s.rel_err.is_nan()) {
-                worst = Some(s);
+    let w = crate::measure::worst_error(original, &args, intermediates, &reference)?;
+    Ok((w, default_tolerance(original)))
+}
+
+/// Buffers the function allocates and reads but nothing writes: what is
+/// read from them is undefined (TVM leaves it so), and so is every result
+/// computed from it.
+pub fn undefined_reads(f: &PrimFunc) -> Vec<Buffer> {
+    let mut allocated: Vec<Buffer> = Vec::new();
+    let mut loaded: Vec<Buffer> = Vec::new();
+    let mut stored: Vec<Buffer> = Vec::new();
+    f.body.walk(&mut |s| {
+        match s {
+            Stmt::Block(r) => {
+                allocated.extend(r.block.alloc_buffers.iter().cloned());
+                stored.extend(r.block.writes.iter().map(|w| w.buffer.clone()));
             }
+            Stmt::Allocate { buffer, .. } => allocated.push(buffer.clone()),
+            Stmt::Store { buffer, .. } => stored.push(buffer.clone()),
+            _ => {}
+        }
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let tirc_ir::Expr::Load(b, _) = x {
+                    loaded.push(b.clone());
+                }
+            })
+        });
+    });
+    let mut out: Vec<Buffer> = Vec::new();
+    for b in allocated {
+        let same = |x: &Buffer| x.id() == b.id();
+        if loaded.iter().any(same) && !stored.iter().any(same) && !out.iter().any(same) {
+            out.push(b);
         }
     }
-    let w = worst.ok_or("the function writes no parameter buffer: nothing to check")?;
-    Ok((w, default_tolerance(original)))
+    out
 }
 
 /// Buffers the function writes.

@@ -11,8 +11,10 @@
 //! function's own, which the launcher allocates once; its other buffers
 //! (shared, local) go to the kernel that uses them, or, where two kernels
 //! use one, to global memory as an intermediate. A nest bound to no GPU
-//! axis runs on one thread. A function one kernel can run is returned as
-//! it is, with no intermediates.
+//! axis runs on one thread. A function one kernel can run stays one
+//! kernel; its root's global buffers are intermediates all the same
+//! (allocated by the launcher, kept after the run, so that a function whose
+//! results stay in them can be checked).
 
 use tirc_ir::resolve::root_block;
 use tirc_ir::subst::replace_buffers_stmt;
@@ -22,7 +24,8 @@ use tirc_ir::{Buffer, Diagnostic, ForKind, PrimFunc, Scope, Stmt};
 /// after `f`'s parameters.
 pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
     if check_one_kernel(f).is_ok() {
-        return (vec![f.clone()], vec![]);
+        let (k, globals) = lift_root_globals(f);
+        return (vec![k], globals);
     }
     let (allocs, body) = match &f.body {
         Stmt::Block(root) if root.block.name == "root" => (root.block.alloc_buffers.clone(), &root.block.body),
@@ -68,6 +71,22 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
         })
         .collect();
     (kernels, intermediates)
+}
+
+/// `f` as one kernel that takes its root's global buffers as parameters
+/// after its own, and those buffers.
+pub fn lift_root_globals(f: &PrimFunc) -> (PrimFunc, Vec<Buffer>) {
+    let Stmt::Block(root) = &f.body else { return (f.clone(), vec![]) };
+    if root.block.name != "root" || root.block.alloc_buffers.iter().all(|b| b.scope() != Scope::Global) {
+        return (f.clone(), vec![]);
+    }
+    let (globals, rest): (Vec<Buffer>, Vec<Buffer>) =
+        root.block.alloc_buffers.iter().cloned().partition(|b| b.scope() == Scope::Global);
+    let mut root = root.clone();
+    root.block.alloc_buffers = rest;
+    let mut params = f.params.clone();
+    params.extend(globals.iter().cloned());
+    (PrimFunc { params, body: Stmt::Block(root), ..f.clone() }, globals)
 }
 
 fn flatten(s: &Stmt, out: &mut Vec<Stmt>) {

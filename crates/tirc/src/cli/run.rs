@@ -302,7 +302,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
     let mut copy_ms = None;
     let bytes = measure::bytes_moved(f);
     let reference_on;
-    let reference: Vec<Vec<f64>>;
+    let reference: crate::verify::Reference;
     if target == "sim" {
         let long = work > LONG_SIMULATION;
         if long {
@@ -352,7 +352,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
                     "--compare cublas needs a float32 matmul C[i, j] += A[i, k] * B[k, j]".to_string()
                 })?;
                 let (t, out) = measure::cublas(&g, shape, &refs, &run_args[shape.c], a.warmup, a.repeat)?;
-                cublas = Some((t, compare(&out, &reference[shape.c])));
+                cublas = Some((t, compare(&out, &reference.values[shape.c])));
             }
             if a.compare == Some(Baseline::Copy) {
                 // A copy of n bytes reads n and writes n.
@@ -360,11 +360,12 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
             }
         }
     }
-    run_args.truncate(f.params.len());
-    write_outputs(a, f, &run_args)?;
     // Compare every output buffer; report the worst.
     let tol = a.tolerance.unwrap_or_else(|| default_tolerance(f));
-    let stats = worst_error(f, &run_args, &reference)?;
+    let stats = worst_error(f, &run_args, &c.intermediates, &reference);
+    run_args.truncate(f.params.len());
+    write_outputs(a, f, &run_args)?;
+    let stats = stats?;
     let ok = passes(&stats, tol);
     let fl = reference::flops(f);
     Ok(Outcome {

@@ -131,7 +131,7 @@ pub struct Checker {
     /// The values of the function's run-time sizes the candidates run at.
     pub sizes: Vec<(Var, i64)>,
     pub args: Vec<HostData>,
-    pub reference: Vec<Vec<f64>>,
+    pub reference: crate::verify::Reference,
     pub tolerance: f64,
 }
 
@@ -164,8 +164,8 @@ pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, 
     t
 }
 
-fn judge(t: &mut Trial, f: &PrimFunc, args: &[HostData], reference: &[Vec<f64>], tol: f64) {
-    match worst_error(f, args, reference) {
+fn judge(t: &mut Trial, f: &PrimFunc, args: &[HostData], reference: &crate::verify::Reference, tol: f64) {
+    match worst_error(f, args, &[], reference) {
         Ok(e) => {
             t.rel_err = Some(e.rel_err);
             if !passes(&e, tol) {
