@@ -44,3 +44,25 @@ fn tvm_printed_text_parses_and_round_trips() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The forms of `tests/data/tvm/test_idioms.tir` mean what they mean in
+/// TVM: the integer beside `0.5` is converted (the literal is not truncated
+/// to 0), the grouping block's regions are inferred, and the function runs.
+#[test]
+fn tvm_test_idioms_mean_what_tvm_means() {
+    let src = read(&root().join("tests/data/tvm/test_idioms.tir"));
+    let m = load(&src, &[]).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let text = print_func(&m.funcs[0]);
+    assert!(text.contains(r#"T.Cast("float32", vi * 2) + T.float32(0.5)"#), "{text}");
+    assert!(text.contains(r#"{"outer": {"arr": [0, 1], "key": 3}}"#), "{text}");
+    let group = m.funcs[0].body.blocks().into_iter().find(|r| r.block.name == "group").expect("block group");
+    let names = |v: &[tirc_ir::stmt::BufferRegion]| v.iter().map(|r| r.buffer.name().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&group.block.reads), ["B"]);
+    assert_eq!(names(&group.block.writes), ["C"]);
+    let c =
+        tirc::compile::compile(&src, &tirc::compile::Request::default()).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+    let (e, tol) =
+        tirc::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, 3).unwrap_or_else(|e| panic!("{e}"));
+    assert!(e.rel_err <= tol, "rel_err {:.3e}", e.rel_err);
+}

@@ -245,6 +245,7 @@ impl Printer {
                 let items: Vec<String> = v.iter().map(|x| self.attr(x)).collect();
                 format!("[{}]", items.join(", "))
             }
+            Attr::Dict(d) => self.attr_dict(d),
         }
     }
 

@@ -74,6 +74,8 @@ pub enum Attr {
     Bool(bool),
     Str(String),
     List(Vec<Attr>),
+    /// `{"key": value, ...}`, in the order written.
+    Dict(Vec<(String, Attr)>),
 }
 
 impl Attr {

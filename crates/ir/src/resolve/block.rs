@@ -49,6 +49,13 @@ impl FuncResolver<'_> {
             }
             rest = tail;
         }
+        // A block with no variables that declares empty `T.reads()` and
+        // `T.writes()` (TVM's loop_partition writes its grouping blocks so)
+        // declares nothing: its regions are inferred from its body.
+        if iter_vars.is_empty() {
+            reads = reads.filter(|(r, _)| !r.is_empty());
+            writes = writes.filter(|(w, _)| !w.is_empty());
+        }
         let axis_spans = std::mem::take(&mut self.axis_spans);
         let body = self.stmts(rest);
         let mut block =

@@ -208,6 +208,10 @@ impl FuncResolver<'_> {
         let ExprKind::Str(s) = &e.kind else {
             return Err(Diagnostic::at(e.span, "expected a storage scope such as \"shared\""));
         };
+        // An empty scope is TVM's default: global memory.
+        if s.is_empty() {
+            return Ok(Scope::Global);
+        }
         Scope::parse(s).ok_or_else(|| {
             did_you_mean(
                 Diagnostic::at(e.span, format!("unknown storage scope `{s}`")),

@@ -239,6 +239,16 @@ impl FuncResolver<'_> {
         if ta == tb {
             return Ok((a, b));
         }
+        // An integer value beside a float literal (`vi * 2 + 0.5`) becomes
+        // float32, as in TVM: the literal must not be truncated to an
+        // integer.
+        let float_literal = |e: &Expr| matches!(e, Expr::Float(..));
+        if ta.is_int() && float_literal(&b) && !is_literal(&a) {
+            return Ok((Expr::Cast(DType::F32, Box::new(a)), retype(b, DType::F32)));
+        }
+        if tb.is_int() && float_literal(&a) && !is_literal(&b) {
+            return Ok((retype(a, DType::F32), Expr::Cast(DType::F32, Box::new(b))));
+        }
         if is_literal(&b) {
             return Ok((a, retype(b, ta)));
         }

@@ -134,5 +134,8 @@ fn python(a: &Attr) -> String {
         Attr::Bool(b) => (if *b { "True" } else { "False" }).to_string(),
         Attr::Str(s) => format!("{s:?}"),
         Attr::List(v) => format!("[{}]", v.iter().map(python).collect::<Vec<_>>().join(", ")),
+        Attr::Dict(d) => {
+            format!("{{{}}}", d.iter().map(|(k, v)| format!("{k:?}: {}", python(v))).collect::<Vec<_>>().join(", "))
+        }
     }
 }
