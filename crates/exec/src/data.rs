@@ -2,19 +2,120 @@
 //! and comparison against a reference.
 
 use half::{bf16, f16};
+use tirc_ir::dtype::RandomRange;
 use tirc_ir::DType;
 
-/// The contents of one buffer on the host.
+/// The contents of one buffer on the host: one variant per storage, each
+/// element type in its own (`zeros` says which type uses which).
 #[derive(Clone, Debug, PartialEq)]
 pub enum HostData {
     F32(Vec<f32>),
     F64(Vec<f64>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    /// bool, int8 and uint8 elements, one byte each.
-    U8(Vec<u8>),
     F16(Vec<f16>),
     BF16(Vec<bf16>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    /// bool and uint8 elements, one byte each.
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+}
+
+/// An element of host data: its conversions, bytes and poison.
+trait Elem: Copy {
+    /// What an element holds before anything writes it: NaN for floats, a
+    /// large sentinel for integers, so that a read of what was never
+    /// written cannot pass the comparison.
+    const POISON: Self;
+    fn to_f64(self) -> f64;
+    /// The nearest element (integers saturate, as Rust's `as` does).
+    fn from_f64(x: f64) -> Self;
+    fn put_le(self, out: &mut Vec<u8>);
+    fn from_le(b: &[u8]) -> Self;
+}
+
+macro_rules! elem {
+    ($($t:ty = $poison:expr),*) => {$(
+        impl Elem for $t {
+            const POISON: Self = $poison;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn put_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes())
+            }
+            fn from_le(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+
+elem!(
+    f32 = f32::NAN,
+    f64 = f64::NAN,
+    i8 = i8::MIN + 7,
+    i16 = i16::MIN + 7,
+    i32 = i32::MIN + 7,
+    i64 = i64::MIN + 7,
+    u8 = 0xA5,
+    u16 = u16::MAX - 7,
+    u32 = u32::MAX - 7,
+    u64 = u64::MAX - 7
+);
+
+macro_rules! half_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const POISON: Self = <$t>::NAN;
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            fn from_f64(x: f64) -> Self {
+                <$t>::from_f64(x)
+            }
+            fn put_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes())
+            }
+            fn from_le(b: &[u8]) -> Self {
+                <$t>::from_le_bytes([b[0], b[1]])
+            }
+        }
+    )*};
+}
+
+half_elem!(f16, bf16);
+
+/// `$body` with `$v` bound to the element vector of whichever variant `$d` is.
+macro_rules! each {
+    ($d:expr, $v:ident => $body:expr) => {
+        match $d {
+            HostData::F32($v) => $body,
+            HostData::F64($v) => $body,
+            HostData::F16($v) => $body,
+            HostData::BF16($v) => $body,
+            HostData::I8($v) => $body,
+            HostData::I16($v) => $body,
+            HostData::I32($v) => $body,
+            HostData::I64($v) => $body,
+            HostData::U8($v) => $body,
+            HostData::U16($v) => $body,
+            HostData::U32($v) => $body,
+            HostData::U64($v) => $body,
+        }
+    };
+}
+
+fn elem_size<T>(_: &[T]) -> usize {
+    std::mem::size_of::<T>()
 }
 
 impl HostData {
@@ -27,31 +128,28 @@ impl HostData {
         Ok(d)
     }
 
-    /// Zero-filled contents for `n` elements of type `t`. Types without a
-    /// host representation of their own (int16, float8) are refused.
+    /// Zero-filled contents for `n` elements of type `t`. Types tirc does
+    /// not run (no row in `tirc_ir::dtype::TYPES`) are refused.
     pub fn zeros(t: DType, n: usize) -> Result<HostData, String> {
         Ok(match t {
             DType::Float(16) => HostData::F16(vec![f16::ZERO; n]),
             DType::BFloat16 => HostData::BF16(vec![bf16::ZERO; n]),
             DType::Float(32) => HostData::F32(vec![0.0; n]),
             DType::Float(64) => HostData::F64(vec![0.0; n]),
-            DType::Int(32) | DType::UInt(32) => HostData::I32(vec![0; n]),
-            DType::Int(64) | DType::UInt(64) => HostData::I64(vec![0; n]),
-            DType::Bool | DType::Int(8) | DType::UInt(8) => HostData::U8(vec![0; n]),
+            DType::Int(8) => HostData::I8(vec![0; n]),
+            DType::Int(16) => HostData::I16(vec![0; n]),
+            DType::Int(32) => HostData::I32(vec![0; n]),
+            DType::Int(64) => HostData::I64(vec![0; n]),
+            DType::Bool | DType::UInt(8) => HostData::U8(vec![0; n]),
+            DType::UInt(16) => HostData::U16(vec![0; n]),
+            DType::UInt(32) => HostData::U32(vec![0; n]),
+            DType::UInt(64) => HostData::U64(vec![0; n]),
             t => return Err(format!("running functions over {t} buffers is not supported yet")),
         })
     }
 
     pub fn len(&self) -> usize {
-        match self {
-            HostData::F32(v) => v.len(),
-            HostData::F64(v) => v.len(),
-            HostData::I32(v) => v.len(),
-            HostData::I64(v) => v.len(),
-            HostData::U8(v) => v.len(),
-            HostData::F16(v) => v.len(),
-            HostData::BF16(v) => v.len(),
-        }
+        each!(self, v => v.len())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -60,63 +158,36 @@ impl HostData {
 
     /// Bytes per element.
     pub fn elem_bytes(&self) -> usize {
-        match self {
-            HostData::F32(_) | HostData::I32(_) => 4,
-            HostData::F64(_) | HostData::I64(_) => 8,
-            HostData::U8(_) => 1,
-            HostData::F16(_) | HostData::BF16(_) => 2,
-        }
+        each!(self, v => elem_size(v))
     }
 
     /// Element `i` as f64.
     pub fn get(&self, i: usize) -> f64 {
-        match self {
-            HostData::F32(v) => v[i] as f64,
-            HostData::F64(v) => v[i],
-            HostData::I32(v) => v[i] as f64,
-            HostData::I64(v) => v[i] as f64,
-            HostData::U8(v) => v[i] as f64,
-            HostData::F16(v) => v[i].to_f64(),
-            HostData::BF16(v) => v[i].to_f64(),
-        }
+        each!(self, v => v[i].to_f64())
     }
 
     /// Every element as f64.
     pub fn to_f64(&self) -> Vec<f64> {
-        (0..self.len()).map(|i| self.get(i)).collect()
+        each!(self, v => v.iter().map(|x| x.to_f64()).collect())
+    }
+
+    /// Replaces the elements with `data`, each rounded to this type (the
+    /// simulator's results, held as f64).
+    pub fn set_f64(&mut self, data: &[f64]) {
+        each!(self, v => v.iter_mut().zip(data).for_each(|(x, y)| *x = Elem::from_f64(*y)))
     }
 
     /// The raw bytes, little-endian, for copying to a device.
     pub fn as_bytes(&self) -> Vec<u8> {
-        match self {
-            HostData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::U8(v) => v.clone(),
-            HostData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::BF16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        }
+        let mut out = Vec::with_capacity(self.len() * self.elem_bytes());
+        each!(self, v => v.iter().for_each(|x| x.put_le(&mut out)));
+        out
     }
 
     /// Replaces the contents with `bytes` read as this type.
     pub fn set_bytes(&mut self, bytes: &[u8]) {
-        fn chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-            b.chunks_exact(N).map(|c| {
-                let mut a = [0u8; N];
-                a.copy_from_slice(c);
-                a
-            })
-        }
-        match self {
-            HostData::F32(v) => *v = chunks::<4>(bytes).map(f32::from_le_bytes).collect(),
-            HostData::F64(v) => *v = chunks::<8>(bytes).map(f64::from_le_bytes).collect(),
-            HostData::I32(v) => *v = chunks::<4>(bytes).map(i32::from_le_bytes).collect(),
-            HostData::I64(v) => *v = chunks::<8>(bytes).map(i64::from_le_bytes).collect(),
-            HostData::U8(v) => *v = bytes.to_vec(),
-            HostData::F16(v) => *v = chunks::<2>(bytes).map(f16::from_le_bytes).collect(),
-            HostData::BF16(v) => *v = chunks::<2>(bytes).map(bf16::from_le_bytes).collect(),
-        }
+        let n = self.elem_bytes();
+        each!(self, v => *v = bytes.chunks_exact(n).map(Elem::from_le).collect())
     }
 }
 
@@ -144,34 +215,26 @@ impl Rng {
     }
 }
 
-/// Random contents: floats uniform in [-1, 1), integers in [-8, 8), bools
-/// and bytes in [0, 2).
+/// Random contents, as the type's row of `tirc_ir::dtype::TYPES` says:
+/// floats uniform in [-1, 1), integers uniform in a small range.
 pub fn random(t: DType, n: usize, rng: &mut Rng) -> Result<HostData, String> {
     let mut d = HostData::zeros(t, n)?;
-    match &mut d {
-        HostData::F32(v) => v.iter_mut().for_each(|x| *x = rng.uniform() as f32),
-        HostData::F64(v) => v.iter_mut().for_each(|x| *x = rng.uniform()),
-        HostData::I32(v) => v.iter_mut().for_each(|x| *x = (rng.next_u64() % 16) as i32 - 8),
-        HostData::I64(v) => v.iter_mut().for_each(|x| *x = (rng.next_u64() % 16) as i64 - 8),
-        HostData::U8(v) => v.iter_mut().for_each(|x| *x = (rng.next_u64() % 2) as u8),
-        HostData::F16(v) => v.iter_mut().for_each(|x| *x = f16::from_f64(rng.uniform())),
-        HostData::BF16(v) => v.iter_mut().for_each(|x| *x = bf16::from_f64(rng.uniform())),
-    }
+    let range = t.info().map_or(RandomRange::Unit, |i| i.random);
+    let mut draw = || match range {
+        RandomRange::Unit => rng.uniform(),
+        RandomRange::Ints(lo, hi) => (lo + (rng.next_u64() % (hi - lo) as u64) as i64) as f64,
+    };
+    each!(&mut d, v => v.iter_mut().for_each(|x| *x = Elem::from_f64(draw())));
     Ok(d)
 }
 
 /// Poison: NaN for floats, a large sentinel for integers, so that an element
 /// the kernel never writes cannot pass the comparison.
 pub fn poison(d: &mut HostData) {
-    match d {
-        HostData::F32(v) => v.iter_mut().for_each(|x| *x = f32::NAN),
-        HostData::F64(v) => v.iter_mut().for_each(|x| *x = f64::NAN),
-        HostData::I32(v) => v.iter_mut().for_each(|x| *x = i32::MIN + 7),
-        HostData::I64(v) => v.iter_mut().for_each(|x| *x = i64::MIN + 7),
-        HostData::U8(v) => v.iter_mut().for_each(|x| *x = 0xA5),
-        HostData::F16(v) => v.iter_mut().for_each(|x| *x = f16::NAN),
-        HostData::BF16(v) => v.iter_mut().for_each(|x| *x = bf16::NAN),
+    fn fill<T: Elem>(v: &mut [T]) {
+        v.iter_mut().for_each(|x| *x = T::POISON)
     }
+    each!(d, v => fill(v))
 }
 
 /// How far a result is from its reference.
@@ -207,4 +270,47 @@ pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
     }
     let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else { diff2.sqrt() };
     ErrorStats { rel_err: if non_finite > 0 { f64::INFINITY } else { rel }, max_abs_err: max_abs, non_finite }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every type of the table has host data of its own width, whose
+    /// random inputs follow the table and whose values survive the trip
+    /// through f64 (the simulator's) and through bytes (the GPU's).
+    #[test]
+    fn each_type_has_storage_of_its_width_and_sign() {
+        let mut rng = Rng::new(5);
+        for info in tirc_ir::dtype::TYPES.iter() {
+            let t = info.dtype;
+            let d = random(t, 256, &mut rng).unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert_eq!(d.elem_bytes(), t.bytes(), "{t}");
+            let vals = d.to_f64();
+            match info.random {
+                // Rounding to a narrow type may reach 1.
+                RandomRange::Unit => assert!(vals.iter().all(|v| (-1.0..=1.0).contains(v)), "{t}"),
+                RandomRange::Ints(lo, hi) => {
+                    assert!(vals.iter().all(|v| (lo as f64..hi as f64).contains(v)), "{t}");
+                    // Signed types get negative inputs, and read them back negative.
+                    assert_eq!(vals.iter().any(|v| *v < 0.0), lo < 0, "{t}");
+                }
+            }
+            let mut back = HostData::zeros(t, 256).unwrap_or_else(|e| panic!("{e}"));
+            back.set_f64(&vals);
+            assert_eq!(back, d, "{t}: through f64");
+            back.set_bytes(&d.as_bytes());
+            assert_eq!(back, d, "{t}: through bytes");
+        }
+    }
+
+    #[test]
+    fn narrow_integers_keep_their_sign_and_range() {
+        let mut d = HostData::zeros(DType::Int(8), 2).unwrap_or_else(|e| panic!("{e}"));
+        d.set_bytes(&[0xFF, 0x80]);
+        assert_eq!(d.to_f64(), [-1.0, -128.0]);
+        let mut u = HostData::zeros(DType::UInt(32), 1).unwrap_or_else(|e| panic!("{e}"));
+        u.set_bytes(&u32::MAX.to_le_bytes());
+        assert_eq!(u.get(0), 4294967295.0);
+    }
 }

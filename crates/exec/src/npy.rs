@@ -9,8 +9,8 @@
 //! reads C-ordered little-endian arrays of the types it runs, and writes
 //! version 1.0. bfloat16 has no NumPy type of its own: tirc writes and
 //! accepts its raw bits as `<u2` (as `ml_dtypes` users view them with
-//! `.view(np.uint16)`); `T.uint32` and `T.int32` share their host storage,
-//! each with its own descriptor.
+//! `.view(np.uint16)`). The descriptors are the `npy` column of
+//! `tirc_ir::dtype::TYPES`.
 
 use crate::data::HostData;
 use tirc_ir::DType;
@@ -25,21 +25,7 @@ pub struct Array {
 
 /// The `.npy` descriptor of a tirc type, or None for a type without one.
 pub fn descr(t: DType) -> Option<&'static str> {
-    Some(match t {
-        DType::Bool => "|b1",
-        DType::Int(8) => "|i1",
-        DType::UInt(8) => "|u1",
-        DType::Int(16) => "<i2",
-        DType::UInt(16) | DType::BFloat16 => "<u2",
-        DType::Int(32) => "<i4",
-        DType::UInt(32) => "<u4",
-        DType::Int(64) => "<i8",
-        DType::UInt(64) => "<u8",
-        DType::Float(16) => "<f2",
-        DType::Float(32) => "<f4",
-        DType::Float(64) => "<f8",
-        _ => return None,
-    })
+    t.info().map(|i| i.npy)
 }
 
 /// The size in bytes of one element of a descriptor such as `<f4`.

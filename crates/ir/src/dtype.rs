@@ -11,44 +11,88 @@ pub enum DType {
     BFloat16,
 }
 
+/// What a random input of a type holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandomRange {
+    /// Floats uniform in [-1, 1), rounded to the type.
+    Unit,
+    /// Integers uniform in [lo, hi).
+    Ints(i64, i64),
+}
+
+/// Everything a stage needs to know of one element type, in one place:
+/// the parser (its name), code generation (its C type and header), host
+/// data (`.npy` descriptor, random inputs, poison) and the checks (the
+/// tolerance of results computed in it). Adding a type is adding a row to
+/// [`TYPES`] (and a host representation in `tirc_exec::data`).
+#[derive(Clone, Copy, Debug)]
+pub struct TypeInfo {
+    pub dtype: DType,
+    /// The name TVMScript uses, e.g. `float32`.
+    pub name: &'static str,
+    /// The C type of an element in generated CUDA.
+    pub c_type: &'static str,
+    /// The CUDA header that declares `c_type`, when it is not built in.
+    pub c_header: Option<&'static str>,
+    /// NumPy's descriptor for an `.npy` file of it (bfloat16, which NumPy
+    /// lacks, travels as its raw bits, `<u2`).
+    pub npy: &'static str,
+    /// The relative error a result computed in this type may have: its
+    /// rounding, grown over an accumulation (0 for exact integer types).
+    pub tolerance: f64,
+    /// What random inputs hold: small enough that sums of products stay
+    /// exact in integers and well inside the range of narrow floats.
+    pub random: RandomRange,
+}
+
+const fn row(
+    dtype: DType,
+    name: &'static str,
+    c_type: &'static str,
+    npy: &'static str,
+    tolerance: f64,
+    random: RandomRange,
+) -> TypeInfo {
+    TypeInfo { dtype, name, c_type, c_header: None, npy, tolerance, random }
+}
+
+/// The types tirc runs, in the order the help text lists them.
+pub const TYPES: [TypeInfo; 13] = [
+    row(DType::Bool, "bool", "bool", "|b1", 0.0, RandomRange::Ints(0, 2)),
+    row(DType::Int(8), "int8", "signed char", "|i1", 0.0, RandomRange::Ints(-8, 8)),
+    row(DType::Int(16), "int16", "short", "<i2", 0.0, RandomRange::Ints(-8, 8)),
+    row(DType::Int(32), "int32", "int", "<i4", 0.0, RandomRange::Ints(-8, 8)),
+    row(DType::Int(64), "int64", "long long", "<i8", 0.0, RandomRange::Ints(-8, 8)),
+    row(DType::UInt(8), "uint8", "unsigned char", "|u1", 0.0, RandomRange::Ints(0, 16)),
+    row(DType::UInt(16), "uint16", "unsigned short", "<u2", 0.0, RandomRange::Ints(0, 16)),
+    row(DType::UInt(32), "uint32", "unsigned int", "<u4", 0.0, RandomRange::Ints(0, 16)),
+    row(DType::UInt(64), "uint64", "unsigned long long", "<u8", 0.0, RandomRange::Ints(0, 16)),
+    TypeInfo {
+        c_header: Some("cuda_fp16.h"),
+        ..row(DType::Float(16), "float16", "half", "<f2", 1e-2, RandomRange::Unit)
+    },
+    TypeInfo {
+        c_header: Some("cuda_bf16.h"),
+        ..row(DType::BFloat16, "bfloat16", "nv_bfloat16", "<u2", 5e-2, RandomRange::Unit)
+    },
+    row(DType::Float(32), "float32", "float", "<f4", 1e-4, RandomRange::Unit),
+    row(DType::Float(64), "float64", "double", "<f8", 1e-9, RandomRange::Unit),
+];
+
 impl DType {
     pub const I32: DType = DType::Int(32);
     pub const I64: DType = DType::Int(64);
     pub const F32: DType = DType::Float(32);
     pub const F64: DType = DType::Float(64);
 
-    /// Every type a `.tir` file may name, in the order the help text lists them.
-    pub const ALL: [DType; 11] = [
-        DType::Bool,
-        DType::Int(8),
-        DType::Int(16),
-        DType::Int(32),
-        DType::Int(64),
-        DType::UInt(8),
-        DType::UInt(16),
-        DType::UInt(32),
-        DType::Float(16),
-        DType::BFloat16,
-        DType::Float(32),
-    ];
+    /// This type's row of [`TYPES`]; None for a width tirc does not run
+    /// (`float8`, `int4`).
+    pub fn info(self) -> Option<&'static TypeInfo> {
+        TYPES.iter().find(|t| t.dtype == self)
+    }
 
     pub fn parse(s: &str) -> Option<DType> {
-        Some(match s {
-            "bool" => DType::Bool,
-            "int8" => DType::Int(8),
-            "int16" => DType::Int(16),
-            "int32" => DType::Int(32),
-            "int64" => DType::Int(64),
-            "uint8" => DType::UInt(8),
-            "uint16" => DType::UInt(16),
-            "uint32" => DType::UInt(32),
-            "uint64" => DType::UInt(64),
-            "float16" => DType::Float(16),
-            "bfloat16" => DType::BFloat16,
-            "float32" => DType::Float(32),
-            "float64" => DType::Float(64),
-            _ => return None,
-        })
+        TYPES.iter().find(|t| t.name == s).map(|t| t.dtype)
     }
 
     pub fn is_float(self) -> bool {
@@ -74,12 +118,15 @@ impl DType {
 
     /// The name TVMScript uses, e.g. `float32`.
     pub fn name(self) -> String {
-        match self {
-            DType::Bool => "bool".into(),
-            DType::Int(b) => format!("int{b}"),
-            DType::UInt(b) => format!("uint{b}"),
-            DType::Float(b) => format!("float{b}"),
-            DType::BFloat16 => "bfloat16".into(),
+        match self.info() {
+            Some(t) => t.name.to_string(),
+            None => match self {
+                DType::Bool => "bool".into(),
+                DType::Int(b) => format!("int{b}"),
+                DType::UInt(b) => format!("uint{b}"),
+                DType::Float(b) => format!("float{b}"),
+                DType::BFloat16 => "bfloat16".into(),
+            },
         }
     }
 }
@@ -87,5 +134,20 @@ impl DType {
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_names_each_type_once_and_round_trips() {
+        for (i, t) in TYPES.iter().enumerate() {
+            assert_eq!(DType::parse(t.name), Some(t.dtype));
+            assert_eq!(t.dtype.name(), t.name);
+            assert!(TYPES[..i].iter().all(|u| u.dtype != t.dtype && u.name != t.name), "{} twice", t.name);
+            assert_eq!(t.tolerance == 0.0, !t.dtype.is_float(), "{}: exact iff an integer type", t.name);
+        }
     }
 }

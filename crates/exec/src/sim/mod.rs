@@ -95,21 +95,9 @@ pub fn run_observed(
         }
     }
     for (d, mem) in args.iter_mut().zip(&m.mems) {
-        write_back(d, &mem.data);
+        d.set_f64(&mem.data);
     }
     m.stats.blocks = cfg.blocks();
     m.stats.threads_per_block = cfg.threads_per_block();
     Ok(m.stats)
-}
-
-fn write_back(d: &mut HostData, data: &[f64]) {
-    match d {
-        HostData::F32(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as f32),
-        HostData::F64(v) => v.copy_from_slice(data),
-        HostData::I32(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as i32),
-        HostData::I64(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as i64),
-        HostData::U8(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = *y as u8),
-        HostData::F16(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = half::f16::from_f64(*y)),
-        HostData::BF16(v) => v.iter_mut().zip(data).for_each(|(x, y)| *x = half::bf16::from_f64(*y)),
-    }
 }

@@ -195,7 +195,7 @@ impl FuncResolver<'_> {
             },
         };
         DType::parse(&name).ok_or_else(|| {
-            let names: Vec<String> = DType::ALL.iter().map(|d| d.name()).collect();
+            let names: Vec<String> = crate::dtype::TYPES.iter().map(|t| t.name.to_string()).collect();
             did_you_mean(
                 Diagnostic::at(e.span, format!("unknown data type `{name}`")),
                 &name,
