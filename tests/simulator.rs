@@ -14,8 +14,45 @@ fn func(src: &str) -> PrimFunc {
 }
 
 /// Runs the function of `src` on `args`; the results are left in them.
+/// It runs twice, a lone active thread on the scalar machine and on the
+/// column machine, which must agree.
 fn sim(src: &str, args: &mut [HostData]) -> Result<SimStats, String> {
-    run(&func(src), args, SimOptions::default())
+    both_machines(&func(src), args)
+}
+
+fn both_machines(f: &PrimFunc, args: &mut [HostData]) -> Result<SimStats, String> {
+    let mut cols = args.to_vec();
+    let r = run(f, args, SimOptions::default());
+    let c = run(f, &mut cols, SimOptions { columns_only: true, ..SimOptions::default() });
+    assert_eq!(r, c, "{}: the scalar and column machines end differently", f.name);
+    let bytes = |v: &[HostData]| v.iter().map(HostData::as_bytes).collect::<Vec<_>>();
+    assert!(bytes(args) == bytes(&cols), "{}: the scalar and column machines compute different values", f.name);
+    r
+}
+
+/// Every conformance program, unscheduled and lowered, computes the same
+/// on both machines (their serial parts run on one thread).
+#[test]
+fn the_scalar_machine_agrees_with_the_columns() {
+    let mut n = 0;
+    for entry in std::fs::read_dir("tests/data/conformance").expect("tests/data/conformance").flatten() {
+        let src = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let module = load(&src, &[]).unwrap_or_else(|e| panic!("{e:?}"));
+        for f in &module.funcs {
+            let req = tirc::compile::Request { func: Some(f.name.clone()), ..Default::default() };
+            let c = tirc::compile::compile_module(module.clone(), &req).unwrap_or_else(|e| panic!("{}", e.message));
+            let mut args = tirc::measure::prepare(&c.original, 7).unwrap_or_else(|e| panic!("{e}")).args;
+            for b in &c.intermediates {
+                let count = b.num_elements().unwrap_or(0) as usize;
+                args.push(HostData::poisoned(b.dtype(), count).unwrap_or_else(|e| panic!("{e}")));
+            }
+            for k in &c.kernels {
+                both_machines(&k.lowered, &mut args).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 10, "only {n} kernels");
 }
 
 fn iota(n: usize) -> HostData {

@@ -15,6 +15,8 @@ use std::collections::VecDeque;
 use tirc_ir::expr::{floor_div, floor_mod};
 use tirc_ir::{BinOp, DType, Scope};
 
+mod scalar;
+
 type R = Result<(), SimError>;
 
 /// A copy issued by `cp.async`: (memory, address, value).
@@ -209,6 +211,15 @@ impl<'p> Machine<'p> {
     }
 
     fn exec(&mut self, s: &Node, act: &[u32]) -> R {
+        match act {
+            [] => Ok(()),
+            [t] if !self.opts.columns_only => self.exec1(s, *t),
+            _ => self.exec_columns(s, act),
+        }
+    }
+
+    /// `exec` over columns, one value per active thread.
+    fn exec_columns(&mut self, s: &Node, act: &[u32]) -> R {
         if act.is_empty() {
             return Ok(());
         }

@@ -42,6 +42,10 @@ pub struct SimOptions {
     /// are not placed yet. Lockstep execution still gives the result the
     /// kernel means.
     pub ignore_races: bool,
+    /// Run a lone active thread on the column machine as well, rather than
+    /// on the scalar one (`machine/scalar.rs`): for tests that the two
+    /// agree.
+    pub columns_only: bool,
 }
 
 /// Counts from one simulated launch.
