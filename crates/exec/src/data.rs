@@ -228,6 +228,15 @@ pub fn random(t: DType, n: usize, rng: &mut Rng) -> Result<HostData, String> {
     Ok(d)
 }
 
+/// Random integers uniform in [lo, hi), as elements of `t` (the indices a
+/// gather reads from an index buffer must stay in range).
+pub fn random_in(t: DType, n: usize, lo: i64, hi: i64, rng: &mut Rng) -> Result<HostData, String> {
+    let mut d = HostData::zeros(t, n)?;
+    let span = (hi - lo).max(1) as u64;
+    each!(&mut d, v => v.iter_mut().for_each(|x| *x = Elem::from_f64((lo + (rng.next_u64() % span) as i64) as f64)));
+    Ok(d)
+}
+
 /// Poison: NaN for floats, a large sentinel for integers, so that an element
 /// the kernel never writes cannot pass the comparison.
 pub fn poison(d: &mut HostData) {

@@ -38,16 +38,39 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
         Stmt::Seq(v) => v,
         s => vec![s],
     };
+    // The root's global buffers pass from kernel to kernel; a buffer of
+    // another scope (an already scheduled function's shared tile) stays in
+    // the one kernel that uses it, or, used by several, goes global too.
+    let mut global = Vec::new();
+    let mut moved: Vec<(Buffer, Buffer)> = Vec::new();
+    let mut own: Vec<Buffer> = Vec::new();
+    for b in allocs {
+        if b.scope() == Scope::Global {
+            global.push(b);
+        } else if items.iter().filter(|s| s.uses_buffer(&b)).count() > 1 {
+            let g = b.with(|n| {
+                n.scope = Scope::Global;
+                n.dim_align.clear();
+            });
+            moved.push((b, g.clone()));
+            global.push(g);
+        } else {
+            own.push(b);
+        }
+    }
+    let allocs = global;
+    let items: Vec<Stmt> = items.iter().map(|s| tirc_ir::subst::replace_buffers_stmt(s, &moved)).collect();
     let mut params = f.params.clone();
     params.extend(allocs.iter().cloned());
     let mut kernels = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
+        let used: Vec<Buffer> = own.iter().filter(|b| item.uses_buffer(b)).cloned().collect();
         let k = PrimFunc {
             name: format!("{}_ref{i}", f.name),
             params: params.clone(),
             sizes: f.sizes.clone(),
             attrs: vec![],
-            body: root_block(item, vec![]),
+            body: root_block(item, used),
             span: f.span,
             facts: Default::default(),
         };
@@ -85,7 +108,10 @@ fn sequential(f: &PrimFunc) -> PrimFunc {
     PrimFunc { body, ..f.clone() }
 }
 
-/// Loops bound to GPU axes made serial, and loop annotations dropped.
+/// Loops bound to GPU axes made serial, and loop annotations dropped;
+/// asynchronous copies become plain stores (run in order, a copy has
+/// landed before anything after it reads it), their commits and waits
+/// nothing.
 fn unbind(s: &Stmt) -> Stmt {
     match s.map_children(unbind) {
         Stmt::For(mut l) => {
@@ -95,6 +121,12 @@ fn unbind(s: &Stmt) -> Stmt {
             l.annotations.clear();
             Stmt::For(l)
         }
+        Stmt::Store { buffer, indices, value: Expr::Call(tirc_ir::Intrinsic::CpAsync, mut args) }
+            if args.len() == 1 =>
+        {
+            Stmt::Store { buffer, indices, value: args.remove(0) }
+        }
+        Stmt::AsyncCommit | Stmt::AsyncWait(_) => Stmt::NoOp,
         s => s,
     }
 }

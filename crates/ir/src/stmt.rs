@@ -312,6 +312,27 @@ impl Stmt {
 
     /// Calls `f` on every expression directly held by this statement (not by
     /// its children).
+    /// Whether anything in `self` reads or writes `b` (loads, stores,
+    /// blocks' declared regions).
+    pub fn uses_buffer(&self, b: &Buffer) -> bool {
+        let mut found = false;
+        self.walk(&mut |x| {
+            match x {
+                Stmt::Store { buffer, .. } => found |= buffer == b,
+                Stmt::Block(r) => found |= r.block.reads.iter().chain(&r.block.writes).any(|g| &g.buffer == b),
+                _ => {}
+            }
+            x.for_each_expr(|e| {
+                e.walk(&mut |y| {
+                    if let Expr::Load(lb, _) = y {
+                        found |= lb == b;
+                    }
+                })
+            });
+        });
+        found
+    }
+
     pub fn for_each_expr<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
         match self {
             Stmt::For(l) => {

@@ -38,9 +38,14 @@ pub fn prepare(f: &PrimFunc, seed: u64) -> Result<Prepared, String> {
     let mut rng = Rng::new(seed);
     let sizes = sizes(f)?;
     let outs = outputs(f);
+    // An index buffer (`A[B[i], j]`) gets indices that stay in range.
+    let bounds = crate::verify::index_bounds(f);
     let mut inputs = Vec::new();
-    for (b, n) in f.params.iter().zip(&sizes) {
-        inputs.push(random(b.dtype(), *n, &mut rng)?);
+    for ((b, n), bound) in f.params.iter().zip(&sizes).zip(&bounds) {
+        inputs.push(match bound {
+            Some(hi) => tirc_exec::data::random_in(b.dtype(), *n, 0, *hi, &mut rng)?,
+            None => random(b.dtype(), *n, &mut rng)?,
+        });
     }
     let mut args = inputs;
     for (d, o) in args.iter_mut().zip(&outs) {

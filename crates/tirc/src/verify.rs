@@ -52,6 +52,74 @@ fn stores(s: &Stmt) -> Vec<&Buffer> {
     out
 }
 
+/// For each parameter, the bound its values must stay under because the
+/// function indexes a buffer with them (`A[B[i], j]`, a gather), directly
+/// or through copies (`B_shared[i] = B[i]`, then `A[B_shared[i], j]`): its
+/// elements must lie in [0, the extent of that dimension), the smallest
+/// over its uses. None where no index reads it.
+pub fn index_bounds(f: &PrimFunc) -> Vec<Option<i64>> {
+    let unwrap = |e: &tirc_ir::Expr| -> Option<Buffer> {
+        let inner = match e {
+            tirc_ir::Expr::Cast(t, a) if t.is_int() => a.as_ref(),
+            e => e,
+        };
+        match inner {
+            tirc_ir::Expr::Load(x, _) if x.dtype().is_int() => Some(x.clone()),
+            _ => None,
+        }
+    };
+    // Buffers (by identity) and their bounds; copies between integer buffers.
+    let mut bounds: Vec<(Buffer, i64)> = Vec::new();
+    let mut copies: Vec<(Buffer, Buffer)> = Vec::new();
+    let note = |bounds: &mut Vec<(Buffer, i64)>, buf: &Buffer, idx: &[tirc_ir::Expr]| {
+        for (d, e) in idx.iter().enumerate() {
+            if let (Some(x), Some(ext)) = (unwrap(e), buf.shape().get(d).and_then(|s| s.as_int())) {
+                match bounds.iter_mut().find(|(b, _)| b.id() == x.id()) {
+                    Some((_, b)) => *b = (*b).min(ext),
+                    None => bounds.push((x, ext)),
+                }
+            }
+        }
+    };
+    f.body.walk(&mut |s| {
+        if let Stmt::Store { buffer, indices, value } = s {
+            note(&mut bounds, buffer, indices);
+            if let Some(src) = unwrap(value) {
+                copies.push((buffer.clone(), src));
+            }
+        }
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let tirc_ir::Expr::Load(b, idx) = x {
+                    note(&mut bounds, b, idx)
+                }
+            })
+        });
+    });
+    // A copy's source carries its destination's bound.
+    for _ in 0..=copies.len() {
+        let mut changed = false;
+        for (dst, src) in &copies {
+            let Some(&(_, b)) = bounds.iter().find(|(x, _)| x.id() == dst.id()) else { continue };
+            match bounds.iter_mut().find(|(x, _)| x.id() == src.id()) {
+                Some((_, s)) if *s <= b => {}
+                Some((_, s)) => {
+                    *s = b;
+                    changed = true;
+                }
+                None => {
+                    bounds.push((src.clone(), b));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    f.params.iter().map(|p| bounds.iter().find(|(b, _)| b.id() == p.id()).map(|(_, x)| *x)).collect()
+}
+
 pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
     f.params
         .iter()

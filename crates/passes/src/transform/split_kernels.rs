@@ -41,7 +41,7 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
     for b in allocs {
         if b.scope() == Scope::Global {
             intermediates.push(b);
-        } else if items.iter().filter(|s| uses(s, &b)).count() > 1 {
+        } else if items.iter().filter(|s| s.uses_buffer(&b)).count() > 1 {
             let g = b.with(|n| n.scope = Scope::Global);
             moved.push((b, g.clone()));
             intermediates.push(g);
@@ -58,7 +58,7 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            let used: Vec<Buffer> = local.iter().filter(|b| uses(&item, b)).cloned().collect();
+            let used: Vec<Buffer> = local.iter().filter(|b| item.uses_buffer(b)).cloned().collect();
             PrimFunc {
                 name: if i == 0 { f.name.clone() } else { format!("{}_{i}", f.name) },
                 params: params.clone(),
@@ -95,27 +95,6 @@ fn flatten(s: &Stmt, out: &mut Vec<Stmt>) {
         Stmt::NoOp => {}
         s => out.push(s.clone()),
     }
-}
-
-/// Whether `s` reads or writes `b`.
-fn uses(s: &Stmt, b: &Buffer) -> bool {
-    let mut found = false;
-    s.walk(&mut |x| {
-        if let Stmt::Store { buffer, .. } = x {
-            found |= buffer == b;
-        }
-        x.for_each_expr(|e| {
-            e.walk(&mut |y| {
-                if let tirc_ir::Expr::Load(lb, _) = y {
-                    found |= lb == b;
-                }
-            })
-        });
-        if let Stmt::Block(r) = x {
-            found |= r.block.reads.iter().chain(&r.block.writes).any(|g| &g.buffer == b);
-        }
-    });
-    found
 }
 
 /// The function's top-level statements, under its allocations: the loop
