@@ -243,3 +243,30 @@ def f(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32"), D: T.Buffer(
     assert_eq!(values(&args[1]), vec![-1.0; 32], "read before the wait: the old values");
     assert_eq!(values(&args[2]), values(&args[0]), "read after the wait: the copies");
 }
+
+/// Threads passing values through a global buffer need a barrier as
+/// through shared memory (TVM's `element_wise_compute_at_split_j0_j1o_bound`
+/// read another thread's write of `B` on the GPU): the simulator reports the
+/// race, and a thread updating its own element in place is not one.
+#[test]
+fn a_global_buffer_passed_between_threads_without_a_barrier_is_a_race() {
+    let racy = r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[tx] = A[tx] * T.float32(2)
+    C[tx] = B[63 - tx] + T.float32(1)
+"#;
+    let mut args = vec![iota(64), iota(64), iota(64)];
+    let err = sim(racy, &mut args).expect_err("a race");
+    assert!(err.contains("race on global memory"), "{err}");
+    let in_place = r#"
+@T.prim_func
+def g(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    for k in range(4):
+        C[tx] = C[tx] + A[tx]
+"#;
+    let mut args = vec![iota(64), iota(64)];
+    sim(in_place, &mut args).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -103,10 +103,18 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
             written.insert(buffer.clone());
         }
     });
+    // The buffers loaded in the arms of a select that loads a buffer the
+    // kernel writes lose `__restrict__`: the CUDA compiler turns
+    // `c ? W[i] : R[j]` into one load from the selected address, keeps R's
+    // aliasing facts on it (read-only, no alias with W), and then drops
+    // the stores to W that this load reads (found on TVM's argmax tests:
+    // the result kept W's contents from before the launch).
+    let mixed = loaded_beside_written(f, &written);
     for b in &f.params {
         let n = g.buf_name(b);
         let konst = if written.contains(b) { "" } else { "const " };
-        sig.push(format!("{konst}{}* __restrict__ {n}", ctype(b.dtype())?));
+        let restrict = if mixed.contains(b) { "" } else { " __restrict__" };
+        sig.push(format!("{konst}{}*{restrict} {n}", ctype(b.dtype())?));
         params.push((n, b.dtype()));
         if !written.contains(b) {
             g.read_only.insert(b.clone());
@@ -216,6 +224,35 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         size_values: Vec::new(),
         grid_exprs,
     })
+}
+
+/// The buffers loaded in the arms of a select (`T.Select`,
+/// `T.if_then_else`) whose arms load a buffer the kernel writes, when they
+/// load more than one buffer.
+fn loaded_beside_written(f: &PrimFunc, written: &HashSet<Buffer>) -> HashSet<Buffer> {
+    let mut mixed = HashSet::new();
+    f.body.walk(&mut |s| {
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let Expr::Select(_, a, b) = x {
+                    let mut loaded: Vec<Buffer> = Vec::new();
+                    for arm in [a, b] {
+                        arm.walk(&mut |y| {
+                            if let Expr::Load(buf, _) = y {
+                                if !loaded.contains(buf) {
+                                    loaded.push(buf.clone());
+                                }
+                            }
+                        });
+                    }
+                    if loaded.len() > 1 && loaded.iter().any(|x| written.contains(x)) {
+                        mixed.extend(loaded);
+                    }
+                }
+            })
+        })
+    });
+    mixed
 }
 
 /// One CUDA source holding several kernels (a function that `split_kernels`
@@ -610,8 +647,13 @@ impl Gen {
                     BinOp::Mul => ("*", 6),
                     BinOp::Div => ("/", 6),
                     BinOp::FloorDiv | BinOp::FloorMod => {
-                        let nonneg = self.an.bound(a).is_some_and(|(lo, _)| lo >= 0)
-                            && self.an.bound(b).is_some_and(|(lo, _)| lo > 0);
+                        // Unsigned values are never negative: C's own
+                        // division is the floor (the helpers take signed
+                        // operands, which would turn large values negative).
+                        let unsigned = matches!(a.dtype(), DType::UInt(_));
+                        let nonneg = unsigned
+                            || self.an.bound(a).is_some_and(|(lo, _)| lo >= 0)
+                                && self.an.bound(b).is_some_and(|(lo, _)| lo > 0);
                         if nonneg {
                             if *op == BinOp::FloorDiv {
                                 ("/", 6)

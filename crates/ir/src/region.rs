@@ -154,7 +154,7 @@ fn linear_span(e: &Expr, inner: &Inner) -> Option<(Expr, i64)> {
 }
 
 /// The constant coefficient of `v` in `e`, if `e` is affine in `v`.
-fn coefficient(e: &Expr, v: &Var) -> Option<i64> {
+pub fn coefficient(e: &Expr, v: &Var) -> Option<i64> {
     if !e.uses(v) {
         return Some(0);
     }

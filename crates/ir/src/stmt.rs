@@ -312,6 +312,20 @@ impl Stmt {
 
     /// Calls `f` on every expression directly held by this statement (not by
     /// its children).
+    /// Whether a store in `self` writes `b`.
+    pub fn stores_to(&self, b: &Buffer) -> bool {
+        let mut found = false;
+        self.walk(&mut |x| found |= matches!(x, Stmt::Store { buffer, .. } if buffer == b));
+        found
+    }
+
+    /// Whether an expression in `self` loads from `b`.
+    pub fn loads_from(&self, b: &Buffer) -> bool {
+        let mut found = false;
+        self.walk(&mut |x| x.for_each_expr(|e| e.walk(&mut |y| found |= matches!(y, Expr::Load(lb, _) if lb == b))));
+        found
+    }
+
     /// Whether anything in `self` reads or writes `b` (loads, stores,
     /// blocks' declared regions).
     pub fn uses_buffer(&self, b: &Buffer) -> bool {

@@ -32,6 +32,10 @@ pub(super) struct Program {
 pub(super) struct MemDecl {
     pub name: String,
     pub scope: Scope,
+    /// A global buffer the kernel both writes and reads: threads may pass
+    /// values through it, so its accesses are checked for races like
+    /// shared memory's.
+    pub exchanged: bool,
     /// Its elements, or why it has no constant size.
     pub elements: Result<usize, String>,
 }
@@ -218,7 +222,11 @@ pub(super) fn compile(f: &PrimFunc, f64_storage: bool) -> Program {
     let (head, body) = f.body.launch_head();
     let launch = head.into_iter().map(|(var, tag, _)| (c.bind(var.key(), Kind::Int), tag)).collect();
     let body = c.stmt(body);
-    Program { body, launch, mems: c.mems, int_slots: c.int_slots, float_slots: c.float_slots }
+    let mut mems = c.mems;
+    for (m, b) in mems.iter_mut().zip(&f.params) {
+        m.exchanged = b.scope() == Scope::Global && f.body.stores_to(b) && f.body.loads_from(b);
+    }
+    Program { body, launch, mems, int_slots: c.int_slots, float_slots: c.float_slots }
 }
 
 /// An affine sum as an expression.
@@ -237,7 +245,7 @@ impl Compiler {
             .num_elements()
             .map(|n| n.max(0) as usize)
             .ok_or_else(|| format!("buffer {} has no constant size", b.name()));
-        self.mems.push(MemDecl { name: b.name().to_string(), scope: b.scope(), elements });
+        self.mems.push(MemDecl { name: b.name().to_string(), scope: b.scope(), exchanged: false, elements });
         self.mems.len() - 1
     }
 

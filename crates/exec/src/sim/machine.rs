@@ -34,6 +34,14 @@ impl Mem {
     pub(super) fn global(data: Vec<f64>) -> Mem {
         Mem { data, per_thread: 0, shared: false, race: RaceTable::default() }
     }
+
+    /// Global memory whose accesses are checked for races among the
+    /// threads of a block, as shared memory's are.
+    pub(super) fn global_checked(data: Vec<f64>) -> Mem {
+        let mut race = RaceTable::default();
+        race.reset(data.len());
+        Mem { data, per_thread: 0, shared: true, race }
+    }
 }
 
 /// An integer variable's values: one per thread, or one for all the threads
@@ -471,15 +479,23 @@ impl<'p> Machine<'p> {
         r.map_err(|c| self.race_error(mi, addr, t, value.is_some(), c))
     }
 
+    fn scope_name(&self, mi: usize) -> &'static str {
+        if self.prog.mems[mi].scope == Scope::Global {
+            "global"
+        } else {
+            "shared"
+        }
+    }
+
     #[cold]
     fn race_error(&self, mi: usize, addr: usize, t: u32, write: bool, c: Conflict) -> SimError {
         let name = &self.prog.mems[mi].name;
         let (me, other) = (self.show(t), self.show(c.thread));
         if c.wrote {
             let what = if write { "writes" } else { "reads" };
-            format!("race on shared memory: thread {me} {what} {name}[{addr}], which thread {other} wrote since the last barrier")
+            format!("race on {} memory: thread {me} {what} {name}[{addr}], which thread {other} wrote since the last barrier", self.scope_name(mi))
         } else {
-            format!("race on shared memory: thread {me} writes {name}[{addr}], which thread {other} read since the last barrier")
+            format!("race on {} memory: thread {me} writes {name}[{addr}], which thread {other} read since the last barrier", self.scope_name(mi))
         }
     }
 

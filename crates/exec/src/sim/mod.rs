@@ -84,7 +84,13 @@ pub fn run_observed(
         if d.len() != n {
             return Err(format!("buffer {} needs {n} elements, {} given", decl.name, d.len()));
         }
-        params.push(Mem::global(d.to_f64()));
+        // A global buffer threads pass values through is race-checked
+        // (a barrier orders global memory within a block, and only there).
+        params.push(if decl.exchanged && !opts.ignore_races {
+            Mem::global_checked(d.to_f64())
+        } else {
+            Mem::global(d.to_f64())
+        });
     }
     let cfg = launch_config(f);
     let mut m = Machine::new(&prog, opts, cfg.block, params);

@@ -18,6 +18,14 @@
 //! (`T.cp_async`) write when issued and again, as far as other threads can
 //! tell, at every `T.ptx_wait_group` until a `wait_group(0)`: a read after
 //! a wait gets a barrier after the wait. Runs after `extract_launch`.
+//!
+//! A global buffer that the kernel both writes and reads with different
+//! maps from threads to elements (an intermediate one thread writes and
+//! another reads, as in a function whose nests share a `threadIdx` loop)
+//! is tracked like shared memory: a barrier orders global memory among the
+//! threads of a block too. One whose every access has the same
+//! coefficients of the thread indices (`C[i, j] +=` in place) stays with
+//! the thread that owns the element and is not.
 
 use std::collections::HashSet;
 use tirc_ir::{Buffer, BufferId, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
@@ -27,7 +35,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
     // Multi-buffered tiles of a software pipeline got their barriers there.
     let skip = std::mem::take(&mut f.facts.pipeline_synced);
-    let cx = Cx { threads, skip };
+    let globals = if threads.is_empty() { HashSet::new() } else { exchanged_globals(&body, &threads) };
+    let cx = Cx { threads, skip, globals };
     let mut st = State::default();
     f.body = Stmt::with_launch_head(heads, sync(&body, &mut st, &cx));
     Ok(f)
@@ -47,6 +56,59 @@ struct Cx {
     threads: Vec<Var>,
     /// Buffers whose barriers another pass placed.
     skip: Vec<BufferId>,
+    /// Global buffers that pass values between threads.
+    globals: HashSet<BufferId>,
+}
+
+impl Cx {
+    fn tracked(&self, b: &Buffer) -> bool {
+        (b.scope() == Scope::Shared || self.globals.contains(&b.id())) && !self.skip.contains(&b.id())
+    }
+}
+
+/// The global buffers `body` both writes and reads where some access maps
+/// the threads onto the elements differently from another (the
+/// coefficients of `threads` in its index differ, or are not constants).
+fn exchanged_globals(body: &Stmt, threads: &[Var]) -> HashSet<BufferId> {
+    type Mapping = Vec<Vec<Option<i64>>>;
+    let mut seen: Vec<(Buffer, bool, bool, Vec<Mapping>)> = Vec::new();
+    let mut note = |b: &Buffer, idx: &[Expr], store: bool| {
+        if b.scope() != Scope::Global {
+            return;
+        }
+        let mapping: Mapping =
+            idx.iter().map(|e| threads.iter().map(|t| tirc_ir::region::coefficient(e, t)).collect()).collect();
+        let i = match seen.iter().position(|(x, ..)| x.id() == b.id()) {
+            Some(i) => i,
+            None => {
+                seen.push((b.clone(), false, false, Vec::new()));
+                seen.len() - 1
+            }
+        };
+        let e = &mut seen[i];
+        if store {
+            e.1 = true;
+        } else {
+            e.2 = true;
+        }
+        if !e.3.contains(&mapping) {
+            e.3.push(mapping);
+        }
+    };
+    body.walk(&mut |x| {
+        if let Stmt::Store { buffer, indices, .. } = x {
+            note(buffer, indices, true);
+        }
+        x.for_each_expr(|e| {
+            e.walk(&mut |y| {
+                if let Expr::Load(b, idx) = y {
+                    note(b, idx, false);
+                }
+            })
+        });
+    });
+    let exchanged = |m: &[Mapping]| m.len() > 1 || m.iter().flatten().flatten().any(Option::is_none);
+    seen.into_iter().filter(|(_, w, r, m)| *w && *r && exchanged(m)).map(|(b, ..)| b.id()).collect()
 }
 
 /// The shared buffers `s` reads and writes.
@@ -57,14 +119,14 @@ fn accesses(s: &Stmt, cx: &Cx) -> (HashSet<Buffer>, HashSet<Buffer>) {
         x.for_each_expr(|e| {
             e.walk(&mut |y| {
                 if let Expr::Load(b, _) = y {
-                    if b.scope() == Scope::Shared && !cx.skip.contains(&b.id()) {
+                    if cx.tracked(b) {
                         r.insert(b.clone());
                     }
                 }
             })
         });
         if let Stmt::Store { buffer, .. } = x {
-            if buffer.scope() == Scope::Shared && !cx.skip.contains(&buffer.id()) {
+            if cx.tracked(buffer) {
                 w.insert(buffer.clone());
             }
         }

@@ -22,7 +22,7 @@
 use crate::arith::conjuncts;
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::substitute;
-use tirc_ir::{BinOp, Buffer, DType, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{Buffer, DType, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 /// The largest tile kept in registers.
 pub const MAX_TILE: i64 = 256;
@@ -134,7 +134,7 @@ fn access(idx: &Expr, loops: &[For], conds: &[Expr]) -> Option<Access> {
         if !idx.uses(&l.var) {
             continue;
         }
-        let c = coefficient(idx, &l.var)?;
+        let c = tirc_ir::region::coefficient(idx, &l.var)?;
         if c == 0 || l.min.as_int() != Some(0) || l.extent.as_int().is_none() {
             return None;
         }
@@ -144,23 +144,6 @@ fn access(idx: &Expr, loops: &[For], conds: &[Expr]) -> Option<Access> {
     let base = crate::arith::Analyzer::new().simplify(&substitute(idx, &base_map));
     let guard = conds.to_vec();
     Some(Access { terms, base, guard })
-}
-
-fn coefficient(e: &Expr, v: &Var) -> Option<i64> {
-    if !e.uses(v) {
-        return Some(0);
-    }
-    match e {
-        Expr::Var(x) if x == v => Some(1),
-        Expr::Binary(BinOp::Add, a, b) => Some(coefficient(a, v)? + coefficient(b, v)?),
-        Expr::Binary(BinOp::Sub, a, b) => Some(coefficient(a, v)? - coefficient(b, v)?),
-        Expr::Binary(BinOp::Mul, a, b) => match (a.as_int(), b.as_int()) {
-            (Some(c), _) => Some(c * coefficient(b, v)?),
-            (_, Some(c)) => Some(c * coefficient(a, v)?),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// The tile shape: (coefficient, extent) per dimension, outermost first.
@@ -221,7 +204,7 @@ fn promote(body: &Stmt, b: &Buffer, launch_vars: &[Var], threads: Option<&[(Var,
         // thread indices and tile positions as digits of a mixed radix.
         let mut digits = tile.clone();
         for (v, e) in threads {
-            match coefficient(&first.base, v) {
+            match tirc_ir::region::coefficient(&first.base, v) {
                 Some(0) => {}
                 Some(c) => digits.push((c.abs(), *e)),
                 None => return None,
