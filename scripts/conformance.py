@@ -34,7 +34,8 @@ For every file, three stages:
              usage (exit 2) | panic (exit 101 or "panicked" on stderr) |
              oom ("memory allocation of N bytes failed" under --mem-limit) |
              crash (killed by a signal: abort, stack overflow) | timeout
-  2. run     for accepted files, `tirc run FILE --target sim --json --seed N`,
+  2. run     for accepted files, `tirc run FILE --target sim --json --seed N`
+             (`--target cuda`: on the GPU),
              once per prim_func (`--func NAME` when the file has several):
              ok | mismatch (status "mismatch", with rel_err) |
              refused (a compile diagnostic, no JSON) |
@@ -331,7 +332,7 @@ def stage_run(path: Path, func, cfg, sizes=None):
     # function without their values, `tirc run` asks for each one it needs.
     sizes = dict(sizes or {})
     while True:
-        args = ["run", str(path), "--target", "sim", "--json", "--seed", str(cfg.seed), *size_defines(sizes)]
+        args = ["run", str(path), "--target", cfg.target, "--json", "--seed", str(cfg.seed), *size_defines(sizes)]
         if func is not None:
             args += ["--func", func]
         r = invoke(args, cfg)
@@ -605,6 +606,13 @@ def main(argv=None):
     ap.add_argument("--mem-limit", type=int, default=8192, help="MB per tirc process; 0 for none")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
+        "--target",
+        choices=["sim", "cuda"],
+        default="sim",
+        help="where `tirc run` runs each function (cuda: on the GPU, with the reference there when the "
+        "simulator would be slow; give --mem-limit 0, CUDA reserves much address space)",
+    )
+    ap.add_argument(
         "--size-value",
         type=int,
         default=64,
@@ -670,6 +678,7 @@ def main(argv=None):
             "corpus": str(cfg.corpus),
             "timeout_s": cfg.timeout,
             "mem_limit_mb": cfg.mem_limit,
+            "target": cfg.target,
             "seed": cfg.seed,
             "date": time.strftime("%Y-%m-%d"),
         }

@@ -38,39 +38,32 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
         Stmt::Seq(v) => v,
         s => vec![s],
     };
-    // The root's global buffers pass from kernel to kernel; a buffer of
-    // another scope (an already scheduled function's shared tile) stays in
-    // the one kernel that uses it, or, used by several, goes global too.
-    let mut global = Vec::new();
-    let mut moved: Vec<(Buffer, Buffer)> = Vec::new();
-    let mut own: Vec<Buffer> = Vec::new();
-    for b in allocs {
-        if b.scope() == Scope::Global {
-            global.push(b);
-        } else if items.iter().filter(|s| s.uses_buffer(&b)).count() > 1 {
+    // The root's buffers pass from kernel to kernel as global memory that
+    // every reference thread sees (a scheduled function's shared tile at
+    // the root included: its threads share it); their padding
+    // (`storage_align`) is a layout the reference does not need.
+    let moved: Vec<(Buffer, Buffer)> = allocs
+        .iter()
+        .map(|b| {
             let g = b.with(|n| {
                 n.scope = Scope::Global;
                 n.dim_align.clear();
             });
-            moved.push((b, g.clone()));
-            global.push(g);
-        } else {
-            own.push(b);
-        }
-    }
-    let allocs = global;
+            (b.clone(), g)
+        })
+        .collect();
+    let allocs: Vec<Buffer> = moved.iter().map(|(_, g)| g.clone()).collect();
     let items: Vec<Stmt> = items.iter().map(|s| tirc_ir::subst::replace_buffers_stmt(s, &moved)).collect();
     let mut params = f.params.clone();
     params.extend(allocs.iter().cloned());
     let mut kernels = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
-        let used: Vec<Buffer> = own.iter().filter(|b| item.uses_buffer(b)).cloned().collect();
         let k = PrimFunc {
             name: format!("{}_ref{i}", f.name),
             params: params.clone(),
             sizes: f.sizes.clone(),
             attrs: vec![],
-            body: root_block(item, used),
+            body: root_block(item, vec![]),
             span: f.span,
             facts: Default::default(),
         };
@@ -108,8 +101,8 @@ fn sequential(f: &PrimFunc) -> PrimFunc {
     PrimFunc { body, ..f.clone() }
 }
 
-/// Loops bound to GPU axes made serial, and loop annotations dropped;
-/// asynchronous copies become plain stores (run in order, a copy has
+/// Loops bound to GPU axes made serial, loop annotations and storage
+/// alignment dropped; asynchronous copies become plain stores (run in order, a copy has
 /// landed before anything after it reads it), their commits and waits
 /// nothing.
 fn unbind(s: &Stmt) -> Stmt {
@@ -127,6 +120,12 @@ fn unbind(s: &Stmt) -> Stmt {
             Stmt::Store { buffer, indices, value: args.remove(0) }
         }
         Stmt::AsyncCommit | Stmt::AsyncWait(_) => Stmt::NoOp,
+        // Padding a tile against bank conflicts is a layout the reference
+        // does not need (and its tiles are global buffers there).
+        Stmt::Block(mut r) => {
+            r.block.annotations.retain(|(k, _)| k != "buffer_dim_align");
+            Stmt::Block(r)
+        }
         s => s,
     }
 }
