@@ -118,6 +118,49 @@ pub fn worst_error(
     })
 }
 
+/// Refuses, with the sizes, a simulation that would not fit in memory,
+/// rather than let an allocation abort the process: the simulator holds
+/// every element of the parameters and intermediates as f64 for the kernel
+/// and again for the reference, beside the host data (so about 3 × 8 bytes
+/// an element, with room to spare). The limit is the memory available, or
+/// the process's address-space limit if lower (Linux; elsewhere no check).
+pub fn check_sim_memory(f: &PrimFunc, intermediates: &[Buffer]) -> Result<(), String> {
+    let elements: i64 =
+        f.params.iter().chain(intermediates).filter_map(|b| b.num_elements()).fold(0, i64::saturating_add);
+    let need = (elements as f64) * 32.0;
+    let Some(have) = memory_limit() else { return Ok(()) };
+    if need > have {
+        return Err(format!(
+            "simulating this function needs about {:.1} GiB ({} elements, held as float64 for the kernel and the \
+             reference), more than the {:.1} GiB this process may use: run it on the GPU (--target cuda)",
+            need / GIB,
+            elements,
+            have / GIB
+        ));
+    }
+    Ok(())
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The bytes this process may still allocate: the memory available, or the
+/// address-space limit if one is set and lower.
+fn memory_limit() -> Option<f64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let avail = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| kb * 1024.0)?;
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let address_space = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<f64>().ok());
+    Some(address_space.map_or(avail, |a| a.min(avail)))
+}
+
 /// Whether an error is within tolerance.
 pub fn passes(e: &ErrorStats, tolerance: f64) -> bool {
     e.rel_err <= tolerance && e.non_finite == 0

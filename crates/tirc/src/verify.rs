@@ -260,6 +260,7 @@ fn check_kernels(
     seed: u64,
     opts: sim::SimOptions,
 ) -> Result<(ErrorStats, f64), String> {
+    crate::measure::check_sim_memory(original, intermediates)?;
     let mut args = crate::measure::prepare(original, seed)?.args;
     // The reference starts from the same poisoned outputs, so that what
     // the function leaves unwritten is poison in both.

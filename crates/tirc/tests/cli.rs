@@ -386,3 +386,19 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert_ne!(o.status.code(), Some(101), "exit 101 is a panic");
 }
+
+/// A simulation that cannot fit in memory is refused with the sizes, not
+/// aborted by a failed allocation (TVM's 128⁴ elementwise tests did that
+/// under an 8 GB limit).
+#[test]
+fn a_simulation_too_large_for_memory_is_refused() {
+    let dir = std::env::temp_dir().join(format!("tirc-huge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok();
+    let file = dir.join("huge.tir");
+    let src = "@T.prim_func\ndef huge(A: T.Buffer((1048576, 524288), \"float32\"), B: T.Buffer((1048576, 524288), \"float32\")):\n    for i, j in T.grid(1048576, 524288):\n        with T.block(\"B\"):\n            vi, vj = T.axis.remap(\"SS\", [i, j])\n            B[vi, vj] = A[vi, vj]\n";
+    std::fs::write(&file, src).expect("write");
+    let o = tirc(&["run", file.to_str().unwrap_or_default(), "--target", "sim"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("run it on the GPU (--target cuda)"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -280,6 +280,9 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         return Err("--bench needs the GPU: the simulator checks results but does not time them".into());
     }
     let f = &c.original;
+    if target == "sim" {
+        measure::check_sim_memory(f, &c.intermediates)?;
+    }
     let measure::Prepared { args: mut run_args, .. } = prepare(f, seed(a))?;
     read_inputs(a, f, &mut run_args)?;
     // A name given to --output must exist before anything runs.
