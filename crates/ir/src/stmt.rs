@@ -310,19 +310,34 @@ impl Stmt {
         self.for_each_child(|c| c.walk(f));
     }
 
-    /// Calls `f` on every expression directly held by this statement (not by
-    /// its children).
+    /// Calls `f(buffer, indices, is_store)` on every store and every load in
+    /// this statement and below it (loads inside indices and values too).
+    pub fn for_each_access<'a>(&'a self, f: &mut impl FnMut(&'a Buffer, &'a [Expr], bool)) {
+        self.walk(&mut |x| {
+            if let Stmt::Store { buffer, indices, .. } = x {
+                f(buffer, indices, true);
+            }
+            x.for_each_expr(|e| {
+                e.walk(&mut |y| {
+                    if let Expr::Load(b, idx) = y {
+                        f(b, idx, false);
+                    }
+                })
+            });
+        });
+    }
+
     /// Whether a store in `self` writes `b`.
     pub fn stores_to(&self, b: &Buffer) -> bool {
         let mut found = false;
-        self.walk(&mut |x| found |= matches!(x, Stmt::Store { buffer, .. } if buffer == b));
+        self.for_each_access(&mut |x, _, store| found |= store && x == b);
         found
     }
 
     /// Whether an expression in `self` loads from `b`.
     pub fn loads_from(&self, b: &Buffer) -> bool {
         let mut found = false;
-        self.walk(&mut |x| x.for_each_expr(|e| e.walk(&mut |y| found |= matches!(y, Expr::Load(lb, _) if lb == b))));
+        self.for_each_access(&mut |x, _, store| found |= !store && x == b);
         found
     }
 
@@ -330,23 +345,17 @@ impl Stmt {
     /// blocks' declared regions).
     pub fn uses_buffer(&self, b: &Buffer) -> bool {
         let mut found = false;
+        self.for_each_access(&mut |x, _, _| found |= x == b);
         self.walk(&mut |x| {
-            match x {
-                Stmt::Store { buffer, .. } => found |= buffer == b,
-                Stmt::Block(r) => found |= r.block.reads.iter().chain(&r.block.writes).any(|g| &g.buffer == b),
-                _ => {}
+            if let Stmt::Block(r) = x {
+                found |= r.block.reads.iter().chain(&r.block.writes).any(|g| &g.buffer == b);
             }
-            x.for_each_expr(|e| {
-                e.walk(&mut |y| {
-                    if let Expr::Load(lb, _) = y {
-                        found |= lb == b;
-                    }
-                })
-            });
         });
         found
     }
 
+    /// Calls `f` on every expression directly held by this statement (not by
+    /// its children).
     pub fn for_each_expr<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
         match self {
             Stmt::For(l) => {

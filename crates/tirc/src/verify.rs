@@ -81,20 +81,13 @@ pub fn index_bounds(f: &PrimFunc) -> Vec<Option<i64>> {
             }
         }
     };
+    f.body.for_each_access(&mut |b, idx, _| note(&mut bounds, b, idx));
     f.body.walk(&mut |s| {
-        if let Stmt::Store { buffer, indices, value } = s {
-            note(&mut bounds, buffer, indices);
+        if let Stmt::Store { buffer, value, .. } = s {
             if let Some(src) = unwrap(value) {
                 copies.push((buffer.clone(), src));
             }
         }
-        s.for_each_expr(|e| {
-            e.walk(&mut |x| {
-                if let tirc_ir::Expr::Load(b, idx) = x {
-                    note(&mut bounds, b, idx)
-                }
-            })
-        });
     });
     // A copy's source carries its destination's bound.
     for _ in 0..=copies.len() {
@@ -283,24 +276,15 @@ pub fn undefined_reads(f: &PrimFunc) -> Vec<Buffer> {
     let mut allocated: Vec<Buffer> = Vec::new();
     let mut loaded: Vec<Buffer> = Vec::new();
     let mut stored: Vec<Buffer> = Vec::new();
-    f.body.walk(&mut |s| {
-        match s {
-            Stmt::Block(r) => {
-                allocated.extend(r.block.alloc_buffers.iter().cloned());
-                stored.extend(r.block.writes.iter().map(|w| w.buffer.clone()));
-            }
-            Stmt::Allocate { buffer, .. } => allocated.push(buffer.clone()),
-            Stmt::Store { buffer, .. } => stored.push(buffer.clone()),
-            _ => {}
+    f.body.walk(&mut |s| match s {
+        Stmt::Block(r) => {
+            allocated.extend(r.block.alloc_buffers.iter().cloned());
+            stored.extend(r.block.writes.iter().map(|w| w.buffer.clone()));
         }
-        s.for_each_expr(|e| {
-            e.walk(&mut |x| {
-                if let tirc_ir::Expr::Load(b, _) = x {
-                    loaded.push(b.clone());
-                }
-            })
-        });
+        Stmt::Allocate { buffer, .. } => allocated.push(buffer.clone()),
+        _ => {}
     });
+    f.body.for_each_access(&mut |b, _, store| if store { stored.push(b.clone()) } else { loaded.push(b.clone()) });
     let mut out: Vec<Buffer> = Vec::new();
     for b in allocated {
         let same = |x: &Buffer| x.id() == b.id();

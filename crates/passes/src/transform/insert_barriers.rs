@@ -95,18 +95,7 @@ fn exchanged_globals(body: &Stmt, threads: &[Var]) -> HashSet<BufferId> {
             e.3.push(mapping);
         }
     };
-    body.walk(&mut |x| {
-        if let Stmt::Store { buffer, indices, .. } = x {
-            note(buffer, indices, true);
-        }
-        x.for_each_expr(|e| {
-            e.walk(&mut |y| {
-                if let Expr::Load(b, idx) = y {
-                    note(b, idx, false);
-                }
-            })
-        });
-    });
+    body.for_each_access(&mut |b, idx, store| note(b, idx, store));
     let exchanged = |m: &[Mapping]| m.len() > 1 || m.iter().flatten().flatten().any(Option::is_none);
     seen.into_iter().filter(|(_, w, r, m)| *w && *r && exchanged(m)).map(|(b, ..)| b.id()).collect()
 }
