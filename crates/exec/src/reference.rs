@@ -181,8 +181,7 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let err =
         |e: tirc_passes::schedule::ScheduleError| Diagnostic::new(format!("building the reference: {}", e.message));
     let fused = fuse(&mut sch, &chain).map_err(err)?;
-    let ext =
-        tirc_passes::schedule::tree::find_loop(&sch.func.body, &fused).and_then(|l| l.extent.as_int()).unwrap_or(1);
+    let ext = sch.func.body.find_loop(&fused).and_then(|l| l.extent.as_int()).unwrap_or(1);
     if ext > THREADS {
         let parts = split(&mut sch, &fused, &[None, Some(THREADS)]).map_err(err)?;
         bind(&mut sch, &parts[0], "blockIdx.x").map_err(err)?;

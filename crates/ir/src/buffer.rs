@@ -73,6 +73,11 @@ pub struct BufferNode {
     id: BufferId,
 }
 
+/// The block annotation in which `sch.storage_align` records its requests
+/// (`[[buffer_index, axis, factor, offset], ..]`, TVM's key), for
+/// `lower_blocks` to move onto the buffer as `DimAlign`s.
+pub const DIM_ALIGN_KEY: &str = "buffer_dim_align";
+
 /// Pad the stride of dimension `axis` so that `stride % factor == offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DimAlign {

@@ -20,4 +20,4 @@ pub use diag::Diagnostic;
 pub use dtype::DType;
 pub use expr::{BinOp, Expr, Intrinsic, Range, Var};
 pub use func::{Module, PassFacts, PrimFunc, ScheduleDef};
-pub use stmt::{Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Stmt, ThreadTag};
+pub use stmt::{Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Rewrite, Stmt, ThreadTag};

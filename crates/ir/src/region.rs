@@ -10,7 +10,7 @@
 
 use crate::buffer::Buffer;
 use crate::expr::{BinOp, Expr, Range, Var};
-use crate::stmt::{Block, BufferRegion, Stmt};
+use crate::stmt::{Block, BlockRealize, BufferRegion, Stmt};
 use crate::structural_eq::same_expr as expr_eq;
 
 /// Infers `(reads, writes)` of a block, in order of first access.
@@ -215,4 +215,28 @@ fn split_const(e: &Expr) -> (Option<&Expr>, i64) {
         },
         _ => (Some(e), 0),
     }
+}
+
+/// The buffers a block reads (or writes), declared or inferred, in order.
+pub fn block_buffers(r: &BlockRealize, reads: bool) -> Vec<Buffer> {
+    let declared = if reads { &r.block.reads } else { &r.block.writes };
+    let regs: Vec<BufferRegion> = if declared.is_empty() {
+        let (rd, wr) = infer_block_regions(&r.block);
+        if reads {
+            rd
+        } else {
+            wr
+        }
+    } else {
+        declared.clone()
+    };
+    // As in TVM, a reduction's output is not counted among its reads.
+    let written: Vec<Buffer> = if reads && r.block.init.is_some() { block_buffers(r, false) } else { vec![] };
+    let mut out: Vec<Buffer> = Vec::new();
+    for reg in regs.into_iter().filter(|g| !written.contains(&g.buffer)) {
+        if !out.contains(&reg.buffer) {
+            out.push(reg.buffer);
+        }
+    }
+    out
 }

@@ -99,6 +99,21 @@ pub struct For {
     pub body: Stmt,
 }
 
+impl For {
+    /// This loop's header (variable, bounds, kind, annotations) around
+    /// `body`: a copy of the loop that does not clone its body.
+    pub fn with_body(&self, body: Stmt) -> For {
+        For {
+            var: self.var.clone(),
+            min: self.min.clone(),
+            extent: self.extent.clone(),
+            kind: self.kind,
+            annotations: self.annotations.clone(),
+            body,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum IterKind {
     /// `S`: each value of the variable is computed independently.
@@ -191,6 +206,14 @@ pub enum Stmt {
     NoOp,
 }
 
+/// What the function given to `Stmt::rewrite_owned` does with a statement.
+pub enum Rewrite {
+    /// Use this in its place, as it is.
+    Done(Stmt),
+    /// Keep this statement and rewrite its children.
+    Descend(Stmt),
+}
+
 /// One statement of a kernel's launch head: `var = T.launch_thread(tag,
 /// extent)`.
 pub type LaunchAxis = (Var, ThreadTag, Expr);
@@ -273,19 +296,27 @@ impl Stmt {
     }
 
     /// Rebuilds the statement with each direct child statement replaced by
-    /// `f(child)`; expressions are kept.
+    /// `f(child)`; expressions are kept. Only this node's own fields are
+    /// copied: the children are what `f` returns, never a clone of them.
     pub fn map_children(&self, mut f: impl FnMut(&Stmt) -> Stmt) -> Stmt {
         match self {
-            Stmt::For(l) => {
-                let mut l2 = (**l).clone();
-                l2.body = f(&l.body);
-                Stmt::For(Box::new(l2))
-            }
+            Stmt::For(l) => Stmt::For(Box::new(l.with_body(f(&l.body)))),
             Stmt::Block(r) => {
-                let mut r2 = (**r).clone();
-                r2.block.init = r.block.init.as_ref().map(&mut f);
-                r2.block.body = f(&r.block.body);
-                Stmt::Block(Box::new(r2))
+                let b = &r.block;
+                Stmt::Block(Box::new(BlockRealize {
+                    iter_values: r.iter_values.clone(),
+                    predicate: r.predicate.clone(),
+                    block: Block {
+                        name: b.name.clone(),
+                        iter_vars: b.iter_vars.clone(),
+                        reads: b.reads.clone(),
+                        writes: b.writes.clone(),
+                        init: b.init.as_ref().map(&mut f),
+                        alloc_buffers: b.alloc_buffers.clone(),
+                        annotations: b.annotations.clone(),
+                        body: f(&b.body),
+                    },
+                }))
             }
             Stmt::Seq(v) => Stmt::seq(v.iter().map(f).collect()),
             Stmt::If { cond, then, orelse } => Stmt::If {
@@ -302,6 +333,108 @@ impl Stmt {
             }
             Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => self.clone(),
         }
+    }
+
+    /// `map_children`, owning: each child is moved into `f` and replaced by
+    /// what it returns; nothing is cloned.
+    pub fn map_children_owned(self, mut f: impl FnMut(Stmt) -> Stmt) -> Stmt {
+        match self {
+            Stmt::For(mut l) => {
+                l.body = f(std::mem::replace(&mut l.body, Stmt::NoOp));
+                Stmt::For(l)
+            }
+            Stmt::Block(mut r) => {
+                r.block.init = r.block.init.take().map(&mut f);
+                r.block.body = f(std::mem::replace(&mut r.block.body, Stmt::NoOp));
+                Stmt::Block(r)
+            }
+            Stmt::Seq(v) => Stmt::seq(v.into_iter().map(f).collect()),
+            Stmt::If { cond, then, orelse } => {
+                Stmt::If { cond, then: Box::new(f(*then)), orelse: orelse.map(|e| Box::new(f(*e))) }
+            }
+            Stmt::Let { var, value, body } => Stmt::Let { var, value, body: Box::new(f(*body)) },
+            Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer, body: Box::new(f(*body)) },
+            Stmt::Launch { var, tag, extent, body } => Stmt::Launch { var, tag, extent, body: Box::new(f(*body)) },
+            s @ (Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp) => s,
+        }
+    }
+
+    /// Rewrites `self` top-down: where `f` returns a replacement, it is used
+    /// and not descended into; elsewhere the children are rewritten. The
+    /// parts `f` does not replace are copied once, node by node.
+    pub fn rewrite(&self, f: &mut dyn FnMut(&Stmt) -> Option<Stmt>) -> Stmt {
+        match f(self) {
+            Some(r) => r,
+            None => self.map_children(|c| c.rewrite(f)),
+        }
+    }
+
+    /// `rewrite`, owning: `f` takes each statement and either gives back a
+    /// replacement (`Rewrite::Done`, not descended into) or the statement
+    /// itself (`Rewrite::Descend`), whose children are then rewritten.
+    /// Nothing is cloned.
+    pub fn rewrite_owned(self, f: &mut dyn FnMut(Stmt) -> Rewrite) -> Stmt {
+        match f(self) {
+            Rewrite::Done(r) => r,
+            Rewrite::Descend(s) => s.map_children_owned(|c| c.rewrite_owned(f)),
+        }
+    }
+
+    /// The first loop of variable `v` in `self`, outermost first.
+    pub fn find_loop(&self, v: &Var) -> Option<&For> {
+        let mut found = None;
+        self.walk(&mut |x| {
+            if let Stmt::For(l) = x {
+                if &l.var == v && found.is_none() {
+                    found = Some(&**l);
+                }
+            }
+        });
+        found
+    }
+
+    /// The block realize of the block named `name`.
+    pub fn find_block(&self, name: &str) -> Option<&BlockRealize> {
+        self.blocks().into_iter().find(|r| r.block.name == name)
+    }
+
+    /// The loops between the block named `name` and the block that
+    /// encloses it (or the root), outermost first; `None` when there is no
+    /// such block.
+    pub fn loops_above(&self, name: &str) -> Option<Vec<&For>> {
+        fn go<'a>(s: &'a Stmt, name: &str, path: &mut Vec<&'a For>) -> Option<Vec<&'a For>> {
+            match s {
+                Stmt::Block(r) if r.block.name == name => return Some(path.clone()),
+                Stmt::Block(r) => {
+                    // A nested scope: loops above it do not count.
+                    let saved = std::mem::take(path);
+                    let mut out = None;
+                    if let Some(i) = &r.block.init {
+                        out = go(i, name, path);
+                    }
+                    if out.is_none() {
+                        out = go(&r.block.body, name, path);
+                    }
+                    *path = saved;
+                    return out;
+                }
+                Stmt::For(l) => {
+                    path.push(l);
+                    let out = go(&l.body, name, path);
+                    path.pop();
+                    return out;
+                }
+                _ => {}
+            }
+            let mut out = None;
+            s.for_each_child(|c| {
+                if out.is_none() {
+                    out = go(c, name, path);
+                }
+            });
+            out
+        }
+        go(self, name, &mut Vec::new())
     }
 
     /// Visits this statement and every statement below it, parents first.

@@ -23,8 +23,8 @@
 //!    `split_kernels` has run) has the same extent, and the threads of a
 //!    block number at most 1024.
 
-use super::tree::{get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{get_loop, replace_loop};
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::{ForKind, IterKind, Scope, Stmt, ThreadTag};
 
@@ -127,7 +127,7 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // 5.
     let mut extents: Vec<(ThreadTag, i64)> = Vec::new();
     let nests = super::cache::root_stmts(&sch.func.body);
-    let nest = nests.iter().find(|s| super::tree::find_loop(s, lp).is_some()).unwrap_or(&sch.func.body);
+    let nest = nests.iter().find(|s| crate::common::tree::find_loop(s, lp).is_some()).unwrap_or(&sch.func.body);
     let mut mismatch = None;
     nest.walk(&mut |s| {
         if let Stmt::For(f) = s {

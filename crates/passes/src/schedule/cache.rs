@@ -26,9 +26,9 @@
 //! The copy buffer is allocated by the root block; lowering places it at
 //! the lowest loop that covers its uses and compacts it to what is used.
 
-use super::tree::{find_block, fresh_loop_name};
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use tirc_ir::region::infer_block_regions;
+use crate::common::tree::{find_block, fresh_loop_name};
+use tirc_ir::region::block_buffers;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{
     Block, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, IterKind, IterVar, Range, Scope, Stmt, Var,
@@ -36,11 +36,11 @@ use tirc_ir::{
 
 pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<BlockRV> {
     let (sc, top, r) = prepare(sch, block, scope)?;
-    let reads = regions(&r, true);
+    let reads = block_buffers(&r, true);
     let buf = pick(&reads, index, block, "reads")?;
     // 5.
     let nest_of_block = &root_stmts(&sch.func.body)[top];
-    if let Some(w) = nest_of_block.blocks().iter().find(|o| regions(o, false).contains(&buf)) {
+    if let Some(w) = nest_of_block.blocks().iter().find(|o| block_buffers(o, false).contains(&buf)) {
         return Err(ScheduleError::new(format!(
             "cannot cache the reads of `{}` by block `{block}`: block `{}` writes it in the same loop nest, and the copy would be made before that nest runs",
             buf.name(),
@@ -66,11 +66,11 @@ pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) 
 
 pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<BlockRV> {
     let (sc, top, r) = prepare(sch, block, scope)?;
-    let writes = regions(&r, false);
+    let writes = block_buffers(&r, false);
     let buf = pick(&writes, index, block, "writes")?;
     // 4.
     for other in sch.func.body.blocks() {
-        if other.block.name != *block && other.block.name != "root" && regions(other, false).contains(&buf) {
+        if other.block.name != *block && other.block.name != "root" && block_buffers(other, false).contains(&buf) {
             return Err(ScheduleError::new(format!(
                 "block `{}` writes `{}` too; the copy back from `{block}`'s cache would overwrite its results",
                 other.block.name,
@@ -116,30 +116,6 @@ fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, Bl
         )));
     }
     Ok((sc, top, r))
-}
-
-/// The buffers a block reads (or writes), declared or inferred, in order.
-pub(crate) fn regions(r: &BlockRealize, reads: bool) -> Vec<Buffer> {
-    let declared = if reads { &r.block.reads } else { &r.block.writes };
-    let regs: Vec<BufferRegion> = if declared.is_empty() {
-        let (rd, wr) = infer_block_regions(&r.block);
-        if reads {
-            rd
-        } else {
-            wr
-        }
-    } else {
-        declared.clone()
-    };
-    // As in TVM, a reduction's output is not counted among its reads.
-    let written: Vec<Buffer> = if reads && r.block.init.is_some() { regions(r, false) } else { vec![] };
-    let mut out: Vec<Buffer> = Vec::new();
-    for reg in regs.into_iter().filter(|g| !written.contains(&g.buffer)) {
-        if !out.contains(&reg.buffer) {
-            out.push(reg.buffer);
-        }
-    }
-    out
 }
 
 /// Check 3.
@@ -260,7 +236,7 @@ pub(crate) fn copy_block_nest(
 /// `s` with the block named `block` (and the blocks in it) accessing `copy`
 /// instead of `buf`.
 fn redirect_block(s: &Stmt, block: &str, buf: &Buffer, copy: &Buffer) -> Stmt {
-    super::tree::rewrite(s, &mut |x| match x {
+    crate::common::tree::rewrite(s, &mut |x| match x {
         Stmt::Block(r) if r.block.name == block => Some(replace_buffers_stmt(x, &[(buf.clone(), copy.clone())])),
         _ => None,
     })

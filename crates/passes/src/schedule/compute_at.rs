@@ -23,11 +23,11 @@
 //!    (`X[v0, v1]`), so a region of the buffer is a range of each variable.
 //! 6. The region has a constant size in each dimension.
 
-use super::cache::regions;
-use super::tree::{find_block, find_loop, fresh_loop_name, loops_above, rewrite};
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, to_range, union, Relaxed};
+use crate::common::tree::{find_block, find_loop, fresh_loop_name, loops_above, rewrite};
+use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
 use tirc_ir::{BinOp, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, Scope, Stmt, Var};
@@ -60,7 +60,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     // 2. The outermost loop whose body is a perfect nest down to the block.
     let mut subtree: Option<Var> = None;
     for (i, x) in path.iter().enumerate() {
-        if perfect_nest(&Stmt::For(Box::new(x.clone())), block) {
+        if perfect_nest(&Stmt::For(Box::new((*x).clone())), block) {
             subtree = Some(path[i].var.clone());
             break;
         }
@@ -81,8 +81,8 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         }
     }
     // 3.
-    let mine = regions(&r, !producer);
-    let theirs_of = |b: &BlockRealize| regions(b, producer);
+    let mine = block_buffers(&r, !producer);
+    let theirs_of = |b: &BlockRealize| block_buffers(b, producer);
     let under: Vec<BlockRealize> = l
         .body
         .blocks()

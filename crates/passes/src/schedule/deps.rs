@@ -6,11 +6,12 @@
 //! each later block that reads it. The getters return a block's neighbours
 //! in program order, as TVM does.
 
-use super::cache::{regions, top_level_owner};
-use super::tree::{child_blocks, find_block};
+use super::cache::top_level_owner;
 use super::{BlockRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{child_blocks, find_block};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
+use tirc_ir::region::block_buffers;
 use tirc_ir::{BlockRealize, Buffer, IterKind, PrimFunc, Stmt};
 
 /// The blocks of a scope and who feeds whom.
@@ -32,9 +33,9 @@ impl DepGraph {
         let mut graph = DiGraph::new();
         let nodes: Vec<NodeIndex> = blocks.iter().map(|b| graph.add_node(b.block.name.clone())).collect();
         for (i, p) in blocks.iter().enumerate() {
-            let writes = regions(p, false);
+            let writes = block_buffers(p, false);
             for (j, c) in blocks.iter().enumerate().skip(i + 1) {
-                for buf in regions(c, true).into_iter().filter(|b| writes.contains(b)) {
+                for buf in block_buffers(c, true).into_iter().filter(|b| writes.contains(b)) {
                     graph.add_edge(nodes[i], nodes[j], buf);
                 }
             }
@@ -102,9 +103,9 @@ pub fn dot(f: &PrimFunc) -> String {
             }
         }
         for (a, p) in children.iter().enumerate() {
-            let writes = regions(p, false);
+            let writes = block_buffers(p, false);
             for c in children.iter().skip(a + 1) {
-                for buf in regions(c, true).into_iter().filter(|b| writes.contains(b)) {
+                for buf in block_buffers(c, true).into_iter().filter(|b| writes.contains(b)) {
                     if let (Some(x), Some(y)) = (index(&p.block.name), index(&c.block.name)) {
                         graph.add_edge(node_of[x], node_of[y], Edge::Flow(buf.name().to_string()));
                     }
@@ -115,10 +116,10 @@ pub fn dot(f: &PrimFunc) -> String {
         // buffer is drawn once where it is used, not at every scope above).
         if children.is_empty() {
             for (k, b) in f.params.iter().enumerate() {
-                if regions(r, true).contains(b) {
+                if block_buffers(r, true).contains(b) {
                     graph.add_edge(params[k], node_of[i], Edge::Flow(b.name().to_string()));
                 }
-                if regions(r, false).contains(b) {
+                if block_buffers(r, false).contains(b) {
                     graph.add_edge(node_of[i], params[k], Edge::Flow(b.name().to_string()));
                 }
             }

@@ -11,8 +11,8 @@
 //!    variable (with run-time sizes, the product is checked when they are
 //!    bound: a buffer indexed by it has at most 2^31 - 1 elements).
 
-use super::tree::{fresh_loop_name, get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{fresh_loop_name, get_loop, replace_loop};
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{BinOp, DType, Expr, For, ForKind, Stmt, Var};
 

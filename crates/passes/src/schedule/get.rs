@@ -4,8 +4,8 @@
 //! `get_loops(block)` returns the loops between the block's parent block and
 //! the block, outermost first, as TVM does.
 
-use super::tree::{child_blocks, find_block, find_loop, loops_above};
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{child_blocks, find_block, find_loop, loops_above};
 use tirc_ir::diag::suggest;
 use tirc_ir::Stmt;
 
@@ -30,7 +30,7 @@ pub fn get_block(sch: &Schedule, name: &str) -> Result<BlockRV> {
 pub fn get_loops(sch: &Schedule, block: &BlockRV) -> Result<Vec<LoopRV>> {
     let loops = loops_above(&sch.func.body, block)
         .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?;
-    Ok(loops.into_iter().map(|l| l.var).collect())
+    Ok(loops.into_iter().map(|l| l.var.clone()).collect())
 }
 
 /// The blocks directly under a block or a loop.

@@ -23,9 +23,10 @@
 //! Preconditions of `set_scope`: the buffer written by the block is
 //! allocated in the function, and the scope is one tirc knows.
 
-use super::cache::{regions, root_stmts};
-use super::tree::{find_block, rewrite};
+use super::cache::root_stmts;
 use super::{BlockRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{find_block, rewrite};
+use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{replace_buffers_stmt, substitute};
 use tirc_ir::{BlockRealize, Buffer, Expr, IterKind, Scope, Stmt, Var};
@@ -64,7 +65,7 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
         return Err(ScheduleError::new(format!("the body of block `{block}` is not a single store")));
     };
     // The one intermediate buffer it reads.
-    let reads = regions(&r, true);
+    let reads = block_buffers(&r, true);
     let produced: Vec<Buffer> = reads.into_iter().filter(|x| check_allocated(sch, x).is_ok()).collect();
     let [b] = &produced[..] else {
         return Err(ScheduleError::new(format!(
@@ -138,7 +139,7 @@ pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -
     let r = find_block(&sch.func.body, block)
         .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
         .clone();
-    let writes = regions(&r, false);
+    let writes = block_buffers(&r, false);
     let Some(b) = usize::try_from(index).ok().and_then(|i| writes.get(i)).cloned() else {
         return Err(ScheduleError::new(format!(
             "block `{block}` writes {} buffer(s), so index {index} names none of them",
@@ -215,7 +216,7 @@ fn writers(sch: &Schedule, b: &Buffer) -> Vec<String> {
         .body
         .blocks()
         .into_iter()
-        .filter(|r| r.block.name != "root" && regions(r, false).contains(b))
+        .filter(|r| r.block.name != "root" && block_buffers(r, false).contains(b))
         .map(|r| r.block.name.clone())
         .collect()
 }
@@ -250,7 +251,7 @@ fn replace_load(e: &Expr, b: &Buffer, value: &Expr) -> Expr {
 /// inferred again.
 fn rewrite_blocks_reading(s: &Stmt, b: &Buffer, f: &dyn Fn(&Expr) -> Expr) -> Stmt {
     rewrite(s, &mut |x| match x {
-        Stmt::Block(r) if r.block.name != "root" && regions(r, true).contains(b) => {
+        Stmt::Block(r) if r.block.name != "root" && block_buffers(r, true).contains(b) => {
             let mut r = (**r).clone();
             r.block.body = r.block.body.map_exprs(&mut |e| f(e));
             r.block.init = r.block.init.as_ref().map(|i| i.map_exprs(&mut |e| f(e)));

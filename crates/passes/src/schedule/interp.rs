@@ -12,7 +12,7 @@ use super::{
     bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder, split,
     storage_align, Schedule, ScheduleError,
 };
-use crate::transform::inject_software_pipeline;
+use crate::common::pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
 use tirc_ir::{Attr, Stmt, Var};
@@ -143,8 +143,8 @@ pub fn run_schedule_observed(
     let mut bad = None;
     it.sch.func.body.walk(&mut |s| {
         if let tirc_ir::Stmt::For(l) = s {
-            if l.annotations.iter().any(|(k, _)| k == inject_software_pipeline::STAGE) && bad.is_none() {
-                if let Err(e) = inject_software_pipeline::check(l) {
+            if l.annotations.iter().any(|(k, _)| k == pipeline::STAGE) && bad.is_none() {
+                if let Err(e) = pipeline::check(l) {
                     let span = it.pipelines.iter().rev().find(|(v, _)| v == &l.var).map_or(def.span, |(_, sp)| *sp);
                     bad = Some(e.or_at(span));
                 }
@@ -183,10 +183,10 @@ impl Interp<'_> {
     /// `sch.annotate(block, "double_buffer_scope", i)`: the block must write
     /// a buffer at index `i`, and not a parameter.
     fn check_double_buffer(&self, block: &str, val: &Attr) -> std::result::Result<(), String> {
-        let r = super::tree::find_block(&self.sch.func.body, block)
+        let r = crate::common::tree::find_block(&self.sch.func.body, block)
             .ok_or_else(|| format!("block `{block}` is no longer in the function"))?;
         let i = val.as_int().ok_or("\"double_buffer_scope\" takes the index of a buffer the block writes")?;
-        let writes = super::cache::regions(r, false);
+        let writes = tirc_ir::region::block_buffers(r, false);
         let b = usize::try_from(i)
             .ok()
             .and_then(|i| writes.get(i))
@@ -823,7 +823,7 @@ impl Interp<'_> {
     /// Adds to `defs` the lines that give the blocks and loops of `v` a
     /// handle in the replay script, unless they have one.
     fn define(&self, v: &Value, handles: &mut Vec<(String, Option<Var>)>, defs: &mut Vec<String>) {
-        use super::tree::{find_loop, loops_above};
+        use crate::common::tree::{find_loop, loops_above};
         let root = &self.sch.func.body;
         match v {
             Value::List(items) | Value::Tuple(items) => items.iter().for_each(|x| self.define(x, handles, defs)),

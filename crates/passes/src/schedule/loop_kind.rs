@@ -6,8 +6,8 @@
 //! 2. No block under it reduces over it (its iterations would race).
 //! 3. `vectorize` only: the extent is a constant.
 
-use super::tree::{find_block, get_loop, replace_block, replace_loop};
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{find_block, get_loop, replace_block, replace_loop};
 use tirc_ir::{Attr, ForKind, IterKind, Stmt};
 
 fn set_kind(sch: &mut Schedule, lp: &LoopRV, kind: ForKind, what: &str) -> Result<()> {

@@ -21,7 +21,6 @@ pub mod pad_einsum;
 pub mod reorder;
 pub mod split;
 pub mod storage_align;
-pub mod tree;
 
 use tirc_ir::{PrimFunc, Var};
 
@@ -31,25 +30,7 @@ pub type LoopRV = Var;
 /// A block of the function being scheduled, by its unique name.
 pub type BlockRV = String;
 
-/// Why a primitive refused to apply.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScheduleError {
-    pub message: String,
-    pub help: Option<String>,
-}
-
-impl ScheduleError {
-    pub fn new(message: impl Into<String>) -> ScheduleError {
-        ScheduleError { message: message.into(), help: None }
-    }
-
-    pub fn help(mut self, h: impl Into<String>) -> ScheduleError {
-        self.help = Some(h.into());
-        self
-    }
-}
-
-pub type Result<T> = std::result::Result<T, ScheduleError>;
+pub use crate::common::error::{Result, ScheduleError};
 
 /// A function under scheduling and the steps applied to it.
 #[derive(Clone, Debug)]

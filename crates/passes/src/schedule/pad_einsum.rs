@@ -28,8 +28,8 @@
 //! 6. Each grown loop runs this block only.
 
 use super::cache::{copy_block_nest, root_stmts, set_root, top_level_owner};
-use super::tree::{find_block, loops_above};
 use super::{BlockRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{find_block, loops_above};
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{BinOp, Block, Buffer, Expr, For, IterKind, Range, Stmt, Var};
 

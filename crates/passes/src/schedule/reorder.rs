@@ -9,8 +9,8 @@
 //!    times after the reorder).
 //! 3. No loop's extent depends on another loop of the nest.
 
-use super::tree::{get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{get_loop, replace_loop};
 use tirc_ir::{For, Stmt};
 
 pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
@@ -32,7 +32,7 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
             let l = get_loop(&sch.func.body, o).ok();
             l.is_some_and(|l| {
                 let s = Stmt::For(Box::new(l.clone()));
-                order.iter().all(|x| super::tree::find_loop(&s, x).is_some())
+                order.iter().all(|x| crate::common::tree::find_loop(&s, x).is_some())
             })
         })
         .ok_or_else(|| {

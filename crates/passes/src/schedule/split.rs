@@ -15,8 +15,8 @@
 //!    gets the predicate `T.where(<old index> < extent)`, so the extra
 //!    iterations do nothing.
 
-use super::tree::{fresh_loop_name, get_loop, replace_loop};
 use super::{LoopRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{fresh_loop_name, get_loop, replace_loop};
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{BinOp, DType, Expr, For, ForKind, Stmt, Var};
 
@@ -120,7 +120,7 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
 /// outside blocks is guarded by an `if`.
 pub fn add_predicate(s: &Stmt, pred: &Expr) -> Stmt {
     let mut found = false;
-    let out = super::tree::rewrite(s, &mut |x| match x {
+    let out = crate::common::tree::rewrite(s, &mut |x| match x {
         Stmt::Block(r) => {
             found = true;
             let mut r2 = (**r).clone();

@@ -25,13 +25,13 @@
 //!    the caller's) in shared or local memory.
 //! 4. `axis` is in `-ndim..ndim`, `factor > 0` and `0 <= offset < factor`.
 
-use super::cache::regions;
-use super::tree::{find_block, replace_block};
 use super::{BlockRV, Result, Schedule, ScheduleError};
+use crate::common::tree::{find_block, replace_block};
+use tirc_ir::region::block_buffers;
 use tirc_ir::{Attr, Scope, Stmt};
 
 /// The block annotation that holds the requests.
-pub const KEY: &str = "buffer_dim_align";
+use tirc_ir::buffer::DIM_ALIGN_KEY as KEY;
 
 pub fn storage_align(
     sch: &mut Schedule,
@@ -46,7 +46,7 @@ pub fn storage_align(
         .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
         .clone();
     // 2.
-    let writes = regions(&r, false);
+    let writes = block_buffers(&r, false);
     let Some(b) = usize::try_from(buffer_index).ok().and_then(|i| writes.get(i)).cloned() else {
         let names: Vec<String> = writes.iter().map(|b| format!("`{}`", b.name())).collect();
         return Err(ScheduleError::new(format!(

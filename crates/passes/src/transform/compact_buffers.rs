@@ -20,7 +20,6 @@
 //! the compacted shape, as TVM's `storage_align` does.
 
 use crate::bounds::{relax, to_range, union, Relaxed};
-use crate::schedule::tree::rewrite;
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -181,7 +180,7 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
     // and a barrier must guard its reuse.
     let lca: Option<Var> = if depth > 0 && !shared { Some(acc[0].loops[depth - 1].var.clone()) } else { None };
     // Drop the old allocation, then allocate at the common loop.
-    let without = rewrite(root, &mut |s| match s {
+    let without = root.rewrite(&mut |s| match s {
         Stmt::Allocate { buffer, .. } if buffer == b => Some(if lca.is_some() {
             new_body.clone()
         } else {
@@ -191,7 +190,7 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
     });
     match lca {
         None => without,
-        Some(v) => rewrite(&without, &mut |s| match s {
+        Some(v) => without.rewrite(&mut |s| match s {
             Stmt::For(l) if l.var == v => {
                 let mut l = (**l).clone();
                 l.body = Stmt::Allocate { buffer: nb.clone(), body: Box::new(l.body) };

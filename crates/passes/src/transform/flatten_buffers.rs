@@ -9,7 +9,6 @@
 //! padded to 33 becomes `S[i * 33 + j]` of a `(1056,)` buffer (the outermost
 //! stride times the outermost extent). Its shape must be constant then.
 
-use crate::schedule::tree::rewrite;
 use tirc_ir::{Buffer, Diagnostic, Expr, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -47,7 +46,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     };
     f.params = f.params.iter().map(|b| flat(b, &mut map)).collect();
     let mut err = None;
-    f.body = rewrite(&f.body, &mut |s| {
+    f.body = f.body.rewrite(&mut |s| {
         if let Stmt::Allocate { buffer, .. } = s {
             flat(buffer, &mut map);
         }

@@ -14,9 +14,8 @@
 //! annotation leaves the buffer it doubles in the function's
 //! `facts.double_buffered`, for `inject_software_pipeline`.
 
-use crate::schedule::cache::regions;
-use crate::schedule::storage_align::KEY;
-use crate::schedule::tree::rewrite;
+use tirc_ir::buffer::DIM_ALIGN_KEY as KEY;
+use tirc_ir::region::block_buffers;
 use tirc_ir::subst::{replace_buffers_stmt, substitute_stmt};
 use tirc_ir::{Attr, BlockRealize, Buffer, BufferId, Diagnostic, DimAlign, PrimFunc, Stmt};
 
@@ -36,7 +35,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 
 /// `s` with the allocations of the buffers of `map` replaced.
 fn replace_allocs(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
-    rewrite(s, &mut |x| match x {
+    s.rewrite(&mut |x| match x {
         Stmt::Allocate { buffer, body } => {
             let b = map.iter().find(|(o, _)| o == buffer).map_or(buffer.clone(), |(_, n)| n.clone());
             Some(Stmt::Allocate { buffer: b, body: Box::new(replace_allocs(body, map)) })
@@ -122,12 +121,12 @@ fn double_buffered(f: &PrimFunc) -> Result<Vec<BufferId>, Diagnostic> {
 }
 
 fn written(r: &BlockRealize, index: i64) -> Option<Buffer> {
-    let writes = regions(r, false);
+    let writes = block_buffers(r, false);
     usize::try_from(index).ok().and_then(|i| writes.get(i)).cloned()
 }
 
 fn lower(s: &Stmt) -> Stmt {
-    rewrite(s, &mut |x| match x {
+    s.rewrite(&mut |x| match x {
         Stmt::Block(r) => {
             let b = &r.block;
             let map: Vec<_> = b.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();

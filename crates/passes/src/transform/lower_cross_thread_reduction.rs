@@ -32,7 +32,6 @@
 //! statements, or an output that depends on a thread loop of T.
 
 use crate::arith::Analyzer;
-use crate::schedule::tree::{loops_above, rewrite};
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::{substitute, substitute_stmt};
@@ -43,7 +42,7 @@ use tirc_ir::{
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut names = Vec::new();
     for r in f.body.blocks() {
-        let path = loops_above(&f.body, &r.block.name).unwrap_or_default();
+        let path = f.body.loops_above(&r.block.name).unwrap_or_default();
         let reduces_over = |l: &For| {
             r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
         };
@@ -141,7 +140,7 @@ fn linear(loops: &[(Var, Expr, i64)]) -> Expr {
 
 fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let err = |m: String| Diagnostic::new(format!("cross-thread reduction of block `{name}`: {m}"));
-    let path = loops_above(root, name).unwrap_or_default();
+    let path = root.loops_above(name).unwrap_or_default();
     let r = root.blocks().into_iter().find(|r| r.block.name == name).cloned().ok_or_else(|| err("not found".into()))?;
     let (out, idx, op, v) = combiner(&r.block.body)
         .ok_or_else(|| err("its update is not `C[..] = C[..] op v` with op one of + * min max".into()))?;
@@ -157,7 +156,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         return Err(err("its thread-bound reduction loops must be nested directly in one another".into()));
     }
     // The chain must hold nothing but the loops down to the block.
-    let mut s = &Stmt::For(Box::new(chain[0].clone()));
+    let mut s = &chain[0].body;
     loop {
         match s {
             Stmt::For(l) => s = &l.body,
@@ -170,10 +169,14 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         Ok((l.var.clone(), l.min.clone(), e))
     };
     let t_loops: Vec<(Var, Expr, i64)> =
-        chain.iter().filter(|l| reduce_uses(&l.var)).map(konst).collect::<Result<_, _>>()?;
+        chain.iter().copied().filter(|l| reduce_uses(&l.var)).map(konst).collect::<Result<_, _>>()?;
     // Every other thread loop around the block reduces separately.
-    let s_loops: Vec<(Var, Expr, i64)> =
-        path[..hi].iter().filter(|l| is_thread(l) && !reduce_uses(&l.var)).map(konst).collect::<Result<_, _>>()?;
+    let s_loops: Vec<(Var, Expr, i64)> = path[..hi]
+        .iter()
+        .copied()
+        .filter(|l| is_thread(l) && !reduce_uses(&l.var))
+        .map(konst)
+        .collect::<Result<_, _>>()?;
     let n_t: i64 = t_loops.iter().map(|x| x.2).product();
     let n_s: i64 = s_loops.iter().map(|x| x.2).product();
     let below: Vec<&Var> =
@@ -239,9 +242,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     b1.writes = writes;
     let mut inner_stmt = Stmt::Block(Box::new(BlockRealize { block: b1, ..r.clone() }));
     for l in inner.iter().rev() {
-        let mut l = l.clone();
-        l.body = inner_stmt;
-        inner_stmt = Stmt::For(Box::new(l));
+        inner_stmt = Stmt::For(Box::new(l.with_body(inner_stmt)));
     }
     let identity_map: Vec<(Var, Expr)> = vec![];
     let (base, t) = place(&identity_map);
@@ -255,9 +256,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     };
     let mut phase1_loops = phase1;
     for l in chain.iter().rev() {
-        let mut l = l.clone();
-        l.body = phase1_loops;
-        phase1_loops = Stmt::For(Box::new(l));
+        phase1_loops = Stmt::For(Box::new(l.with_body(phase1_loops)));
     }
     let mut phases = vec![phase1_loops];
 
@@ -310,7 +309,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     }));
     let replacement = Stmt::Allocate { buffer: red, body: Box::new(Stmt::seq(phases)) };
     let head = chain[0].var.clone();
-    Ok(rewrite(root, &mut |s| match s {
+    Ok(root.rewrite(&mut |s| match s {
         Stmt::For(l) if l.var == head => Some(replacement.clone()),
         _ => None,
     }))

@@ -9,14 +9,13 @@
 //! block has an init.
 
 use crate::arith::all_of;
-use crate::schedule::decompose_reduction::decompose;
-use crate::schedule::tree::{loops_above, rewrite};
+use crate::common::reduction::decompose;
 use tirc_ir::{BinOp, Diagnostic, Expr, IterKind, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     while let Some(r) = f.body.blocks().into_iter().find(|r| r.block.init.is_some()).cloned() {
         let name = r.block.name.clone();
-        let path = loops_above(&f.body, &name).unwrap_or_default();
+        let path = f.body.loops_above(&name).unwrap_or_default();
         let outermost_reduction = path.iter().find(|l| {
             r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(&l.var))
         });
@@ -26,7 +25,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                 continue;
             }
         }
-        f.body = rewrite(&f.body, &mut |s| match s {
+        f.body = f.body.rewrite(&mut |s| match s {
             Stmt::Block(b) if b.block.name == name => {
                 let mut b = (**b).clone();
                 let init = b.block.init.take()?;

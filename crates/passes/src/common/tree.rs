@@ -1,15 +1,11 @@
 //! Finding and replacing loops and blocks in a function body.
 
-use super::{Result, ScheduleError};
+use super::error::{Result, ScheduleError};
 use tirc_ir::{BlockRealize, For, Stmt, Var};
 
-/// Rewrites `s` top-down: where `f` returns a replacement, it is used and
-/// not descended into; elsewhere the children are rewritten.
+/// Rewrites `s` top-down (`Stmt::rewrite`).
 pub fn rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Stmt>) -> Stmt {
-    match f(s) {
-        Some(r) => r,
-        None => s.map_children(|c| rewrite(c, f)),
-    }
+    s.rewrite(f)
 }
 
 /// Like `rewrite`, for replacements that can fail.
@@ -30,19 +26,11 @@ pub fn try_rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Result<Stmt>>) -
 }
 
 pub fn find_loop<'a>(s: &'a Stmt, v: &Var) -> Option<&'a For> {
-    let mut found = None;
-    s.walk(&mut |x| {
-        if let Stmt::For(l) = x {
-            if &l.var == v && found.is_none() {
-                found = Some(&**l);
-            }
-        }
-    });
-    found
+    s.find_loop(v)
 }
 
 pub fn find_block<'a>(s: &'a Stmt, name: &str) -> Option<&'a BlockRealize> {
-    s.blocks().into_iter().find(|r| r.block.name == name)
+    s.find_block(name)
 }
 
 /// The loop, or an error naming it.
@@ -72,41 +60,9 @@ pub fn replace_block(s: &Stmt, name: &str, f: impl FnOnce(&BlockRealize) -> Resu
 }
 
 /// The loops between the block's parent block and the block, outermost
-/// first.
-pub fn loops_above(s: &Stmt, name: &str) -> Option<Vec<For>> {
-    fn go(s: &Stmt, name: &str, path: &mut Vec<For>) -> Option<Vec<For>> {
-        match s {
-            Stmt::Block(r) if r.block.name == name => return Some(path.clone()),
-            Stmt::Block(r) => {
-                // A nested scope: loops above it do not count.
-                let saved = std::mem::take(path);
-                let mut out = None;
-                if let Some(i) = &r.block.init {
-                    out = go(i, name, path);
-                }
-                if out.is_none() {
-                    out = go(&r.block.body, name, path);
-                }
-                *path = saved;
-                return out;
-            }
-            Stmt::For(l) => {
-                path.push((**l).clone());
-                let out = go(&l.body, name, path);
-                path.pop();
-                return out;
-            }
-            _ => {}
-        }
-        let mut out = None;
-        s.for_each_child(|c| {
-            if out.is_none() {
-                out = go(c, name, path);
-            }
-        });
-        out
-    }
-    go(s, name, &mut Vec::new())
+/// first (`Stmt::loops_above`).
+pub fn loops_above<'a>(s: &'a Stmt, name: &str) -> Option<Vec<&'a For>> {
+    s.loops_above(name)
 }
 
 /// The blocks directly under `s` (not inside another block).

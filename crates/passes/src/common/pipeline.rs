@@ -1,0 +1,294 @@
+//! The software-pipeline annotations of a loop (`software_pipeline_stage`,
+//! `_order`, `_async_stages`) checked against its body: which statements
+//! run in which stage and order, the versions each buffer needs, and where
+//! asynchronous copies are committed and waited for. `sch.annotate` checks
+//! a schedule's annotations with `check`, so that a bad one is reported at
+//! the schedule line; the lowering pass `inject_software_pipeline` expands
+//! the loop from the `Plan` (see its file for the semantics).
+
+use std::collections::HashSet;
+use tirc_ir::{Attr, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Scope, Stmt};
+
+pub const STAGE: &str = "software_pipeline_stage";
+pub const ORDER: &str = "software_pipeline_order";
+pub const ASYNC: &str = "software_pipeline_async_stages";
+
+/// An integer list annotation of loop `l`.
+fn int_list(l: &For, key: &str) -> Result<Option<Vec<i64>>, Diagnostic> {
+    let Some((_, a)) = l.annotations.iter().find(|(k, _)| k == key) else { return Ok(None) };
+    let bad = || Diagnostic::new(format!("`{key}` of loop `{}` must be a list of integers", l.var.name()));
+    match a {
+        Attr::List(v) => v.iter().map(|x| x.as_int().ok_or_else(bad)).collect::<Result<Vec<_>, _>>().map(Some),
+        _ => Err(bad()),
+    }
+}
+
+/// The statements of a loop body: sequences flattened, allocations taken
+/// out into `hoisted`.
+fn statements(s: &Stmt, hoisted: &mut Vec<Buffer>, out: &mut Vec<Stmt>) {
+    match s {
+        Stmt::Seq(v) => v.iter().for_each(|x| statements(x, hoisted, out)),
+        Stmt::Allocate { buffer, body } => {
+            hoisted.push(buffer.clone());
+            statements(body, hoisted, out)
+        }
+        Stmt::NoOp => {}
+        s => out.push(s.clone()),
+    }
+}
+
+/// The buffers a statement reads and writes.
+pub fn accesses(s: &Stmt) -> (HashSet<Buffer>, HashSet<Buffer>) {
+    let (mut r, mut w) = (HashSet::new(), HashSet::new());
+    s.walk(&mut |x| {
+        if let Stmt::Store { buffer, .. } = x {
+            w.insert(buffer.clone());
+        }
+        x.for_each_expr(|e| {
+            e.walk(&mut |y| {
+                if let Expr::Load(b, _) = y {
+                    r.insert(b.clone());
+                }
+            })
+        });
+    });
+    (r, w)
+}
+
+/// How a statement is named in messages: by the buffers it writes.
+pub fn describe(s: &Stmt) -> String {
+    let (_, w) = accesses(s);
+    let mut names: Vec<&str> = w.iter().map(|b| b.name()).collect();
+    names.sort();
+    names.dedup();
+    match names.len() {
+        0 => "a statement that writes nothing".to_string(),
+        _ => format!("the statement writing `{}`", names.join("`, `")),
+    }
+}
+
+/// What the annotations of a pipelined loop say, checked against its body.
+pub struct Plan {
+    pub stmts: Vec<Stmt>,
+    pub hoisted: Vec<Buffer>,
+    pub stages: Vec<i64>,
+    pub order: Vec<i64>,
+    pub async_stages: Vec<i64>,
+    pub acc: Vec<(HashSet<Buffer>, HashSet<Buffer>)>,
+    /// Buffers that need more than one version, with the count.
+    pub versions: Vec<(Buffer, i64)>,
+}
+
+/// Checks the pipeline annotations of loop `l` against its body: what
+/// `sch.annotate` runs at the end of a schedule, so that a bad annotation
+/// is reported at the schedule line that made it.
+pub fn check(l: &For) -> Result<(), Diagnostic> {
+    analyze(l, &[]).map(|_| ())
+}
+
+pub fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
+    let name = l.var.name();
+    let err = |m: String| Diagnostic::new(format!("software pipeline of loop `{name}`: {m}"));
+    let stages = int_list(l, STAGE)?.unwrap_or_default();
+    let mut hoisted = Vec::new();
+    let mut stmts = Vec::new();
+    statements(&l.body, &mut hoisted, &mut stmts);
+    let n = stmts.len();
+    let listing =
+        || stmts.iter().enumerate().map(|(j, s)| format!("{j}: {}", describe(s))).collect::<Vec<_>>().join("; ");
+    if stages.len() != n {
+        return Err(err(format!("`{STAGE}` has {} entries but the loop body has {n} statements", stages.len()))
+            .help(format!("give one stage per statement of the body ({})", listing())));
+    }
+    let order = int_list(l, ORDER)?.unwrap_or_else(|| (0..n as i64).collect());
+    if order.len() != n {
+        return Err(err(format!("`{ORDER}` has {} entries but the loop body has {n} statements", order.len()))
+            .help(format!("give one position per statement of the body ({})", listing())));
+    }
+    let mut sorted = order.clone();
+    sorted.sort();
+    if sorted != (0..n as i64).collect::<Vec<_>>() {
+        return Err(err(format!("`{ORDER}` {order:?} is not a permutation of 0..{n}")));
+    }
+    if let Some(s) = stages.iter().find(|s| **s < 0) {
+        return Err(err(format!("stage {s} is negative")));
+    }
+    let async_stages = int_list(l, ASYNC)?.unwrap_or_default();
+    if let Some(s) = async_stages.iter().find(|s| !stages.contains(s)) {
+        return Err(err(format!("`{ASYNC}` names stage {s}, which no statement is in")));
+    }
+    if l.kind != ForKind::Serial {
+        return Err(err("only a serial loop can be pipelined".into()));
+    }
+    if l.min.as_int().is_none() || l.extent.as_int().is_none() {
+        return Err(err("the loop's bounds must be constants".into()));
+    };
+
+    // Dependences between statements, and the versions each buffer needs.
+    let acc: Vec<_> = stmts.iter().map(accesses).collect();
+    let mut buffers: Vec<Buffer> = Vec::new();
+    for (r, w) in &acc {
+        for b in r.iter().chain(w) {
+            if !buffers.contains(b) {
+                buffers.push(b.clone());
+            }
+        }
+    }
+    let mut versions: Vec<(Buffer, i64)> = Vec::new();
+    for b in &buffers {
+        let writers: Vec<usize> = (0..n).filter(|&j| acc[j].1.contains(b)).collect();
+        let users: Vec<usize> = (0..n).filter(|&j| acc[j].0.contains(b) || acc[j].1.contains(b)).collect();
+        // In program order, a write and a later access of the same buffer
+        // keep their order.
+        for &x in &users {
+            for &y in users.iter().filter(|&&y| y > x) {
+                if !writers.contains(&x) && !writers.contains(&y) {
+                    continue;
+                }
+                if stages[y] < stages[x] {
+                    return Err(err(format!(
+                        "{} uses `{}` after {} in the loop body, but is in stage {}, earlier than stage {}",
+                        describe(&stmts[y]),
+                        b.name(),
+                        describe(&stmts[x]),
+                        stages[y],
+                        stages[x]
+                    ))
+                    .help("a consumer's stage must be at least its producer's"));
+                }
+                if stages[y] == stages[x] && order[y] < order[x] {
+                    return Err(err(format!(
+                        "`{ORDER}` puts {} before {} in stage {}, but it uses `{}` after it",
+                        describe(&stmts[y]),
+                        describe(&stmts[x]),
+                        stages[x],
+                        b.name()
+                    )));
+                }
+            }
+        }
+        let first_stage = users.iter().map(|&j| stages[j]).min().unwrap_or(0);
+        if users.iter().all(|&j| stages[j] == first_stage) {
+            continue;
+        }
+        // Across stages: one writer, whose value the others read in the
+        // same iteration, after it.
+        let carried = writers.len() > 1 || users.iter().any(|&j| j < writers[0] && acc[j].0.contains(b));
+        if carried {
+            return Err(err(format!(
+                "`{}` is written by more than one statement or read before it is written, so it carries values from one iteration to the next; the statements that use it are in different stages",
+                b.name()
+            ))
+            .help("put every statement that uses it in one stage"));
+        }
+        let p = writers[0];
+        let v = users.iter().filter(|&&c| c != p).map(|&c| stages[c] - stages[p] + 1).max().unwrap_or(1).max(1);
+        if v > 1 {
+            if b.scope() == Scope::Global {
+                return Err(err(format!(
+                    "`{}` lives in global memory and cannot be multi-buffered, but its producer and a consumer are in different stages",
+                    b.name()
+                )));
+            }
+            versions.push((b.clone(), v));
+        }
+    }
+
+    // `double_buffer_scope` asks for two copies at least.
+    for b in &buffers {
+        if doubled.contains(&b.id()) && !versions.iter().any(|(x, _)| x == b) && b.scope() != Scope::Global {
+            versions.push((b.clone(), 2));
+        }
+    }
+    // An asynchronous copy must be waited for, in a later stage.
+    let is_async: Vec<bool> = stages.iter().map(|s| async_stages.contains(s)).collect();
+    let mut in_order: Vec<usize> = (0..n).collect();
+    in_order.sort_by_key(|&j| order[j]);
+    if let Some((p, c)) = AsyncPlan::new(&in_order, &stages, &is_async, &acc).same_stage_consumer {
+        return Err(err(format!(
+            "{} reads what the asynchronous copies of {} write, in the same stage {}",
+            describe(&stmts[c]),
+            describe(&stmts[p]),
+            stages[p]
+        ))
+        .help("put the consumer in a later stage than the asynchronous copies, so that it can wait for them"));
+    }
+    Ok(Plan { stmts, hoisted, stages, order, async_stages, acc, versions })
+}
+
+/// Where the groups of asynchronous copies are committed and how many may
+/// still be in flight before each statement.
+pub struct AsyncPlan {
+    /// Positions (in the expanded order) after which a group is committed:
+    /// after the last statement of each asynchronous stage.
+    pub commits_at: Vec<usize>,
+    /// For each statement, the asynchronous statements whose copies it
+    /// reads, with their stage distance.
+    pub needs: Vec<Vec<(usize, i64)>>,
+    pub stage_commit: Vec<Option<usize>>,
+    pub same_stage_consumer: Option<(usize, usize)>,
+}
+
+impl AsyncPlan {
+    pub fn new(
+        in_order: &[usize],
+        stages: &[i64],
+        is_async: &[bool],
+        acc: &[(HashSet<Buffer>, HashSet<Buffer>)],
+    ) -> AsyncPlan {
+        let n = stages.len();
+        let mut pos = vec![0; n];
+        for (p, &j) in in_order.iter().enumerate() {
+            pos[j] = p;
+        }
+        // The commit of stage s follows its last statement in the order.
+        let mut stage_commit = vec![None; n];
+        let mut commits_at = Vec::new();
+        for j in 0..n {
+            if is_async[j] {
+                let last = (0..n).filter(|&x| is_async[x] && stages[x] == stages[j]).map(|x| pos[x]).max();
+                stage_commit[j] = last;
+                if let Some(l) = last {
+                    if !commits_at.contains(&l) {
+                        commits_at.push(l);
+                    }
+                }
+            }
+        }
+        commits_at.sort();
+        let mut needs = vec![Vec::new(); n];
+        let mut same_stage_consumer = None;
+        for c in 0..n {
+            for p in 0..n {
+                if p == c || !is_async[p] {
+                    continue;
+                }
+                let shared_written: Vec<&Buffer> = acc[p].1.iter().filter(|b| b.scope() == Scope::Shared).collect();
+                if shared_written.iter().any(|b| acc[c].0.contains(*b)) {
+                    let d = stages[c] - stages[p];
+                    if d <= 0 {
+                        same_stage_consumer.get_or_insert((p, c));
+                    } else {
+                        needs[c].push((p, d));
+                    }
+                }
+            }
+        }
+        AsyncPlan { commits_at, needs, stage_commit, same_stage_consumer }
+    }
+
+    /// The `n` of the `wait_group(n)` statement `j` (at position `at`)
+    /// needs: the fewest groups committed after one it reads from.
+    pub fn wait_before(&self, j: usize, at: usize) -> Option<i64> {
+        let per_iteration = self.commits_at.len() as i64;
+        self.needs[j]
+            .iter()
+            .filter_map(|&(p, d)| {
+                let commit = self.stage_commit[p]?;
+                let after_in_its_iteration = self.commits_at.iter().filter(|&&c| c > commit).count() as i64;
+                let before_here = self.commits_at.iter().filter(|&&c| c < at).count() as i64;
+                Some(after_in_its_iteration + (d - 1) * per_iteration + before_here)
+            })
+            .min()
+    }
+}

@@ -1,0 +1,119 @@
+//! A reduction block split into an init block and an update block: the
+//! rewrite behind the primitive `decompose_reduction` (whose file states
+//! the preconditions, checked here in its order) and the pass `lower_init`.
+
+use super::error::{Result, ScheduleError};
+use super::tree::{find_block, loops_above, replace_block, replace_loop};
+use crate::arith::{all_of, conjuncts};
+use tirc_ir::region::infer_block_regions;
+use tirc_ir::subst::{substitute, substitute_stmt};
+use tirc_ir::{Block, BlockRealize, Expr, For, IterKind, IterVar, Stmt, Var};
+
+/// The body with the block decomposed at `at`, and the init block's name.
+pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
+    let r = find_block(root, block)
+        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .clone();
+    // 1.
+    let Some(init) = r.block.init.clone() else {
+        return Err(ScheduleError::new(format!("block `{block}` has no init to decompose")));
+    };
+    // 2.
+    let path = loops_above(root, block).unwrap_or_default();
+    let Some(idx) = path.iter().position(|l| &l.var == at) else {
+        return Err(ScheduleError::new(format!("loop `{}` is not around block `{block}`", at.name())));
+    };
+    let spatial_uses =
+        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind != IterKind::Reduce && e.uses(v));
+    let reduce_uses =
+        |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(v));
+    // 3.
+    if let Some(outer) = path[..idx].iter().find(|l| reduce_uses(&l.var)) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` is a reduction loop outside `{}`: the init would run once per iteration of it and lose the partial sums",
+            outer.var.name(),
+            at.name()
+        ))
+        .help(format!("decompose at `{}` or further out", outer.var.name())));
+    }
+    // 4.
+    let inner = &path[idx..];
+    if let Some(both) = inner.iter().find(|l| spatial_uses(&l.var) && reduce_uses(&l.var)) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` feeds both a spatial and a reduction variable of block `{block}`",
+            both.var.name()
+        )));
+    }
+    let init_loops: Vec<&For> = inner.iter().copied().filter(|l| spatial_uses(&l.var)).collect();
+    let red_loops: Vec<&Var> = inner.iter().filter(|l| reduce_uses(&l.var)).map(|l| &l.var).collect();
+    // Fresh loop variables for the init's copies of the spatial loops.
+    let loop_map: Vec<(Var, Expr)> = init_loops
+        .iter()
+        .map(|l| (l.var.clone(), Expr::var(&l.var.renamed(format!("{}_init", l.var.name())))))
+        .collect();
+    // 5.
+    let mut kept = Vec::new();
+    for c in conjuncts(&r.predicate) {
+        let uses_red = red_loops.iter().any(|v| c.uses(v));
+        let uses_spatial = init_loops.iter().any(|l| c.uses(&l.var));
+        if uses_red && uses_spatial {
+            return Err(ScheduleError::new(format!(
+                "the predicate of block `{block}` mixes reduction and spatial loops"
+            )));
+        }
+        if !uses_red {
+            kept.push(substitute(&c, &loop_map));
+        }
+    }
+    // The init block: the spatial variables only, fresh.
+    let mut ivs = Vec::new();
+    let mut values = Vec::new();
+    let mut var_map = Vec::new();
+    for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
+        if iv.kind != IterKind::Reduce {
+            let nv = iv.var.renamed(iv.var.name());
+            var_map.push((iv.var.clone(), Expr::var(&nv)));
+            ivs.push(IterVar { var: nv, dom: iv.dom.clone(), kind: iv.kind });
+            values.push(substitute(e, &loop_map));
+        } else {
+            // The init runs where every reduction variable is at the start
+            // of its domain: an init that names one means that value.
+            var_map.push((iv.var.clone(), iv.dom.min.clone()));
+        }
+    }
+    let init_body = substitute_stmt(&init, &var_map);
+    let mut init_block = Block {
+        name: format!("{block}_init"),
+        iter_vars: ivs,
+        reads: vec![],
+        writes: vec![],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: init_body,
+    };
+    let (_, writes) = infer_block_regions(&init_block);
+    init_block.writes = writes;
+    let init_name = init_block.name.clone();
+    let mut nest =
+        Stmt::Block(Box::new(BlockRealize { iter_values: values, predicate: all_of(kept), block: init_block }));
+    for (l, (_, nv)) in init_loops.iter().zip(&loop_map).rev() {
+        let Some(v) = nv.as_var() else { continue };
+        nest = Stmt::For(Box::new(For {
+            var: v.clone(),
+            min: l.min.clone(),
+            extent: l.extent.clone(),
+            kind: l.kind,
+            annotations: vec![],
+            body: nest,
+        }));
+    }
+    let body = replace_block(root, block, |r| {
+        let mut r = r.clone();
+        r.block.init = None;
+        r.block.name = format!("{block}_update");
+        Ok(Stmt::Block(Box::new(r)))
+    })?;
+    let body = replace_loop(&body, at, |l| Ok(Stmt::Seq(vec![nest, Stmt::For(Box::new(l.clone()))])))?;
+    Ok((body, init_name))
+}
