@@ -24,13 +24,24 @@ pub struct Diagnostic {
     pub label: Option<String>,
     pub help: Option<String>,
     pub severity: Severity,
+    /// The named kind of the error, where it has one
+    /// (`schedule::not-found`): shown above the message, stable for tools
+    /// and tests to match.
+    pub code: Option<&'static str>,
 }
 
 pub type Result<T> = std::result::Result<T, Diagnostic>;
 
 impl Diagnostic {
     pub fn new(message: impl Into<String>) -> Diagnostic {
-        Diagnostic { message: message.into(), span: None, label: None, help: None, severity: Severity::Error }
+        Diagnostic {
+            message: message.into(),
+            span: None,
+            label: None,
+            help: None,
+            severity: Severity::Error,
+            code: None,
+        }
     }
 
     /// A warning: legal input, reported, not refused.
@@ -48,6 +59,11 @@ impl Diagnostic {
 
     pub fn label(mut self, label: impl Into<String>) -> Diagnostic {
         self.label = Some(label.into());
+        self
+    }
+
+    pub fn code(mut self, code: &'static str) -> Diagnostic {
+        self.code = Some(code);
         self
     }
 
@@ -136,6 +152,10 @@ impl miette::Diagnostic for Report<'_> {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
         })
+    }
+
+    fn code<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        self.d.code.map(|c| Box::new(c) as Box<dyn std::fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {

@@ -118,7 +118,7 @@ impl Kernel {
     /// The schedule's steps as applied.
     #[getter]
     fn trace(&self) -> Vec<String> {
-        self.compiled.trace.clone()
+        self.compiled.trace.iter().map(ToString::to_string).collect()
     }
 
     /// The schedule as applied, as a `@tirc.schedule` function that replays

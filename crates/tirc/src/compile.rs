@@ -31,7 +31,9 @@ pub struct Compiled {
     /// The function before any schedule: the reference.
     pub original: PrimFunc,
     pub scheduled: PrimFunc,
-    pub trace: Vec<String>,
+    /// The steps applied, in order (`registry::Step`: the primitive, its
+    /// arguments, its results; each prints as a schedule line).
+    pub trace: Vec<tirc_passes::schedule::registry::Step>,
     /// The schedule as applied, as a script that replays it
     /// (`Schedule::replay`); empty without a schedule.
     pub replay: Vec<String>,

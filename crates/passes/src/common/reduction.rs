@@ -12,7 +12,7 @@ use tirc_ir::{Block, BlockRealize, Expr, For, IterKind, IterVar, Stmt, Var};
 /// The body with the block decomposed at `at`, and the init block's name.
 pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     let r = find_block(root, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     // 1.
     let Some(init) = r.block.init.clone() else {

@@ -36,7 +36,7 @@ pub fn find_block<'a>(s: &'a Stmt, name: &str) -> Option<&'a BlockRealize> {
 /// The loop, or an error naming it.
 pub fn get_loop<'a>(s: &'a Stmt, v: &Var) -> Result<&'a For> {
     find_loop(s, v).ok_or_else(|| {
-        ScheduleError::new(format!("loop `{}` is no longer in the function", v.name()))
+        ScheduleError::not_found(format!("loop `{}` is no longer in the function", v.name()))
             .help("a loop that was split, fused or decomposed is replaced by the new loops it returned")
     })
 }

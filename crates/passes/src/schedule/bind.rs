@@ -32,7 +32,7 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // 1.
     let Some(tag) = ThreadTag::parse(thread) else {
         let names: Vec<String> = ThreadTag::ALL.iter().map(|t| t.name()).collect();
-        let mut e = ScheduleError::new(format!("unknown thread axis `{thread}`"));
+        let mut e = ScheduleError::bad_argument(format!("unknown thread axis `{thread}`"));
         if let Some(s) = tirc_ir::diag::suggest(thread, names.iter().map(|s| s.as_str())) {
             e = e.help(format!("did you mean `{s}`?"));
         }
@@ -183,7 +183,6 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
         f.kind = ForKind::ThreadBinding(tag);
         Ok(Stmt::For(Box::new(f)))
     })?;
-    sch.record(format!("sch.bind({}, \"{}\")", lp.name(), tag.name()));
     Ok(())
 }
 

@@ -60,7 +60,6 @@ pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) 
         }
     }
     set_root(sch, body, vec![copy]);
-    sch.record(format!("{name} = sch.cache_read({block}, {index}, \"{}\")", sc.name()));
     Ok(name)
 }
 
@@ -90,7 +89,6 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
         }
     }
     set_root(sch, body, vec![copy]);
-    sch.record(format!("{name} = sch.cache_write({block}, {index}, \"{}\")", sc.name()));
     Ok(name)
 }
 
@@ -99,11 +97,12 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
 fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, BlockRealize)> {
     // 1.
     let sc = Scope::parse(scope).ok_or_else(|| {
-        ScheduleError::new(format!("unknown storage scope \"{scope}\"")).help("use \"shared\", \"local\" or \"global\"")
+        ScheduleError::bad_argument(format!("unknown storage scope \"{scope}\""))
+            .help("use \"shared\", \"local\" or \"global\"")
     })?;
     // 2.
     let r = find_block(&sch.func.body, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     let top = root_stmts(&sch.func.body).iter().position(|s| s.blocks().iter().any(|b| b.block.name == block));
     let top = match top {
@@ -111,7 +110,7 @@ fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, Bl
         _ => return Err(ScheduleError::new(format!("block `{block}` is not inside the function's root block"))),
     };
     if top_level_owner(&sch.func.body, block).as_deref() != Some("root") {
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::unsupported(format!(
             "block `{block}` is nested in another block; tirc caches buffers of blocks of the root scope only"
         )));
     }
@@ -122,7 +121,7 @@ fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, Bl
 fn pick(bufs: &[Buffer], index: i64, block: &str, what: &str) -> Result<Buffer> {
     if index < 0 || index as usize >= bufs.len() {
         let names: Vec<&str> = bufs.iter().map(|b| b.name()).collect();
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::bad_argument(format!(
             "block `{block}` {what} {} buffer(s), so index {index} names none of them",
             bufs.len()
         ))

@@ -34,13 +34,11 @@ use tirc_ir::{BinOp, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKi
 
 pub fn compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<()> {
     move_to(sch, block, lp, true)?;
-    sch.record(format!("sch.compute_at({block}, {})", lp.name()));
     Ok(())
 }
 
 pub fn reverse_compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<()> {
     move_to(sch, block, lp, false)?;
-    sch.record(format!("sch.reverse_compute_at({block}, {})", lp.name()));
     Ok(())
 }
 
@@ -48,10 +46,10 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     let root = sch.func.body.clone();
     // 1.
     let r = find_block(&root, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     let l = find_loop(&root, lp)
-        .ok_or_else(|| ScheduleError::new(format!("loop `{}` is no longer in the function", lp.name())))?
+        .ok_or_else(|| ScheduleError::not_found(format!("loop `{}` is no longer in the function", lp.name())))?
         .clone();
     let path = loops_above(&root, block).unwrap_or_default();
     if path.iter().any(|x| &x.var == lp) {

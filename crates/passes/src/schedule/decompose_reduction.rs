@@ -24,6 +24,5 @@ use crate::common::reduction::decompose;
 pub fn decompose_reduction(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<BlockRV> {
     let (body, init) = decompose(&sch.func.body, block, lp)?;
     sch.func.body = body;
-    sch.record(format!("{init} = sch.decompose_reduction({block}, {})", lp.name()));
     Ok(init)
 }

@@ -24,9 +24,9 @@ impl DepGraph {
     /// The graph of the scope that holds `block`.
     pub fn of_scope(root: &Stmt, block: &str) -> Result<DepGraph> {
         let owner = top_level_owner(root, block)
-            .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?;
+            .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
         let scope = find_block(root, &owner)
-            .ok_or_else(|| ScheduleError::new(format!("the scope of block `{block}` is not in the function")))?;
+            .ok_or_else(|| ScheduleError::not_found(format!("the scope of block `{block}` is not in the function")))?;
         let scope_stmt = Stmt::Block(Box::new(scope.clone()));
         let blocks: Vec<BlockRealize> =
             child_blocks(&scope_stmt).into_iter().filter(|b| b.block.name != owner).cloned().collect();

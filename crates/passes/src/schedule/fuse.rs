@@ -19,7 +19,7 @@ use tirc_ir::{BinOp, DType, Expr, For, ForKind, Stmt, Var};
 pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
     // 1.
     let Some(first) = loops.first() else {
-        return Err(ScheduleError::new("fuse needs at least one loop"));
+        return Err(ScheduleError::bad_argument("fuse needs at least one loop"));
     };
     let mut fors: Vec<For> = vec![get_loop(&sch.func.body, first)?.clone()];
     // 2.
@@ -96,7 +96,5 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
         body,
     }));
     sch.func.body = replace_loop(&sch.func.body, first, |_| Ok(new))?;
-    let names: Vec<&str> = loops.iter().map(|l| l.name()).collect();
-    sch.record(format!("{} = sch.fuse({})", fused.name(), names.join(", ")));
     Ok(fused)
 }

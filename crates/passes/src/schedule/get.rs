@@ -15,7 +15,7 @@ pub fn get_block(sch: &Schedule, name: &str) -> Result<BlockRV> {
         1 => Ok(name.to_string()),
         0 => {
             let names: Vec<&str> = blocks.iter().map(|r| r.block.name.as_str()).filter(|n| *n != "root").collect();
-            let mut e = ScheduleError::new(format!("no block named `{name}` in function `{}`", sch.func.name));
+            let mut e = ScheduleError::not_found(format!("no block named `{name}` in function `{}`", sch.func.name));
             if let Some(s) = suggest(name, names.iter().copied()) {
                 e = e.help(format!("did you mean `{s}`?"));
             } else if !names.is_empty() {
@@ -29,7 +29,7 @@ pub fn get_block(sch: &Schedule, name: &str) -> Result<BlockRV> {
 
 pub fn get_loops(sch: &Schedule, block: &BlockRV) -> Result<Vec<LoopRV>> {
     let loops = loops_above(&sch.func.body, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?;
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
     Ok(loops.into_iter().map(|l| l.var.clone()).collect())
 }
 
@@ -38,12 +38,12 @@ pub fn get_child_blocks(sch: &Schedule, parent: Parent) -> Result<Vec<BlockRV>> 
     let s: Stmt = match parent {
         Parent::Block(b) => {
             let r = find_block(&sch.func.body, &b)
-                .ok_or_else(|| ScheduleError::new(format!("block `{b}` is no longer in the function")))?;
+                .ok_or_else(|| ScheduleError::not_found(format!("block `{b}` is no longer in the function")))?;
             r.block.body.clone()
         }
         Parent::Loop(l) => {
             let f = find_loop(&sch.func.body, &l)
-                .ok_or_else(|| ScheduleError::new(format!("loop `{}` is no longer in the function", l.name())))?;
+                .ok_or_else(|| ScheduleError::not_found(format!("loop `{}` is no longer in the function", l.name())))?;
             f.body.clone()
         }
     };

@@ -55,7 +55,6 @@ pub fn compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
     let inline = |e: &Expr| -> Expr { inline_loads(e, b, &vars, value) };
     let body = rewrite_blocks_reading(&body, b, &inline);
     sch.func.body = drop_alloc(&body, b);
-    sch.record(format!("sch.compute_inline({block})"));
     Ok(())
 }
 
@@ -131,23 +130,23 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
         _ => None,
     });
     sch.func.body = drop_alloc(&body, b);
-    sch.record(format!("sch.reverse_compute_inline({block})"));
     Ok(())
 }
 
 pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<()> {
     let r = find_block(&sch.func.body, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     let writes = block_buffers(&r, false);
     let Some(b) = usize::try_from(index).ok().and_then(|i| writes.get(i)).cloned() else {
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::bad_argument(format!(
             "block `{block}` writes {} buffer(s), so index {index} names none of them",
             writes.len()
         )));
     };
     let sc = Scope::parse(scope).ok_or_else(|| {
-        ScheduleError::new(format!("unknown storage scope \"{scope}\"")).help("use \"shared\", \"local\" or \"global\"")
+        ScheduleError::bad_argument(format!("unknown storage scope \"{scope}\""))
+            .help("use \"shared\", \"local\" or \"global\"")
     })?;
     check_allocated(sch, &b)?;
     let nb = b.with(|n| n.scope = sc);
@@ -167,14 +166,13 @@ pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -
         }
         _ => None,
     });
-    sch.record(format!("sch.set_scope({block}, {index}, \"{}\")", sc.name()));
     Ok(())
 }
 
 /// Checks 1 and 2: the block, spatial, with no init.
 fn spatial_block(sch: &Schedule, block: &str) -> Result<BlockRealize> {
     let r = find_block(&sch.func.body, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     if block == "root" {
         return Err(ScheduleError::new("the root block cannot be inlined"));

@@ -8,14 +8,12 @@
 //! span of the expression at fault.
 
 use super::loop_kind::Target;
-use super::{
-    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder, split,
-    storage_align, Schedule, ScheduleError,
-};
+use super::registry::{self, Args, Kind, Out, Step};
+use super::Schedule;
 use crate::common::pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
-use tirc_ir::{Attr, Stmt, Var};
+use tirc_ir::{Attr, Var};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 #[derive(Clone, Debug)]
@@ -51,39 +49,6 @@ type R<T> = Result<T, Diagnostic>;
 
 /// Positional and keyword arguments of a call, with their spans.
 type CallArgs = (Vec<(Value, Span)>, Vec<(String, Value, Span)>);
-
-/// The primitives tirc implements, for suggestions.
-const PRIMITIVES: [&str; 26] = [
-    "get_block",
-    "get_sblock",
-    "get_loops",
-    "get_child_blocks",
-    "split",
-    "fuse",
-    "reorder",
-    "bind",
-    "parallel",
-    "vectorize",
-    "unroll",
-    "annotate",
-    "unannotate",
-    "decompose_reduction",
-    "work_on",
-    "get_producers",
-    "get_consumers",
-    "compute_inline",
-    "reverse_compute_inline",
-    "set_scope",
-    "cache_read",
-    "cache_write",
-    "compute_at",
-    "reverse_compute_at",
-    "storage_align",
-    "pad_einsum",
-];
-
-/// Primitives of TVM's schedule that tirc does not implement yet.
-const NOT_YET: [&str; 5] = ["tensorize", "blockize", "transform_layout", "rfactor", "reindex"];
 
 /// Runs the schedule `def` on a fresh schedule of its function. `params`
 /// override the script's parameter defaults.
@@ -180,23 +145,6 @@ enum Flow {
 }
 
 impl Interp<'_> {
-    /// `sch.annotate(block, "double_buffer_scope", i)`: the block must write
-    /// a buffer at index `i`, and not a parameter.
-    fn check_double_buffer(&self, block: &str, val: &Attr) -> std::result::Result<(), String> {
-        let r = crate::common::tree::find_block(&self.sch.func.body, block)
-            .ok_or_else(|| format!("block `{block}` is no longer in the function"))?;
-        let i = val.as_int().ok_or("\"double_buffer_scope\" takes the index of a buffer the block writes")?;
-        let writes = tirc_ir::region::block_buffers(r, false);
-        let b = usize::try_from(i)
-            .ok()
-            .and_then(|i| writes.get(i))
-            .ok_or_else(|| format!("block `{block}` writes {} buffers; it has no write buffer {i}", writes.len()))?;
-        if self.sch.func.params.contains(b) {
-            return Err(format!("`{}` is a parameter of the function: only a buffer the schedule made (cache_read, cache_write) can be double-buffered", b.name()));
-        }
-        Ok(())
-    }
-
     fn block(&mut self, body: &[ast::Stmt]) -> R<Flow> {
         for s in body {
             match self.stmt(s)? {
@@ -465,7 +413,6 @@ impl Interp<'_> {
         if let ExprKind::Attribute { value, attr } = &func.kind {
             if let Value::Sch = self.expr(value)? {
                 let (pos, kw) = self.args(args)?;
-                let steps = self.sch.trace.len();
                 // The handles a replay needs for this step, from the function
                 // as it is before the step.
                 let mut defs = Vec::new();
@@ -473,18 +420,15 @@ impl Interp<'_> {
                 for v in pos.iter().map(|p| &p.0).chain(kw.iter().map(|k| &k.1)) {
                     self.define(v, &mut handles, &mut defs);
                 }
-                let out = self.primitive(&attr.name, attr.span, pos, kw, span)?;
-                if self.sch.trace.len() > steps {
-                    let step = self.sch.trace[steps].clone();
+                let (out, step) = self.primitive(&attr.name, attr.span, pos, kw, span)?;
+                if let Some(step) = step {
                     self.handles = handles;
                     self.sch.replay.extend(defs);
-                    let lines = self.sch.trace.split_off(steps);
-                    for line in &lines {
-                        self.assigned(line);
-                        self.sch.replay.push(line.clone());
-                    }
-                    self.sch.trace.extend(lines);
-                    (self.observe)(&step, &self.sch.func);
+                    self.assigned(&step.out);
+                    let line = step.to_string();
+                    self.sch.replay.push(line.clone());
+                    self.sch.trace.push(step);
+                    (self.observe)(&line, &self.sch.func);
                 }
                 return Ok(out);
             }
@@ -547,6 +491,9 @@ impl Interp<'_> {
         }
     }
 
+    /// Applies the primitive `name` (found in the registry) to the call's
+    /// arguments, checked against its signature; gives its value to the
+    /// script and, for a step, the `Step` to record.
     fn primitive(
         &mut self,
         name: &str,
@@ -554,46 +501,60 @@ impl Interp<'_> {
         pos: Vec<(Value, Span)>,
         kw: Vec<(String, Value, Span)>,
         span: Span,
-    ) -> R<Value> {
-        let sig: &[&str] = match name {
-            "get_block" | "get_sblock" => &["name", "func_name"],
-            "get_loops" => &["block"],
-            "get_child_blocks" => &["block_or_loop"],
-            "split" => &["loop", "factors", "preserve_unit_iters", "disable_predication"],
-            "fuse" | "reorder" => &[],
-            "bind" => &["loop", "thread_axis"],
-            "parallel" | "vectorize" | "unroll" => &["loop"],
-            "annotate" => &["block_or_loop", "ann_key", "ann_val"],
-            "unannotate" => &["block_or_loop", "ann_key"],
-            "decompose_reduction" => &["block", "loop"],
-            "get_producers" | "get_consumers" | "compute_inline" | "reverse_compute_inline" => &["block"],
-            "set_scope" => &["block", "buffer_index", "storage_scope"],
-            "cache_read" => &["block", "read_buffer_index", "storage_scope", "consumer_blocks"],
-            "cache_write" => &["block", "write_buffer_index", "storage_scope", "consumer_blocks"],
-            "compute_at" | "reverse_compute_at" => &["block", "loop", "preserve_unit_loops", "index"],
-            "work_on" => &["func_name"],
-            "storage_align" => &["block", "buffer_index", "axis", "factor", "offset"],
-            "pad_einsum" => &["block", "padding"],
-            _ if NOT_YET.contains(&name) => {
-                return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet")))
+    ) -> R<(Value, Option<Step>)> {
+        let Some(prim) = registry::find(name) else {
+            if registry::NOT_YET.contains(&name) {
+                return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet"))
+                    .code(super::ErrorKind::Unsupported.code()));
             }
-            _ => {
-                return Err(did_you_mean(
-                    Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`")),
-                    name,
-                    PRIMITIVES.iter().copied(),
-                ))
-            }
+            return Err(did_you_mean(
+                Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`")),
+                name,
+                registry::PRIMITIVES.iter().map(|p| p.name),
+            ));
         };
-        let fail = |e: ScheduleError| {
-            let d = Diagnostic::at(span, e.message);
+        let args = self.check_args(prim, pos, kw, span)?;
+        if name == "annotate" {
+            if let (Some(registry::Arg::Target(Target::Loop(l))), Some(registry::Arg::Str(key))) =
+                (&args.0[0], &args.0[1])
+            {
+                if key.starts_with("software_pipeline") {
+                    self.pipelines.push((l.clone(), span));
+                }
+            }
+        }
+        let out = (prim.apply)(&mut self.sch, &args).map_err(|e| {
+            let d = Diagnostic::at(span, e.message).code(e.kind.code());
             match e.help {
                 Some(h) => d.help(h),
                 None => d,
             }
+        })?;
+        let value = match &out {
+            Out::None => Value::None,
+            Out::Block(b) => Value::Block(b.clone()),
+            Out::Blocks(bs) => Value::List(bs.iter().cloned().map(Value::Block).collect()),
+            Out::Loop(l) => Value::Loop(l.clone()),
+            Out::Loops(ls) => Value::List(ls.iter().cloned().map(Value::Loop).collect()),
         };
-        // Variadic primitives: every positional argument is a loop.
-        if sig.is_empty() {
+        let step = prim.step.then_some(Step { primitive: prim, args, out });
+        Ok((value, step))
+    }
+
+    /// Matches a call's arguments to the primitive's signature and checks
+    /// each against its kind.
+    fn check_args(
+        &self,
+        prim: &registry::Primitive,
+        pos: Vec<(Value, Span)>,
+        kw: Vec<(String, Value, Span)>,
+        span: Span,
+    ) -> R<Args> {
+        let name = prim.name;
+        let bad = |s: Span, m: String| Diagnostic::at(s, m).code(super::ErrorKind::BadArgument.code());
+        // A variadic primitive: every positional argument is a loop or a
+        // list of loops.
+        let (pos, kw) = if prim.params.first().is_some_and(|p| p.kind == Kind::Loops) {
             let mut loops = Vec::new();
             for (v, s) in &pos {
                 match v {
@@ -603,221 +564,77 @@ impl Interp<'_> {
                             loops.push(self.as_loop(it, *s)?);
                         }
                     }
-                    o => return Err(Diagnostic::at(*s, format!("expected a loop, not {}", o.kind()))),
+                    o => return Err(bad(*s, format!("expected a loop, not {}", o.kind()))),
                 }
             }
-            for (k, _, s) in &kw {
-                if k != "preserve_unit_iters" {
-                    return Err(Diagnostic::at(*s, format!("`{name}` takes no argument `{k}`")));
-                }
-            }
-            return if name == "fuse" {
-                fuse::fuse(&mut self.sch, &loops).map(Value::Loop).map_err(fail)
-            } else {
-                reorder::reorder(&mut self.sch, &loops).map(|_| Value::None).map_err(fail)
-            };
-        }
-        let a = bind_args(name, sig, pos, kw, span)?;
-        let need = |i: usize| -> R<(Value, Span)> {
-            a[i].clone().ok_or_else(|| Diagnostic::at(span, format!("`{name}` needs the argument `{}`", sig[i])))
+            (vec![(Value::List(loops.into_iter().map(Value::Loop).collect()), span)], kw)
+        } else {
+            (pos, kw)
         };
-        match name {
-            "get_block" | "get_sblock" => {
-                let (v, s) = need(0)?;
-                let Value::Str(n) = v else {
-                    return Err(Diagnostic::at(s, "a block name must be a string"));
-                };
-                get::get_block(&self.sch, &n).map(Value::Block).map_err(fail)
-            }
-            "work_on" => Ok(Value::None),
-            "get_loops" => {
-                let b = self.as_block(&need(0)?)?;
-                let loops = get::get_loops(&self.sch, &b).map_err(fail)?;
-                Ok(Value::List(loops.into_iter().map(Value::Loop).collect()))
-            }
-            "get_child_blocks" => {
-                let (v, s) = need(0)?;
-                let parent = match v {
-                    Value::Block(b) => get::Parent::Block(b),
-                    Value::Loop(l) => get::Parent::Loop(l),
-                    o => return Err(Diagnostic::at(s, format!("expected a block or a loop, not {}", o.kind()))),
-                };
-                let bs = get::get_child_blocks(&self.sch, parent).map_err(fail)?;
-                Ok(Value::List(bs.into_iter().map(Value::Block).collect()))
-            }
-            "split" => {
-                let l = self.as_loop(&need(0)?.0, need(0)?.1)?;
-                let (fv, fs) = need(1)?;
-                let (Value::List(fl) | Value::Tuple(fl)) = fv else {
-                    return Err(Diagnostic::at(fs, "factors must be a list such as [None, 32]"));
-                };
-                let mut factors = Vec::new();
-                for f in fl {
-                    factors.push(match f {
-                        Value::None | Value::Int(-1) => None,
-                        Value::Int(i) => Some(i),
-                        o => {
-                            return Err(Diagnostic::at(
-                                fs,
-                                format!("a factor must be an integer or None, not {}", o.kind()),
-                            ))
-                        }
-                    });
+        let sig: Vec<&str> = prim.params.iter().map(|p| p.name).collect();
+        let given = bind_args(name, &sig, pos, kw, span)?;
+        let mut args = Vec::new();
+        for (p, a) in prim.params.iter().zip(given) {
+            let Some((v, s)) = a else {
+                if p.required {
+                    return Err(bad(span, format!("`{name}` needs the argument `{}`", p.name)));
                 }
-                let loops = split::split(&mut self.sch, &l, &factors).map_err(fail)?;
-                Ok(Value::List(loops.into_iter().map(Value::Loop).collect()))
-            }
-            "bind" => {
-                let (lv, ls) = need(0)?;
-                let l = self.as_loop(&lv, ls)?;
-                let (tv, ts) = need(1)?;
-                let Value::Str(t) = tv else {
-                    return Err(Diagnostic::at(ts, "a thread axis must be a string such as \"threadIdx.x\""));
-                };
-                bind::bind(&mut self.sch, &l, &t).map(|_| Value::None).map_err(fail)
-            }
-            "parallel" | "vectorize" | "unroll" => {
-                let (lv, ls) = need(0)?;
-                let l = self.as_loop(&lv, ls)?;
-                let r = match name {
-                    "parallel" => loop_kind::parallel(&mut self.sch, &l),
-                    "vectorize" => loop_kind::vectorize(&mut self.sch, &l),
-                    _ => loop_kind::unroll(&mut self.sch, &l),
-                };
-                r.map(|_| Value::None).map_err(fail)
-            }
-            "annotate" | "unannotate" => {
-                let (tv, ts) = need(0)?;
-                let target = match tv {
-                    Value::Loop(l) => Target::Loop(l),
-                    Value::Block(b) => Target::Block(b),
-                    o => return Err(Diagnostic::at(ts, format!("expected a block or a loop, not {}", o.kind()))),
-                };
-                let (kv, ks) = need(1)?;
-                let Value::Str(key) = kv else {
-                    return Err(Diagnostic::at(ks, "an annotation key must be a string"));
-                };
-                if name == "unannotate" {
-                    return loop_kind::unannotate(&mut self.sch, &target, &key).map(|_| Value::None).map_err(fail);
+                args.push(None);
+                continue;
+            };
+            let want = |what: &str| bad(s, format!("`{}` must be {what}, not {}", p.name, v.kind()));
+            let arg = match (p.kind, &v) {
+                (Kind::Ignored, _) => {
+                    args.push(None);
+                    continue;
                 }
-                if let (Target::Loop(l), true) = (&target, key.starts_with("software_pipeline")) {
-                    self.pipelines.push((l.clone(), span));
+                (Kind::NotYet, _) => {
+                    return Err(Diagnostic::at(s, format!("tirc does not take `{}` of `{name}` yet", p.name))
+                        .code(super::ErrorKind::Unsupported.code()))
                 }
-                let (vv, vs) = need(2)?;
-                let val = to_attr(&vv)
-                    .ok_or_else(|| Diagnostic::at(vs, format!("{} cannot be an annotation value", vv.kind())))?;
-                if let (Target::Block(b), "double_buffer_scope") = (&target, key.as_str()) {
-                    self.check_double_buffer(b, &val).map_err(|m| Diagnostic::at(span, m))?;
+                (Kind::Block, Value::Block(b) | Value::Str(b)) => registry::Arg::Block(b.clone()),
+                (Kind::Block, _) => return Err(want("a block")),
+                (Kind::Loop, Value::Loop(l)) => registry::Arg::Loop(l.clone()),
+                (Kind::Loop, _) => return Err(want("a loop")),
+                (Kind::BlockOrLoop, Value::Block(b)) => registry::Arg::Target(Target::Block(b.clone())),
+                (Kind::BlockOrLoop, Value::Loop(l)) => registry::Arg::Target(Target::Loop(l.clone())),
+                (Kind::BlockOrLoop, _) => return Err(want("a block or a loop")),
+                (Kind::Loops, Value::List(items)) => {
+                    registry::Arg::Loops(items.iter().map(|x| self.as_loop(x, s)).collect::<R<_>>()?)
                 }
-                loop_kind::annotate(&mut self.sch, &target, &key, val).map(|_| Value::None).map_err(fail)
-            }
-            "decompose_reduction" => {
-                let b = self.as_block(&need(0)?)?;
-                let (lv, ls) = need(1)?;
-                let l = self.as_loop(&lv, ls)?;
-                decompose_reduction::decompose_reduction(&mut self.sch, &b, &l).map(Value::Block).map_err(fail)
-            }
-            "cache_read" | "cache_write" | "set_scope" => {
-                let b = self.as_block(&need(0)?)?;
-                let (iv, is) = need(1)?;
-                let Value::Int(index) = iv else {
-                    return Err(Diagnostic::at(is, format!("the buffer index must be an integer, not {}", iv.kind())));
-                };
-                let (sv, ss) = need(2)?;
-                let Value::Str(scope) = sv else {
-                    return Err(Diagnostic::at(ss, "the storage scope must be a string such as \"shared\""));
-                };
-                if name == "set_scope" {
-                    return inline::set_scope(&mut self.sch, &b, index, &scope).map(|_| Value::None).map_err(fail);
-                }
-                if let Some((_, s)) = &a[3] {
-                    return Err(Diagnostic::at(
-                        *s,
-                        "tirc does not take `consumer_blocks` yet: the cache serves the given block",
-                    ));
-                }
-                let r = if name == "cache_read" {
-                    cache::cache_read(&mut self.sch, &b, index, &scope)
-                } else {
-                    cache::cache_write(&mut self.sch, &b, index, &scope)
-                };
-                r.map(Value::Block).map_err(fail)
-            }
-            "get_producers" | "get_consumers" => {
-                let b = self.as_block(&need(0)?)?;
-                let r = if name == "get_producers" {
-                    deps::get_producers(&self.sch, &b)
-                } else {
-                    deps::get_consumers(&self.sch, &b)
-                };
-                r.map(|v| Value::List(v.into_iter().map(Value::Block).collect())).map_err(fail)
-            }
-            "compute_inline" | "reverse_compute_inline" => {
-                let b = self.as_block(&need(0)?)?;
-                let r = if name == "compute_inline" {
-                    inline::compute_inline(&mut self.sch, &b)
-                } else {
-                    inline::reverse_compute_inline(&mut self.sch, &b)
-                };
-                r.map(|_| Value::None).map_err(fail)
-            }
-            "compute_at" | "reverse_compute_at" => {
-                let b = self.as_block(&need(0)?)?;
-                let (lv, ls) = need(1)?;
-                let l = self.as_loop(&lv, ls)?;
-                let r = if name == "compute_at" {
-                    compute_at::compute_at(&mut self.sch, &b, &l)
-                } else {
-                    compute_at::reverse_compute_at(&mut self.sch, &b, &l)
-                };
-                r.map(|_| Value::None).map_err(fail)
-            }
-            "storage_align" => {
-                let b = self.as_block(&need(0)?)?;
-                let mut ints = [0i64; 4];
-                for (k, slot) in ints.iter_mut().enumerate() {
-                    let (v, s) = need(k + 1)?;
-                    let Value::Int(i) = v else {
-                        return Err(Diagnostic::at(
-                            s,
-                            format!("`{}` must be an integer, not {}", sig[k + 1], v.kind()),
-                        ));
-                    };
-                    *slot = i;
-                }
-                let [index, axis, factor, offset] = ints;
-                storage_align::storage_align(&mut self.sch, &b, index, axis, factor, offset)
-                    .map(|_| Value::None)
-                    .map_err(fail)
-            }
-            "pad_einsum" => {
-                let b = self.as_block(&need(0)?)?;
-                let (v, s) = need(1)?;
-                let items = match v {
-                    Value::List(items) | Value::Tuple(items) => items,
-                    o => {
-                        return Err(Diagnostic::at(
-                            s,
-                            format!("`padding` must be a list of integers, not {}", o.kind()),
-                        ))
-                    }
-                };
-                let mut padding = Vec::new();
-                for it in items {
-                    match it {
-                        Value::Int(i) => padding.push(i),
-                        o => {
-                            return Err(Diagnostic::at(
-                                s,
-                                format!("`padding` must be a list of integers; it holds {}", o.kind()),
-                            ))
-                        }
-                    }
-                }
-                pad_einsum::pad_einsum(&mut self.sch, &b, &padding).map(|_| Value::None).map_err(fail)
-            }
-            _ => Err(Diagnostic::at(name_span, format!("unknown schedule primitive `{name}`"))),
+                (Kind::Loops, _) => return Err(want("a list of loops")),
+                (Kind::Int, Value::Int(i)) => registry::Arg::Int(*i),
+                (Kind::Int, _) => return Err(want("an integer")),
+                (Kind::Str, Value::Str(t)) => registry::Arg::Str(t.clone()),
+                (Kind::Str, _) => return Err(want("a string")),
+                (Kind::Ints, Value::List(items) | Value::Tuple(items)) => registry::Arg::Ints(
+                    items
+                        .iter()
+                        .map(|x| match x {
+                            Value::Int(i) => Ok(*i),
+                            o => Err(bad(s, format!("`{}` must be a list of integers; it holds {}", p.name, o.kind()))),
+                        })
+                        .collect::<R<_>>()?,
+                ),
+                (Kind::Ints, _) => return Err(want("a list of integers")),
+                (Kind::Factors, Value::List(items) | Value::Tuple(items)) => registry::Arg::Factors(
+                    items
+                        .iter()
+                        .map(|x| match x {
+                            Value::None | Value::Int(-1) => Ok(None),
+                            Value::Int(i) => Ok(Some(*i)),
+                            o => Err(bad(s, format!("a factor must be an integer or None, not {}", o.kind()))),
+                        })
+                        .collect::<R<_>>()?,
+                ),
+                (Kind::Factors, _) => return Err(bad(s, "factors must be a list such as [None, 32]".into())),
+                (Kind::Value, v) => registry::Arg::Value(
+                    to_attr(v).ok_or_else(|| bad(s, format!("{} cannot be an annotation value", v.kind())))?,
+                ),
+            };
+            args.push(Some(arg));
         }
+        Ok(Args(args))
     }
 
     /// Adds to `defs` the lines that give the blocks and loops of `v` a
@@ -851,20 +668,19 @@ impl Interp<'_> {
         }
     }
 
-    /// Records the handles a trace line assigns (`a, b = sch.split(..)`).
-    fn assigned(&mut self, line: &str) {
-        let Some((lhs, _)) = line.split_once(" = sch.") else { return };
-        for name in lhs.split(',').map(str::trim) {
-            let mut found = None;
-            self.sch.func.body.walk(&mut |s| {
-                if let Stmt::For(f) = s {
-                    if f.var.name() == name {
-                        found = Some(f.var.clone());
-                    }
-                }
-            });
-            self.handles.retain(|(n, _)| n != name);
-            self.handles.push((name.to_string(), found));
+    /// Records the handles a step's results give (`a, b = sch.split(..)`).
+    fn assigned(&mut self, out: &Out) {
+        let mut named: Vec<(String, Option<Var>)> = Vec::new();
+        match out {
+            Out::None => {}
+            Out::Block(b) => named.push((b.clone(), None)),
+            Out::Blocks(bs) => named.extend(bs.iter().map(|b| (b.clone(), None))),
+            Out::Loop(l) => named.push((l.name().to_string(), Some(l.clone()))),
+            Out::Loops(ls) => named.extend(ls.iter().map(|l| (l.name().to_string(), Some(l.clone())))),
+        }
+        for (name, v) in named {
+            self.handles.retain(|(n, _)| n != &name);
+            self.handles.push((name, v));
         }
     }
 
@@ -872,14 +688,6 @@ impl Interp<'_> {
         match v {
             Value::Loop(l) => Ok(l.clone()),
             o => Err(Diagnostic::at(s, format!("expected a loop, not {}", o.kind()))),
-        }
-    }
-
-    fn as_block(&self, v: &(Value, Span)) -> R<String> {
-        match &v.0 {
-            Value::Block(b) => Ok(b.clone()),
-            Value::Str(b) => Ok(b.clone()),
-            o => Err(Diagnostic::at(v.1, format!("expected a block, not {}", o.kind()))),
         }
     }
 }

@@ -50,34 +50,57 @@ fn set_kind(sch: &mut Schedule, lp: &LoopRV, kind: ForKind, what: &str) -> Resul
 
 pub fn parallel(sch: &mut Schedule, lp: &LoopRV) -> Result<()> {
     set_kind(sch, lp, ForKind::Parallel, "parallel")?;
-    sch.record(format!("sch.parallel({})", lp.name()));
     Ok(())
 }
 
 pub fn vectorize(sch: &mut Schedule, lp: &LoopRV) -> Result<()> {
     set_kind(sch, lp, ForKind::Vectorized, "vectorized")?;
-    sch.record(format!("sch.vectorize({})", lp.name()));
     Ok(())
 }
 
 pub fn unroll(sch: &mut Schedule, lp: &LoopRV) -> Result<()> {
     set_kind(sch, lp, ForKind::Unrolled, "unrolled")?;
-    sch.record(format!("sch.unroll({})", lp.name()));
+    Ok(())
+}
+
+fn check_double_buffer(sch: &Schedule, block: &str, val: &Attr) -> Result<()> {
+    let r = find_block(&sch.func.body, block)
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
+    let i = val.as_int().ok_or_else(|| {
+        ScheduleError::bad_argument("\"double_buffer_scope\" takes the index of a buffer the block writes")
+    })?;
+    let writes = tirc_ir::region::block_buffers(r, false);
+    let b = usize::try_from(i).ok().and_then(|i| writes.get(i)).ok_or_else(|| {
+        ScheduleError::bad_argument(format!(
+            "block `{block}` writes {} buffers; it has no write buffer {i}",
+            writes.len()
+        ))
+    })?;
+    if sch.func.params.contains(b) {
+        return Err(ScheduleError::new(format!("`{}` is a parameter of the function: only a buffer the schedule made (cache_read, cache_write) can be double-buffered", b.name())));
+    }
     Ok(())
 }
 
 /// What an annotation is put on.
+#[derive(Clone, Debug)]
 pub enum Target {
     Loop(LoopRV),
     Block(BlockRV),
 }
 
+/// `annotate(block_or_loop, ann_key, ann_val)`. Any key is accepted and
+/// kept (later passes read the ones they know); `"double_buffer_scope"` on
+/// a block must name, by its index, a buffer the block writes that the
+/// schedule made (not a parameter), which `lower_blocks` then doubles.
 pub fn annotate(sch: &mut Schedule, target: &Target, key: &str, value: Attr) -> Result<()> {
+    if let (Target::Block(b), "double_buffer_scope") = (target, key) {
+        check_double_buffer(sch, b, &value)?;
+    }
     edit_annotations(sch, target, |anns| {
         anns.retain(|(k, _)| k != key);
         anns.push((key.to_string(), value.clone()));
     })?;
-    sch.record(format!("sch.annotate({}, \"{key}\", {})", target_name(target), python(&value)));
     Ok(())
 }
 
@@ -90,7 +113,6 @@ pub fn unannotate(sch: &mut Schedule, target: &Target, key: &str) -> Result<()> 
     if !had {
         return Err(ScheduleError::new(format!("{} has no annotation `{key}`", target_name(target))));
     }
-    sch.record(format!("sch.unannotate({}, \"{key}\")", target_name(target)));
     Ok(())
 }
 
@@ -114,7 +136,7 @@ fn edit_annotations(
         })?,
         Target::Block(b) => {
             if find_block(&sch.func.body, b).is_none() {
-                return Err(ScheduleError::new(format!("block `{b}` is no longer in the function")));
+                return Err(ScheduleError::not_found(format!("block `{b}` is no longer in the function")));
             }
             replace_block(&sch.func.body, b, |r| {
                 let mut r = r.clone();
@@ -127,7 +149,8 @@ fn edit_annotations(
 }
 
 /// An annotation value as a schedule writes it.
-fn python(a: &Attr) -> String {
+/// An annotation value as Python writes it.
+pub fn python(a: &Attr) -> String {
     match a {
         Attr::Int(v) => v.to_string(),
         Attr::Float(v) => format!("{v:?}"),

@@ -4,8 +4,10 @@
 //! A loop is named by its variable (`LoopRV`), a block by its name
 //! (`BlockRV`). Every primitive checks its preconditions, in the order its
 //! file lists them, and refuses a step that would change the function's
-//! result with a `ScheduleError` that says why. Every applied step is
-//! recorded in `trace`, so a schedule prints as a replayable script.
+//! result with a `ScheduleError` that says why, of a named `ErrorKind`.
+//! `registry.rs` lists every primitive (name, signature, whether it is a
+//! step, how to apply it); the interpreter records each applied step in
+//! `trace`, so a schedule prints as a replayable script.
 
 pub mod bind;
 pub mod cache;
@@ -18,6 +20,7 @@ pub mod inline;
 pub mod interp;
 pub mod loop_kind;
 pub mod pad_einsum;
+pub mod registry;
 pub mod reorder;
 pub mod split;
 pub mod storage_align;
@@ -30,15 +33,16 @@ pub type LoopRV = Var;
 /// A block of the function being scheduled, by its unique name.
 pub type BlockRV = String;
 
-pub use crate::common::error::{Result, ScheduleError};
+pub use crate::common::error::{ErrorKind, Result, ScheduleError};
 
 /// A function under scheduling and the steps applied to it.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     pub func: PrimFunc,
-    /// Each applied step as it reads in a schedule (`C_local =
+    /// Each applied step: the primitive, its arguments and what it
+    /// returned; it prints as it reads in a schedule (`C_local =
     /// sch.cache_write(C, 0, "local")`), blocks and loops by name.
-    pub trace: Vec<String>,
+    pub trace: Vec<registry::Step>,
     /// The trace as a script that replays it on the unscheduled function:
     /// the steps, each preceded by the `sch.get_block` / `sch.get_loops`
     /// lines that give its blocks and loops their handles
@@ -49,10 +53,5 @@ pub struct Schedule {
 impl Schedule {
     pub fn new(func: PrimFunc) -> Schedule {
         Schedule { func, trace: Vec::new(), replay: Vec::new() }
-    }
-
-    /// Records an applied step in the trace.
-    pub(crate) fn record(&mut self, step: String) {
-        self.trace.push(step);
     }
 }

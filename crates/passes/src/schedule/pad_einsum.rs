@@ -36,17 +36,17 @@ use tirc_ir::{BinOp, Block, Buffer, Expr, For, IterKind, Range, Stmt, Var};
 pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Result<()> {
     // 1.
     let r = find_block(&sch.func.body, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     if block == "root" || top_level_owner(&sch.func.body, block).as_deref() != Some("root") {
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::unsupported(format!(
             "block `{block}` is not in the root block's scope; tirc pads blocks of the root scope only"
         )));
     }
     // 2.
     let n = r.block.iter_vars.len();
     if padding.len() != n || padding.iter().any(|p| *p < 1) {
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::bad_argument(format!(
             "the padding of block `{block}` must be {n} positive integers, one per block variable ({}); got {padding:?}",
             r.block.iter_vars.iter().map(|iv| iv.var.name()).collect::<Vec<_>>().join(", ")
         )));
@@ -99,7 +99,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     for (iv, p) in r.block.iter_vars.iter().zip(padding) {
         let old = iv.dom.extent.as_int().unwrap_or(0);
         let new = old.checked_add(p - 1).map(|x| x / p * p).filter(|n| *n <= i32::MAX as i64).ok_or_else(|| {
-            ScheduleError::new(format!(
+            ScheduleError::bad_argument(format!(
                 "padding `{}` of block `{block}` to a multiple of {p} passes the 32-bit index range",
                 iv.var.name()
             ))
@@ -137,7 +137,6 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
         }
     }
     if grown.is_empty() {
-        sch.record(format!("sch.pad_einsum({block}, {padding:?})"));
         return Ok(());
     }
     // The padded buffers: those accessed along a grown variable.
@@ -185,7 +184,6 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
         }
     }
     set_root(sch, body, map.into_iter().map(|(_, p)| p).collect());
-    sch.record(format!("sch.pad_einsum({block}, {padding:?})"));
     Ok(())
 }
 

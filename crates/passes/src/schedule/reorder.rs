@@ -18,11 +18,10 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
     for (i, l) in order.iter().enumerate() {
         get_loop(&sch.func.body, l)?;
         if order[..i].contains(l) {
-            return Err(ScheduleError::new(format!("loop `{}` is given twice", l.name())));
+            return Err(ScheduleError::bad_argument(format!("loop `{}` is given twice", l.name())));
         }
     }
     if order.len() < 2 {
-        sch.record(format!("sch.reorder({})", names(order)));
         return Ok(());
     }
     // 2. The outermost given loop is the one that contains all the others.
@@ -87,7 +86,6 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         body = Stmt::For(Box::new(l));
     }
     sch.func.body = replace_loop(&sch.func.body, &outer, |_| Ok(body))?;
-    sch.record(format!("sch.reorder({})", names(order)));
     Ok(())
 }
 

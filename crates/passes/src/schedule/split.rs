@@ -35,15 +35,15 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
     }
     // 3.
     if factors.len() < 2 {
-        return Err(ScheduleError::new("split needs at least two factors"));
+        return Err(ScheduleError::bad_argument("split needs at least two factors"));
     }
     if factors.iter().filter(|f| f.is_none()).count() > 1 {
-        return Err(ScheduleError::new("at most one factor can be None: the others decide it"));
+        return Err(ScheduleError::bad_argument("at most one factor can be None: the others decide it"));
     }
     if let Some(bad) = factors.iter().flatten().find(|f| **f <= 0) {
-        return Err(ScheduleError::new(format!("a split factor must be positive, not {bad}")));
+        return Err(ScheduleError::bad_argument(format!("a split factor must be positive, not {bad}")));
     }
-    let too_large = || ScheduleError::new("the split factors multiply to more than a 64-bit integer holds");
+    let too_large = || ScheduleError::bad_argument("the split factors multiply to more than a 64-bit integer holds");
     let known = factors.iter().flatten().try_fold(1i64, |a, &f| a.checked_mul(f)).ok_or_else(too_large)?;
     let (sizes, needs_predicate): (Vec<Expr>, bool) = match extent_expr.as_int() {
         Some(extent) => {
@@ -110,9 +110,6 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
         }));
     }
     sch.func.body = replace_loop(&sch.func.body, lp, |_| Ok(s))?;
-    let fs: Vec<String> = factors.iter().map(|f| f.map_or("None".into(), |v| v.to_string())).collect();
-    let outs: Vec<&str> = vars.iter().map(|v| v.name()).collect();
-    sch.record(format!("{} = sch.split({}, factors=[{}])", outs.join(", "), lp.name(), fs.join(", ")));
     Ok(vars)
 }
 

@@ -43,13 +43,13 @@ pub fn storage_align(
 ) -> Result<()> {
     // 1.
     let r = find_block(&sch.func.body, block)
-        .ok_or_else(|| ScheduleError::new(format!("block `{block}` is no longer in the function")))?
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     // 2.
     let writes = block_buffers(&r, false);
     let Some(b) = usize::try_from(buffer_index).ok().and_then(|i| writes.get(i)).cloned() else {
         let names: Vec<String> = writes.iter().map(|b| format!("`{}`", b.name())).collect();
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::bad_argument(format!(
             "block `{block}` writes {} buffer(s), so index {buffer_index} names none of them",
             writes.len()
         ))
@@ -73,7 +73,7 @@ pub fn storage_align(
     // 4.
     let ndim = b.ndim() as i64;
     if axis < -ndim || axis >= ndim {
-        return Err(ScheduleError::new(format!(
+        return Err(ScheduleError::bad_argument(format!(
             "axis {axis} is out of range: `{}` has {ndim} dimension(s), so the axis must be in [{}, {ndim})",
             b.name(),
             -ndim
@@ -81,7 +81,7 @@ pub fn storage_align(
     }
     let axis = if axis < 0 { axis + ndim } else { axis };
     if factor <= 0 {
-        return Err(ScheduleError::new(format!("factor {factor} must be positive"))
+        return Err(ScheduleError::bad_argument(format!("factor {factor} must be positive"))
             .help("e.g. factor=32 (the number of shared-memory banks)"));
     }
     if !(0..factor).contains(&offset) {
@@ -109,6 +109,5 @@ pub fn storage_align(
         }
         Ok(Stmt::Block(Box::new(r)))
     })?;
-    sch.record(format!("sch.storage_align({block}, {buffer_index}, {axis}, {factor}, {offset})"));
     Ok(())
 }
