@@ -72,6 +72,16 @@ impl Diagnostic {
         self
     }
 
+    /// Gives the diagnostic the span `span` points at, with `label`, if it
+    /// has none yet and `span` is known: where a lowering error found on a
+    /// loop or block of the IR points at the source line that made it.
+    pub fn or_at_ir(self, span: Option<Span>, label: &str) -> Diagnostic {
+        match span {
+            Some(s) if self.span.is_none() => Diagnostic { span: Some(s), label: Some(label.to_string()), ..self },
+            _ => self,
+        }
+    }
+
     /// Gives the diagnostic a span if it has none yet.
     pub fn or_at(mut self, span: Span) -> Diagnostic {
         if self.span.is_none() {

@@ -25,7 +25,8 @@ pub struct PrimFunc {
     pub attrs: Annotations,
     pub body: Stmt,
     /// The function's name in the source, where an error found while
-    /// lowering it is reported (the IR carries no finer spans yet).
+    /// lowering it is reported when no loop or block it concerns has a span
+    /// of its own (`For::span`, `Block::span`).
     pub span: Option<ast::Span>,
     /// What a lowering pass tells a later one; not part of the printed IR.
     pub facts: PassFacts,

@@ -9,6 +9,7 @@
 
 use crate::buffer::Buffer;
 use crate::expr::{Expr, Range, Var};
+use tirc_parser::ast::Span;
 
 /// `blockIdx.x` .. `threadIdx.z`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,6 +98,11 @@ pub struct For {
     pub kind: ForKind,
     pub annotations: Annotations,
     pub body: Stmt,
+    /// Where the loop comes from: the `for` of the source, or the schedule
+    /// call that made it (`sch.split`, `sch.fuse`, `compute_at`'s copies).
+    /// Not part of the loop's meaning (structural equality and the printer
+    /// ignore it); lowering errors about the loop point here.
+    pub span: Option<Span>,
 }
 
 impl For {
@@ -110,6 +116,7 @@ impl For {
             kind: self.kind,
             annotations: self.annotations.clone(),
             body,
+            span: self.span,
         }
     }
 }
@@ -151,6 +158,10 @@ pub struct Block {
     pub alloc_buffers: Vec<Buffer>,
     pub annotations: Annotations,
     pub body: Stmt,
+    /// Where the block comes from: its `with T.block(..)` in the source, or
+    /// the schedule call that made it (`cache_read`, `decompose_reduction`).
+    /// Ignored by structural equality and the printer.
+    pub span: Option<Span>,
 }
 
 /// A block together with the values of its iteration variables at this
@@ -315,6 +326,7 @@ impl Stmt {
                         alloc_buffers: b.alloc_buffers.clone(),
                         annotations: b.annotations.clone(),
                         body: f(&b.body),
+                        span: b.span,
                     },
                 }))
             }
@@ -435,6 +447,46 @@ impl Stmt {
             out
         }
         go(self, name, &mut Vec::new())
+    }
+
+    /// Calls `f` on each direct child statement, mutably.
+    pub fn for_each_child_mut(&mut self, mut f: impl FnMut(&mut Stmt)) {
+        match self {
+            Stmt::For(l) => f(&mut l.body),
+            Stmt::Block(r) => {
+                if let Some(init) = &mut r.block.init {
+                    f(init)
+                }
+                f(&mut r.block.body)
+            }
+            Stmt::Seq(v) => v.iter_mut().for_each(f),
+            Stmt::If { then, orelse, .. } => {
+                f(then);
+                if let Some(e) = orelse {
+                    f(e)
+                }
+            }
+            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => f(body),
+            Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {}
+        }
+    }
+
+    /// `walk`, mutably: `f` may change each statement's own fields; it
+    /// runs on a parent before its children.
+    pub fn walk_mut(&mut self, f: &mut impl FnMut(&mut Stmt)) {
+        f(self);
+        self.for_each_child_mut(|c| c.walk_mut(f));
+    }
+
+    /// Gives every loop and block (but the root block) that has no span
+    /// yet the span `span`: what a schedule step does to the loops and
+    /// blocks it made.
+    pub fn stamp_spans(&mut self, span: Span) {
+        self.walk_mut(&mut |s| match s {
+            Stmt::For(l) if l.span.is_none() => l.span = Some(span),
+            Stmt::Block(r) if r.block.span.is_none() && r.block.name != "root" => r.block.span = Some(span),
+            _ => {}
+        });
     }
 
     /// Visits this statement and every statement below it, parents first.

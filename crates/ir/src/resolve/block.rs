@@ -16,14 +16,16 @@ use crate::stmt::{Annotations, Block, BlockRealize, BufferRegion, IterKind, Iter
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 impl FuncResolver<'_> {
-    pub(crate) fn block(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
+    /// The block `with T.block(name):` + `body`; `span` is the whole
+    /// statement, `head` the `T.block(..)` call, which the IR keeps.
+    pub(crate) fn block(&mut self, name: String, body: &[ast::Stmt], span: Span, head: Span) -> R<Stmt> {
         self.scopes.push(vec![]);
-        let out = self.block_in_scope(name, body, span);
+        let out = self.block_in_scope(name, body, span, head);
         self.scopes.pop();
         out
     }
 
-    pub(crate) fn block_in_scope(&mut self, name: String, body: &[ast::Stmt], span: Span) -> R<Stmt> {
+    pub(crate) fn block_in_scope(&mut self, name: String, body: &[ast::Stmt], span: Span, head: Span) -> R<Stmt> {
         let mut iter_vars = Vec::new();
         let mut iter_values = Vec::new();
         let mut predicate = Expr::bool(true);
@@ -58,8 +60,17 @@ impl FuncResolver<'_> {
         }
         let axis_spans = std::mem::take(&mut self.axis_spans);
         let body = self.stmts(rest);
-        let mut block =
-            Block { name, iter_vars, reads: vec![], writes: vec![], init, alloc_buffers: allocs, annotations, body };
+        let mut block = Block {
+            name,
+            iter_vars,
+            reads: vec![],
+            writes: vec![],
+            init,
+            alloc_buffers: allocs,
+            annotations,
+            body,
+            span: Some(head),
+        };
         let (r_inf, w_inf) = infer_block_regions(&block);
         self.check_declared(&block, &r_inf, &w_inf, reads.as_ref(), writes.as_ref())?;
         block.reads = reads.map_or(r_inf, |r| r.0);

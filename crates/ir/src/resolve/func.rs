@@ -186,6 +186,7 @@ pub fn root_block(body: Stmt, allocs: Vec<Buffer>) -> Stmt {
         alloc_buffers: allocs,
         annotations: vec![],
         body,
+        span: None,
     };
     Stmt::Block(Box::new(BlockRealize { iter_values: vec![], predicate: Expr::bool(true), block }))
 }
@@ -879,8 +880,11 @@ impl FuncResolver<'_> {
         });
         self.loop_extents.truncate(depth);
         let mut s = body;
+        // Each loop of the statement points at it: `for i, j in T.grid(..)`
+        // up to the end of its range.
+        let span = Some(target.span.to(iter.span));
         for (var, (min, extent, kind, annotations)) in vars.into_iter().zip(loops).rev() {
-            s = Stmt::For(Box::new(For { var, min, extent, kind, annotations, body: s }));
+            s = Stmt::For(Box::new(For { var, min, extent, kind, annotations, body: s, span }));
         }
         Ok(s)
     }
@@ -907,7 +911,7 @@ impl FuncResolver<'_> {
                     None => "root".to_string(),
                     _ => return Err(Diagnostic::at(item.context.span, "a block's name must be a string")),
                 };
-                self.block(name, body, s.span)
+                self.block(name, body, s.span, item.context.span)
             }
             "T.launch_thread" => {
                 let (tag, extent, thread) = self.launch_args(args, item.context.span)?;

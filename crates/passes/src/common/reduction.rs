@@ -91,6 +91,7 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
         alloc_buffers: vec![],
         annotations: vec![],
         body: init_body,
+        span: r.block.span,
     };
     let (_, writes) = infer_block_regions(&init_block);
     init_block.writes = writes;
@@ -106,6 +107,7 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
             kind: l.kind,
             annotations: vec![],
             body: nest,
+            span: l.span,
         }));
     }
     let body = replace_block(root, block, |r| {

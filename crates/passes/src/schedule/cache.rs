@@ -186,6 +186,7 @@ pub(crate) fn copy_block_nest(
                 kind: ForKind::Serial,
                 annotations: vec![],
                 body: Stmt::NoOp,
+                span: None,
             })),
         ]);
         loops.push((lv, extent.clone()));
@@ -213,6 +214,7 @@ pub(crate) fn copy_block_nest(
             indices: idx.clone(),
             value: value(Expr::Load(src.clone(), idx.clone()), &idx),
         },
+        span: None,
     };
     let mut s = Stmt::Block(Box::new(BlockRealize {
         iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),
@@ -227,6 +229,7 @@ pub(crate) fn copy_block_nest(
             kind: ForKind::Serial,
             annotations: vec![],
             body: s,
+            span: None,
         }));
     }
     s

@@ -260,6 +260,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
             kind: ForKind::Serial,
             annotations: vec![],
             body: nest,
+            span: None,
         }));
     }
     let mut nest = Some(nest);
@@ -313,5 +314,6 @@ fn marker(v: &Var) -> Stmt {
         kind: ForKind::Serial,
         annotations: vec![],
         body: Stmt::NoOp,
+        span: None,
     }))
 }

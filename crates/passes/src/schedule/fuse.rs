@@ -94,6 +94,7 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
         kind: ForKind::Serial,
         annotations: vec![],
         body,
+        span: None,
     }));
     sch.func.body = replace_loop(&sch.func.body, first, |_| Ok(new))?;
     Ok(fused)

@@ -422,6 +422,8 @@ impl Interp<'_> {
                 }
                 let (out, step) = self.primitive(&attr.name, attr.span, pos, kw, span)?;
                 if let Some(step) = step {
+                    // The loops and blocks the step made point at its line.
+                    self.sch.func.body.stamp_spans(span);
                     self.handles = handles;
                     self.sch.replay.extend(defs);
                     self.assigned(&step.out);

@@ -107,6 +107,7 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
             kind: if l.kind == ForKind::Serial { ForKind::Serial } else { l.kind },
             annotations: vec![],
             body: s,
+            span: None,
         }));
     }
     sch.func.body = replace_loop(&sch.func.body, lp, |_| Ok(s))?;

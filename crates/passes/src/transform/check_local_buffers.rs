@@ -40,7 +40,8 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
                     "place block `{}` under the loop bound to {} (compute_at / reverse_compute_at at that loop or below), or use shared memory",
                     w.block.block.name,
                     tag.name()
-                )));
+                ))
+                .or_at_ir(w.block.block.span, "this block touches it outside the loop"));
             }
         }
     }

@@ -48,12 +48,15 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             if let ForKind::ThreadBinding(t) = l.kind {
                 match (l.extent.as_int(), launched.iter().find(|(x, _)| *x == t)) {
                     (Some(e), Some((_, fixed))) if e > *fixed => {
-                        err = Some(Diagnostic::new(format!(
-                            "the loop `{}` bound to {} runs {e} iterations, but {} is launched with {fixed}",
-                            l.var.name(),
-                            t.name(),
-                            t.name()
-                        )))
+                        err = Some(
+                            Diagnostic::new(format!(
+                                "the loop `{}` bound to {} runs {e} iterations, but {} is launched with {fixed}",
+                                l.var.name(),
+                                t.name(),
+                                t.name()
+                            ))
+                            .or_at_ir(l.span, "this loop"),
+                        )
                     }
                     (Some(e), _) => match axes.iter_mut().find(|(x, _)| *x == t) {
                         Some((_, old)) => *old = (*old).max(e),
@@ -62,19 +65,25 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                     (None, None) if t.is_block && l.extent.is_size_expr(&f.sizes) => {
                         match sized.iter().find(|(x, _)| *x == t) {
                             Some((_, old)) if !same_expr(old, &l.extent) => {
-                                err = Some(Diagnostic::new(format!(
-                                    "two loops bound to {} run {} and {} iterations: a kernel has one grid",
-                                    t.name(),
-                                    print_expr(old),
-                                    print_expr(&l.extent)
-                                )))
+                                err = Some(
+                                    Diagnostic::new(format!(
+                                        "two loops bound to {} run {} and {} iterations: a kernel has one grid",
+                                        t.name(),
+                                        print_expr(old),
+                                        print_expr(&l.extent)
+                                    ))
+                                    .or_at_ir(l.span, "this loop"),
+                                )
                             }
                             Some(_) => {}
                             None => sized.push((t, l.extent.clone())),
                         }
                     }
                     (None, _) => {
-                        err = Some(Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name())))
+                        err = Some(
+                            Diagnostic::new(format!("the loop bound to {} has no constant extent", t.name()))
+                                .or_at_ir(l.span, "this loop"),
+                        )
                     }
                 }
             }
@@ -92,7 +101,19 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     }
     let threads: i64 = axes.iter().filter(|(t, _)| !t.is_block).map(|(_, e)| *e).fold(1, i64::saturating_mul);
     if threads > 1024 {
-        return Err(Diagnostic::new(format!("the kernel launches {threads} threads per block; CUDA allows 1024")));
+        // Point at the largest loop bound to a thread axis.
+        let mut widest: Option<(i64, Option<tirc_parser::ast::Span>)> = None;
+        f.body.walk(&mut |s| {
+            if let Stmt::For(l) = s {
+                if let (ForKind::ThreadBinding(t), Some(e)) = (l.kind, l.extent.as_int()) {
+                    if !t.is_block && widest.is_none_or(|(w, _)| e > w) {
+                        widest = Some((e, l.span));
+                    }
+                }
+            }
+        });
+        return Err(Diagnostic::new(format!("the kernel launches {threads} threads per block; CUDA allows 1024"))
+            .or_at_ir(widest.and_then(|w| w.1), "the widest loop bound to a thread axis"));
     }
     // In order of first appearance, run-time extents included.
     let mut order: Vec<ThreadTag> = launched.iter().map(|(t, _)| *t).collect();

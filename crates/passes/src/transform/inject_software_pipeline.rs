@@ -118,7 +118,9 @@ fn visit(
         return Err(e);
     }
     match &out {
-        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => expand(l, doubled, versioned, synced),
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {
+            expand(l, doubled, versioned, synced).map_err(|e| e.or_at_ir(l.span, "this loop"))
+        }
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
             Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
         }
@@ -244,6 +246,7 @@ fn expand(
                     kind: ForKind::Serial,
                     annotations,
                     body: with_barriers(items, &|q| loop_barriers.contains(&q)),
+                    span: l.span,
                 })));
             }
         }

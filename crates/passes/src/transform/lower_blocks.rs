@@ -53,6 +53,7 @@ fn aligned_buffers(f: &PrimFunc) -> Result<Vec<(Buffer, Buffer)>, Diagnostic> {
         let bad = |why: String| {
             Diagnostic::new(format!("block `{}`: annotation \"{KEY}\" {why}", r.block.name))
                 .help("it is a list of [buffer_index, axis, factor, offset], as sch.storage_align writes it")
+                .or_at_ir(r.block.span, "this block")
         };
         let Attr::List(entries) = ann else { return Err(bad("is not a list".into())) };
         for e in entries {
@@ -107,7 +108,10 @@ fn double_buffered(f: &PrimFunc) -> Result<Vec<BufferId>, Diagnostic> {
     let mut names = Vec::new();
     for r in f.body.blocks() {
         let Some((_, ann)) = r.block.annotations.iter().find(|(k, _)| k == "double_buffer_scope") else { continue };
-        let bad = |why: String| Diagnostic::new(format!("block `{}`: \"double_buffer_scope\" {why}", r.block.name));
+        let bad = |why: String| {
+            Diagnostic::new(format!("block `{}`: \"double_buffer_scope\" {why}", r.block.name))
+                .or_at_ir(r.block.span, "this block")
+        };
         let index = ann.as_int().ok_or_else(|| bad("must be the index of a buffer the block writes".into()))?;
         let b = written(r, index).ok_or_else(|| bad(format!("names write buffer {index}, which the block lacks")))?;
         if f.params.contains(&b) {

@@ -56,7 +56,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                             l.var.name(),
                             t.name()
                         ))
-                        .help("bind the reduction loop to threadIdx, or keep it serial"));
+                        .help("bind the reduction loop to threadIdx, or keep it serial")
+                        .or_at_ir(l.span, "this loop"));
                     }
                     names.push(r.block.name.clone());
                     break;
@@ -65,7 +66,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
     }
     for name in names {
-        f.body = lower_one(&f.body, &name)?;
+        let span = f.body.find_block(&name).and_then(|r| r.block.span);
+        f.body = lower_one(&f.body, &name).map_err(|e| e.or_at_ir(span, "this block"))?;
     }
     Ok(f)
 }
@@ -210,6 +212,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
                 kind: l.kind,
                 annotations: vec![],
                 body: s,
+                span: l.span,
             }));
         }
         s

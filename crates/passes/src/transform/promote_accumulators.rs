@@ -293,6 +293,7 @@ fn promote(body: &Stmt, b: &Buffer, launch_vars: &[Var], threads: Option<&[(Var,
                 kind: ForKind::Serial,
                 annotations: vec![],
                 body: s,
+                span: None,
             }));
         }
         s

@@ -151,10 +151,15 @@ pub fn check_one_kernel(f: &PrimFunc) -> Result<(), Diagnostic> {
     };
     let (first, b) = &bound[0];
     let other = items.iter().enumerate().find(|(i, _)| i != first).map(|(_, s)| what(s)).unwrap_or_default();
+    let span = match items[*first] {
+        Stmt::For(l) => l.span,
+        s => s.blocks().first().and_then(|r| r.block.span),
+    };
     Err(Diagnostic::new(format!(
         "{} is bound to GPU threads ({b}) and runs beside {other}: these need one kernel each, launched in \
          order, and this function cannot be split into kernels here",
         what(items[*first]),
     ))
-    .help("put the nests under one bound loop (compute_at, fuse), or at the top of the function"))
+    .help("put the nests under one bound loop (compute_at, fuse), or at the top of the function")
+    .or_at_ir(span, "this nest"))
 }

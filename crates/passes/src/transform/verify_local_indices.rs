@@ -43,7 +43,7 @@ struct Finding {
 pub fn check(f: &PrimFunc) -> Vec<Diagnostic> {
     let mut w = Walker { scope: Vec::new(), found: Vec::new() };
     w.stmt(&f.body);
-    report(w.found)
+    report(w.found, &f.body)
 }
 
 /// The variables in scope and what their values depend on: nothing for a
@@ -125,7 +125,7 @@ impl Walker {
     }
 }
 
-fn report(found: Vec<Finding>) -> Vec<Diagnostic> {
+fn report(found: Vec<Finding>, body: &Stmt) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut buffers: Vec<Buffer> = Vec::new();
     for f in &found {
@@ -171,7 +171,8 @@ fn report(found: Vec<Finding>) -> Vec<Diagnostic> {
                     first.index,
                     v.name()
                 ))
-                .help(format!("{help}; {}", why(&b))),
+                .help(format!("{help}; {}", why(&b)))
+                .or_at_ir(body.find_loop(v).and_then(|l| l.span), "this loop is not unrolled"),
             );
         }
         let mut seen: Vec<&Cause> = Vec::new();
