@@ -51,14 +51,14 @@ fn each_pass_gives_its_expected_ir_and_keeps_the_result() {
                 failures.push(format!("{name}: expected one function"));
                 continue;
             };
-            let output = match (pass.run)(input.clone()) {
+            let output = match (pass.run)(input.clone(), &Default::default()) {
                 Ok(f) => f,
                 Err(e) => {
                     failures.push(format!("{name}: the pass fails: {}", e.message));
                     continue;
                 }
             };
-            if let Err(e) = transform::verify_ir::after(pass.name, &output) {
+            if let Err(e) = transform::verify_ir::after(pass.name, &output, &Default::default()) {
                 failures.push(format!("{name}: {}", e.message));
             }
             let text = print_func(&output);

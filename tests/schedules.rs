@@ -24,8 +24,10 @@ fn primitives_and_passes() {
             let mut stages = Vec::new();
             let sch = run_schedule_observed(&module, s, &[], &mut |step, f| stages.push((step.to_string(), f.clone())))
                 .unwrap_or_else(|e| panic!("{}: {}", s.name, e.message));
-            transform::lower(sch.func, |p, f| stages.push((format!("pass {p}"), f.clone())))
-                .unwrap_or_else(|e| panic!("{}: {}", s.name, e.message));
+            transform::lower(sch.func, &transform::PassContext::default(), |p, f| {
+                stages.push((format!("pass {p}"), f.clone()))
+            })
+            .unwrap_or_else(|e| panic!("{}: {}", s.name, e.message));
             // Between extract_launch and insert_barriers, threads share
             // memory without barriers yet: check the values only there.
             let unsynced = ["pass extract_launch", "pass simplify"];

@@ -76,7 +76,8 @@ fn every_primitive_and_pass_preserves_the_result() {
             let mut after: Vec<Vec<(&str, PrimFunc)>> = Vec::new();
             for k in kernels {
                 let mut a = Vec::new();
-                transform::lower(k, |p, f| a.push((p, f.clone()))).unwrap_or_else(|e| panic!("{}", e.message));
+                transform::lower(k, &transform::PassContext::default(), |p, f| a.push((p, f.clone())))
+                    .unwrap_or_else(|e| panic!("{}", e.message));
                 after.push(a);
             }
             // Between extract_launch and insert_barriers, threads of a block
@@ -107,7 +108,10 @@ fn every_primitive_and_pass_preserves_the_result() {
                 let (kernels, inter) = split_kernels(&sch.func);
                 let lowered: Vec<PrimFunc> = kernels
                     .into_iter()
-                    .map(|k| transform::lower(k, |_, _| {}).unwrap_or_else(|e| panic!("{}", e.message)))
+                    .map(|k| {
+                        transform::lower(k, &transform::PassContext::default(), |_, _| {})
+                            .unwrap_or_else(|e| panic!("{}", e.message))
+                    })
                     .collect();
                 let what = format!("{} {} with default parameters, lowered", ex.display(), s.name);
                 jobs.push((what, original.clone(), at(&lowered, &values), sized(&inter, &values), seed + 1, false));

@@ -3,6 +3,7 @@
 //! correct pass produces.
 
 use tirc::compile::load;
+use tirc_ir::target::Target;
 use tirc_ir::{Buffer, DType, Expr, PrimFunc, Scope, Stmt, Var};
 use tirc_passes::transform::{self, verify_ir};
 
@@ -11,7 +12,7 @@ fn func(src: &str) -> PrimFunc {
 }
 
 fn violation(pass: &str, f: &PrimFunc) -> String {
-    let d = verify_ir::after(pass, f).expect_err("the verifier lets a broken IR through");
+    let d = verify_ir::after(pass, f, &Target::default()).expect_err("the verifier lets a broken IR through");
     assert!(d.message.starts_with(&format!("internal error: after the lowering pass `{pass}`, ")), "{}", d.message);
     assert!(d.message.contains("This is a bug in tirc"), "{}", d.message);
     d.message
@@ -30,8 +31,8 @@ def f(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
 fn every_pass_of_a_real_lowering_passes_the_verifier() {
     let f = func(COPY_2D);
     let mut seen = Vec::new();
-    transform::lower(f, |pass, f| {
-        verify_ir::after(pass, f).unwrap_or_else(|d| panic!("{}", d.message));
+    transform::lower(f, &transform::PassContext::default(), |pass, f| {
+        verify_ir::after(pass, f, &Target::default()).unwrap_or_else(|d| panic!("{}", d.message));
         seen.push(pass);
     })
     .unwrap();
@@ -41,7 +42,7 @@ fn every_pass_of_a_real_lowering_passes_the_verifier() {
 #[test]
 fn a_block_left_after_lower_blocks_is_an_internal_error() {
     let f = func(COPY_2D);
-    assert!(verify_ir::after("lower_init", &f).is_ok(), "blocks are fine before lower_blocks");
+    assert!(verify_ir::after("lower_init", &f, &Target::default()).is_ok(), "blocks are fine before lower_blocks");
     let m = violation("lower_blocks", &f);
     assert!(m.contains("is left after lower_blocks"), "{m}");
 }
@@ -49,7 +50,7 @@ fn a_block_left_after_lower_blocks_is_an_internal_error() {
 #[test]
 fn a_multi_dimensional_access_after_flatten_buffers_is_an_internal_error() {
     let f = transform::lower_blocks::run(func(COPY_2D)).unwrap();
-    assert!(verify_ir::after("compact_buffers", &f).is_ok());
+    assert!(verify_ir::after("compact_buffers", &f, &Target::default()).is_ok());
     let m = violation("flatten_buffers", &f);
     assert!(m.contains("with 2 indices"), "{m}");
 }
@@ -63,7 +64,7 @@ def f(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
         C[tx] = A[tx]
 "#;
     let f = func(src);
-    assert!(verify_ir::after("flatten_buffers", &f).is_ok());
+    assert!(verify_ir::after("flatten_buffers", &f, &Target::default()).is_ok());
     let m = violation("extract_launch", &f);
     assert!(m.contains("the loop tx is still bound to threadIdx.x"), "{m}");
 }
@@ -102,5 +103,5 @@ fn an_unbound_variable_and_an_unallocated_buffer_are_internal_errors() {
     let m = violation("lower_init", &f(store(&lost, Expr::int(0))));
     assert!(m.contains("a store to T outside its allocation"), "{m}");
     let allocated = Stmt::Allocate { buffer: lost.clone(), body: Box::new(store(&lost, Expr::int(0))) };
-    assert!(verify_ir::after("lower_init", &f(allocated)).is_ok());
+    assert!(verify_ir::after("lower_init", &f(allocated), &Target::default()).is_ok());
 }

@@ -12,7 +12,7 @@
 
 use tirc_ir::resolve::root_block;
 use tirc_ir::stmt::{BlockRealize, BufferRegion};
-use tirc_ir::{Buffer, DType, Diagnostic, Expr, ForKind, IterKind, PrimFunc, Range, Scope, Stmt};
+use tirc_ir::{Buffer, DType, Diagnostic, Expr, ForKind, IterKind, PrimFunc, Range, Scope, Stmt, Var};
 use tirc_passes::schedule::{bind::bind, fuse::fuse, split::split, Schedule};
 use tirc_passes::transform;
 
@@ -68,7 +68,7 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
             facts: Default::default(),
         };
         let k = parallelize(k)?;
-        kernels.push(transform::lower(k, |_, _| {})?);
+        kernels.push(transform::lower(k, &transform::PassContext::default(), |_, _| {})?);
     }
     Ok(Plan { kernels, intermediates: allocs })
 }
@@ -234,6 +234,13 @@ fn stmt(s: &Stmt, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Stmt {
         },
         Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: rt(&buffer), body },
         Stmt::If { cond, then, orelse } => Stmt::If { cond: expr(&cond, rt), then, orelse },
+        // A float `let` (`m: T.let[T.float32] = ..`) holds its value at
+        // float64 too.
+        Stmt::Let { var, value, body } if var.dtype().is_float() && var.dtype() != DType::F64 => {
+            let wide = Var::new(var.name(), DType::F64);
+            let body = Box::new(tirc_ir::subst::substitute_stmt(&body, &[(var, Expr::var(&wide))]));
+            Stmt::Let { var: wide, value: expr(&value, rt), body }
+        }
         Stmt::Let { var, value, body } => Stmt::Let { var, value: expr(&value, rt), body },
         Stmt::Block(mut r) => {
             r.block.alloc_buffers = r.block.alloc_buffers.iter().map(&mut *rt).collect();

@@ -14,6 +14,7 @@ pub mod resolve;
 pub mod stmt;
 pub mod structural_eq;
 pub mod subst;
+pub mod target;
 
 pub use buffer::{Buffer, BufferId, DimAlign, Scope};
 pub use diag::Diagnostic;

@@ -65,7 +65,7 @@ fn build_kernel(
     defines: Vec<(String, i64)>,
     params: Vec<(String, String)>,
 ) -> PyResult<Kernel> {
-    let request = Request { schedule, func, defines, params, specialize: false };
+    let request = Request { schedule, func, defines, params, specialize: false, ..Request::default() };
     // A function of run-time sizes (`m = T.int32()`) is compiled once; each
     // call binds the sizes its arrays have (`Kernel::bind`).
     let compiled = compile(source, &request).map_err(|ds| diagnostics(&ds, filename, source))?;

@@ -22,6 +22,9 @@ pub struct Request {
     /// Compile size variables (`m = T.int32()`) as the constants their
     /// `-D` values give, instead of as run-time kernel arguments.
     pub specialize: bool,
+    /// The GPU the kernels are for (`--arch`; the H100's sm_90 by default):
+    /// lowering checks threads, shared memory and instructions against it.
+    pub target: tirc_ir::target::Target,
 }
 
 /// Everything compiling produced, for the commands to print or run.
@@ -379,9 +382,10 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
             }
         })
         .collect();
+    let ctx = transform::PassContext { target: req.target.clone() };
     for f in funcs {
         let mut after = Vec::new();
-        let lowered = transform::lower(f, |name, f| after.push((name, f.clone()))).map_err(here)?;
+        let lowered = transform::lower(f, &ctx, |name, f| after.push((name, f.clone()))).map_err(here)?;
         let cuda = tirc_codegen::emit(&lowered).map_err(here)?;
         warnings.extend(transform::verify_local_indices::check(&lowered));
         kernels.push(Kernel { after, lowered, cuda });

@@ -179,9 +179,10 @@ fn emit_ptx_compiles_the_kernel_with_nvrtc() {
     let o = tirc(&[&args[..], &["--arch", "sm_80"]].concat());
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains(".target sm_80"));
+    // A malformed architecture is a usage error, refused before compiling.
     let o = tirc(&[&args[..], &["--arch", "not an arch"]].concat());
-    assert_eq!(code(&o), 1);
-    assert!(stderr(&o).contains("invalid GPU architecture"), "{}", stderr(&o));
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("unknown GPU architecture"), "{}", stderr(&o));
 }
 
 #[test]

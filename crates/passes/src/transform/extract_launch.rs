@@ -11,14 +11,17 @@
 //! launches of one axis with different extents, and more than 1024 threads
 //! in a block.
 
+use super::PassContext;
 use tirc_ir::printer::print_expr;
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::substitute_stmt;
-use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag, Var};
+use tirc_ir::target::Target;
+use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Scope, Stmt, ThreadTag, Var};
 
 pub use tirc_ir::launch::{launch_config, LaunchConfig};
 
-pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
+    let target = &ctx.target;
     // The extent of each axis: the one of an existing launch, which is
     // fixed, else the largest loop bound to it.
     let mut launched: Vec<(ThreadTag, i64)> = Vec::new();
@@ -100,7 +103,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         return Err(e);
     }
     let threads: i64 = axes.iter().filter(|(t, _)| !t.is_block).map(|(_, e)| *e).fold(1, i64::saturating_mul);
-    if threads > 1024 {
+    if threads > target.max_threads_per_block {
         // Point at the largest loop bound to a thread axis.
         let mut widest: Option<(i64, Option<tirc_parser::ast::Span>)> = None;
         f.body.walk(&mut |s| {
@@ -112,9 +115,14 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
                 }
             }
         });
-        return Err(Diagnostic::new(format!("the kernel launches {threads} threads per block; CUDA allows 1024"))
-            .or_at_ir(widest.and_then(|w| w.1), "the widest loop bound to a thread axis"));
+        return Err(Diagnostic::new(format!(
+            "the kernel launches {threads} threads per block; {} allows {}",
+            target.arch(),
+            target.max_threads_per_block
+        ))
+        .or_at_ir(widest.and_then(|w| w.1), "the widest loop bound to a thread axis"));
     }
+    check_shared_memory(&f, target)?;
     // In order of first appearance, run-time extents included.
     let mut order: Vec<ThreadTag> = launched.iter().map(|(t, _)| *t).collect();
     f.body.walk(&mut |s| {
@@ -142,6 +150,33 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     }
     f.body = out;
     Ok(f)
+}
+
+/// The shared memory the kernel allocates (each buffer at a 16-byte
+/// aligned offset, as code generation lays them out) must fit in what one
+/// thread block may have on the target.
+fn check_shared_memory(f: &PrimFunc, target: &Target) -> Result<(), Diagnostic> {
+    let mut parts = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == Scope::Shared {
+                let bytes = buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes();
+                parts.push((buffer.name().to_string(), bytes.div_ceil(16) * 16));
+            }
+        }
+    });
+    let total: usize = parts.iter().map(|(_, b)| b).sum();
+    if total <= target.max_shared_per_block {
+        return Ok(());
+    }
+    let list: Vec<String> = parts.iter().map(|(n, b)| format!("`{n}` {b}")).collect();
+    Err(Diagnostic::new(format!(
+        "the kernel needs {total} bytes of shared memory ({}), more than the {} a thread block can have on {}",
+        list.join(", "),
+        target.max_shared_per_block,
+        target.arch()
+    ))
+    .help("use smaller tiles or fewer pipeline stages, or compile for a GPU with more shared memory (--arch)"))
 }
 
 /// `s` with every bound loop and launch replaced by its body, speaking of

@@ -50,12 +50,34 @@
 //! to `insert_barriers`. Runs after `compact_buffers`, on multi-dimensional
 //! indices, with constant loop bounds.
 
+use super::PassContext;
 use crate::common::pipeline::{analyze, AsyncPlan, Plan, ASYNC, ORDER, STAGE};
 use std::collections::HashSet;
 use tirc_ir::subst::substitute_stmt;
-use tirc_ir::{BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
+use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
 
-pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
+    if !ctx.target.has_cp_async() {
+        let mut bad = None;
+        f.body.walk(&mut |s| {
+            if let Stmt::For(l) = s {
+                let async_stages = l.annotations.iter().find(|(k, _)| k == ASYNC);
+                if matches!(async_stages, Some((_, Attr::List(v))) if !v.is_empty()) && bad.is_none() {
+                    bad = Some(l.span);
+                }
+            }
+        });
+        if let Some(span) = bad {
+            return Err(Diagnostic::new(format!(
+                "asynchronous copies (`{ASYNC}`) need cp.async, which {} lacks: sm_80 or newer",
+                ctx.target.arch()
+            ))
+            .help(
+                "leave out the async stages (the copies are then synchronous), or compile for sm_80 or newer (--arch)",
+            )
+            .or_at_ir(span, "this loop"));
+        }
+    }
     let doubled = std::mem::take(&mut f.facts.double_buffered);
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
     let mut synced: Vec<BufferId> = Vec::new();

@@ -26,42 +26,56 @@ pub mod unroll_loops;
 pub mod verify_ir;
 pub mod verify_local_indices;
 
+use tirc_ir::target::Target;
 use tirc_ir::{Diagnostic, PrimFunc};
+
+/// What every pass may read besides the function: the target it compiles
+/// for. (What one pass tells a later one about the function travels with
+/// it, typed, in `PrimFunc::facts`.)
+#[derive(Clone, Debug, Default)]
+pub struct PassContext {
+    pub target: Target,
+}
 
 /// A lowering pass: a name and a function from IR to IR.
 pub struct Pass {
     pub name: &'static str,
-    pub run: fn(PrimFunc) -> Result<PrimFunc, Diagnostic>,
+    pub run: fn(PrimFunc, &PassContext) -> Result<PrimFunc, Diagnostic>,
 }
 
-/// The lowering passes, in order.
+/// The lowering passes, in order. Most need nothing of the context.
 pub const PIPELINE: &[Pass] = &[
-    Pass { name: "lower_cross_thread_reduction", run: lower_cross_thread_reduction::run },
-    Pass { name: "lower_init", run: lower_init::run },
-    Pass { name: "lower_blocks", run: lower_blocks::run },
-    Pass { name: "compact_buffers", run: compact_buffers::run },
+    Pass { name: "lower_cross_thread_reduction", run: |f, _| lower_cross_thread_reduction::run(f) },
+    Pass { name: "lower_init", run: |f, _| lower_init::run(f) },
+    Pass { name: "lower_blocks", run: |f, _| lower_blocks::run(f) },
+    Pass { name: "compact_buffers", run: |f, _| compact_buffers::run(f) },
     Pass { name: "inject_software_pipeline", run: inject_software_pipeline::run },
-    Pass { name: "flatten_buffers", run: flatten_buffers::run },
+    Pass { name: "flatten_buffers", run: |f, _| flatten_buffers::run(f) },
     Pass { name: "extract_launch", run: extract_launch::run },
-    Pass { name: "simplify", run: simplify::run },
-    Pass { name: "insert_barriers", run: insert_barriers::run },
-    Pass { name: "promote_accumulators", run: promote_accumulators::run },
-    Pass { name: "relax_guards", run: relax_guards::run },
-    Pass { name: "loop_partition", run: loop_partition::run },
-    Pass { name: "unroll_loops", run: unroll_loops::run },
+    Pass { name: "simplify", run: |f, _| simplify::run(f) },
+    Pass { name: "insert_barriers", run: |f, _| insert_barriers::run(f) },
+    Pass { name: "promote_accumulators", run: |f, _| promote_accumulators::run(f) },
+    Pass { name: "relax_guards", run: |f, _| relax_guards::run(f) },
+    Pass { name: "loop_partition", run: |f, _| loop_partition::run(f) },
+    Pass { name: "unroll_loops", run: |f, _| unroll_loops::run(f) },
 ];
 
-/// Runs every pass in order; `observe(name, ir)` sees the IR after each.
+/// Runs every pass in order for `ctx.target`; `observe(name, ir)` sees the
+/// IR after each.
 /// Refuses, before any pass, a function that one kernel cannot run
 /// (`split_kernels::check_one_kernel`: split it first) and one whose local
 /// buffers would be read by other threads than wrote them
 /// (`check_local_buffers`).
-pub fn lower(mut func: PrimFunc, mut observe: impl FnMut(&'static str, &PrimFunc)) -> Result<PrimFunc, Diagnostic> {
+pub fn lower(
+    mut func: PrimFunc,
+    ctx: &PassContext,
+    mut observe: impl FnMut(&'static str, &PrimFunc),
+) -> Result<PrimFunc, Diagnostic> {
     split_kernels::check_one_kernel(&func)?;
     check_local_buffers::run(&func)?;
     for p in PIPELINE {
-        func = (p.run)(func)?;
-        verify_ir::after(p.name, &func)?;
+        func = (p.run)(func, ctx)?;
+        verify_ir::after(p.name, &func, &ctx.target)?;
         observe(p.name, &func);
     }
     Ok(func)

@@ -9,12 +9,17 @@
 //!   function or allocated around the access (`Allocate`, or a block's
 //!   `alloc_buffers`).
 //!
+//! Types, at every stage: indices, loop bounds and launch extents are
+//! integers, conditions and block predicates booleans, and a store writes
+//! a value of its buffer's type.
+//!
 //! From `lower_blocks` on, no block is left. From `flatten_buffers` on,
 //! every access has one index. From `extract_launch` on, the launch
 //! statements are the head of the body, each axis at most once, with a
 //! constant extent (a blockIdx may have an extent of the function's
-//! run-time sizes, which are bound everywhere), and no loop is bound to a
-//! thread axis any more.
+//! run-time sizes, which are bound everywhere) within CUDA's limit for the
+//! axis, at most the target's threads per block, and no loop is bound to a thread
+//! axis any more.
 //!
 //! A violation is a bug of the pass that ran last, not of the user's
 //! program: it is reported as an internal error that names that pass, so
@@ -22,10 +27,12 @@
 
 use super::PIPELINE;
 use std::collections::HashMap;
+use tirc_ir::printer::print_expr;
+use tirc_ir::target::Target;
 use tirc_ir::{Buffer, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag};
 
 /// Checks `f` as it must be after the pass named `pass` has run.
-pub fn after(pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
+pub fn after(pass: &str, f: &PrimFunc, target: &Target) -> Result<(), Diagnostic> {
     let reached = |p: &str| {
         let at = |name: &str| PIPELINE.iter().position(|q| q.name == name);
         matches!((at(pass), at(p)), (Some(a), Some(b)) if a >= b)
@@ -53,8 +60,24 @@ pub fn after(pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
             if extent.as_int().is_none() && !sized {
                 v.fail(format!("the extent of {} is not a constant", tag.name()));
             }
+            if let Some(e) = extent.as_int() {
+                if e < 1 || e > tag.max_extent() {
+                    v.fail(format!("{} is launched with extent {e}, outside 1..={}", tag.name(), tag.max_extent()));
+                }
+            }
             seen.push(tag);
             v.bind(var.key());
+        }
+        let threads: i64 = f
+            .body
+            .launch_head()
+            .0
+            .iter()
+            .filter(|(_, t, _)| !t.is_block)
+            .filter_map(|(_, _, e)| e.as_int())
+            .fold(1, i64::saturating_mul);
+        if threads > target.max_threads_per_block {
+            v.fail(format!("the kernel launches {threads} threads per block"));
         }
         body = below;
     }
@@ -97,7 +120,23 @@ impl Verifier {
         }
     }
 
+    /// `e` must be of an integer type (`what` names it).
+    fn int(&mut self, e: &Expr, what: &str) {
+        if !e.dtype().is_int() {
+            self.fail(format!("{what} {} is of type {}, not an integer", print_expr(e), e.dtype()));
+        }
+    }
+
+    fn boolean(&mut self, e: &Expr, what: &str) {
+        if !e.dtype().is_bool() {
+            self.fail(format!("{what} {} is of type {}, not bool", print_expr(e), e.dtype()));
+        }
+    }
+
     fn access(&mut self, b: &Buffer, indices: &[Expr], what: &str) {
+        for i in indices {
+            self.int(i, &format!("an index of {what} {}", b.name()));
+        }
         if !self.buffers.contains(b) {
             self.fail(format!("{what} {} outside its allocation", b.name()));
         }
@@ -128,6 +167,8 @@ impl Verifier {
             Stmt::For(l) => {
                 self.expr(&l.min);
                 self.expr(&l.extent);
+                self.int(&l.min, &format!("the start of loop {}", l.var.name()));
+                self.int(&l.extent, &format!("the extent of loop {}", l.var.name()));
                 if let (true, ForKind::ThreadBinding(tag)) = (self.launched, l.kind) {
                     self.fail(format!(
                         "the loop {} is still bound to {} after extract_launch",
@@ -145,6 +186,7 @@ impl Verifier {
                 }
                 r.iter_values.iter().for_each(|e| self.expr(e));
                 self.expr(&r.predicate);
+                self.boolean(&r.predicate, &format!("the predicate of block {}", r.block.name));
                 for iv in &r.block.iter_vars {
                     self.expr(&iv.dom.min);
                     self.expr(&iv.dom.extent);
@@ -168,11 +210,21 @@ impl Verifier {
             Stmt::Store { buffer, indices, value } => {
                 indices.iter().for_each(|e| self.expr(e));
                 self.expr(value);
+                if value.dtype() != buffer.dtype() {
+                    self.fail(format!(
+                        "a store of {} ({}) to {} ({})",
+                        print_expr(value),
+                        value.dtype(),
+                        buffer.name(),
+                        buffer.dtype()
+                    ));
+                }
                 self.access(buffer, indices, "a store to");
             }
             Stmt::Seq(v) => v.iter().for_each(|x| self.stmt(x)),
             Stmt::If { cond, then, orelse } => {
                 self.expr(cond);
+                self.boolean(cond, "the condition");
                 self.stmt(then);
                 if let Some(e) = orelse {
                     self.stmt(e);
@@ -194,6 +246,7 @@ impl Verifier {
                     self.fail(format!("a launch of {} inside the kernel body, below its head", tag.name()));
                 }
                 self.expr(extent);
+                self.int(extent, &format!("the extent of {}", tag.name()));
                 self.bind(var.key());
                 self.stmt(body);
                 self.unbind(var.key());

@@ -17,9 +17,6 @@ pub struct Args {
     /// (default: the function's name).
     #[arg(long)]
     pub name: Option<String>,
-    /// The GPU architecture of the PTX and cubin.
-    #[arg(long, default_value = "sm_90")]
-    pub arch: String,
 }
 
 pub fn main(a: Args) -> u8 {
@@ -38,7 +35,7 @@ pub fn main(a: Args) -> u8 {
     report(&a.common.file, &src, &c.warnings);
     let name = a.name.clone().unwrap_or_else(|| c.original.name.clone());
     let file = a.common.file.display().to_string();
-    let b = match build(&c, &req, &Options { name: &name, arch: &a.arch, source_file: &file }) {
+    let b = match build(&c, &req, &Options { name: &name, arch: &a.common.arch.arch(), source_file: &file }) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");

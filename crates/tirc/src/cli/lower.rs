@@ -38,9 +38,6 @@ pub struct Args {
     /// Print the IR after the named pass.
     #[arg(long, value_name = "PASS")]
     pub print_after: Vec<String>,
-    /// The GPU architecture --emit ptx compiles for.
-    #[arg(long, default_value = "sm_90")]
-    pub arch: String,
 }
 
 pub fn main(a: Args) -> u8 {
@@ -103,7 +100,7 @@ pub fn main(a: Args) -> u8 {
                 return FAIL;
             }
             for k in &c.kernels {
-                match tirc_exec::gpu::nvrtc_compile(&k.cuda.source, &a.arch) {
+                match tirc_exec::gpu::nvrtc_compile(&k.cuda.source, &a.common.arch.arch()) {
                     Ok(ptx) => print!("{ptx}"),
                     Err(e) => {
                         eprintln!("error: {e}");

@@ -37,6 +37,13 @@ pub struct Common {
     /// Compile size variables as the constants their -D values give (one kernel per size) instead of as run-time arguments.
     #[arg(long)]
     pub specialize: bool,
+    /// The GPU architecture to compile for (sm_80, sm_90, sm_90a, ...): lowering checks threads per block, shared memory and instructions against it, and `lower --emit ptx` and `build` compile for it.
+    #[arg(long, value_name = "SM", default_value = "sm_90", value_parser = parse_arch)]
+    pub arch: tirc_ir::target::Target,
+}
+
+fn parse_arch(s: &str) -> Result<tirc_ir::target::Target, String> {
+    tirc_ir::target::Target::from_arch(s)
 }
 
 /// Parses `argv` (`run FILE ...`, without the program name) as the
@@ -79,6 +86,7 @@ impl Common {
             defines: self.define.clone(),
             params: self.param.clone(),
             specialize: self.specialize,
+            target: self.arch.clone(),
         }
     }
 }

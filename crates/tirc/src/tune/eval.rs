@@ -77,7 +77,7 @@ pub fn build(
 ) -> Result<Built, String> {
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
-    let lowered = transform::lower(sch.func, |_, _| {}).map_err(|d| d.message)?;
+    let lowered = transform::lower(sch.func, &transform::PassContext::default(), |_, _| {}).map_err(|d| d.message)?;
     let mut kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
     // A kernel of run-time sizes is generic; it is measured at `sizes`.
     let lowered = crate::compile::bind_kernel(&lowered, &mut kernel, sizes)?;
