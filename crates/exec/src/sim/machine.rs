@@ -273,15 +273,25 @@ impl<'p> Machine<'p> {
                 let mut idx = self.itake(act.len());
                 self.index(index, act, &mut idx)?;
                 let shared = self.mems[*mem].shared;
-                for ((&i, &v), &t) in idx.iter().zip(&vals).zip(act) {
-                    let a = self.address(*mem, i, t)?;
-                    if shared {
-                        self.touch(*mem, a, t, Some(v))?;
+                if !shared && !*cp_async {
+                    // The common case, one tight loop: addresses checked,
+                    // then stored.
+                    self.addresses(*mem, &mut idx, act)?;
+                    let data = &mut self.mems[*mem].data;
+                    for (&a, &v) in idx.iter().zip(&vals) {
+                        data[a as usize] = v;
                     }
-                    if *cp_async {
-                        self.open[t as usize].push((*mem, a, v));
-                    } else {
-                        self.mems[*mem].data[a] = v;
+                } else {
+                    for ((&i, &v), &t) in idx.iter().zip(&vals).zip(act) {
+                        let a = self.address(*mem, i, t)?;
+                        if shared {
+                            self.touch(*mem, a, t, Some(v))?;
+                        }
+                        if *cp_async {
+                            self.open[t as usize].push((*mem, a, v));
+                        } else {
+                            self.mems[*mem].data[a] = v;
+                        }
                     }
                 }
                 self.fpool.push(vals);
@@ -439,6 +449,21 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Turns the element indices `idx` of memory `mi`, one per thread of
+    /// `act`, into addresses in its data, each checked against the memory's
+    /// size (a thread's own part, for local memory).
+    fn addresses(&self, mi: usize, idx: &mut [i64], act: &[u32]) -> R {
+        let m = &self.mems[mi];
+        let (n, per) = if m.per_thread > 0 { (m.per_thread, m.per_thread) } else { (m.data.len(), 0) };
+        for (i, &t) in idx.iter_mut().zip(act) {
+            match usize::try_from(*i) {
+                Ok(a) if a < n => *i = (t as usize * per + a) as i64,
+                _ => return Err(self.out_of_bounds(mi, *i, t)),
+            }
+        }
+        Ok(())
+    }
+
     /// The address of element `idx` of memory `mi` for thread `t`, checked
     /// against the memory's size (a thread's own part, for local memory).
     #[inline(always)]
@@ -528,9 +553,10 @@ impl<'p> Machine<'p> {
                 return Err(e);
             }
         } else {
-            for ((o, &i), &t) in out.iter_mut().zip(&idx).zip(act) {
-                let a = self.address(mi, i, t)?;
-                *o = self.mems[mi].data[a];
+            self.addresses(mi, &mut idx, act)?;
+            let data = &self.mems[mi].data;
+            for (o, &a) in out.iter_mut().zip(&idx) {
+                *o = data[a as usize];
             }
         }
         self.ipool.push(idx);

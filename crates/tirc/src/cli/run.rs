@@ -311,21 +311,38 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         if long {
             warn_long_simulation(a, work);
         }
-        for k in &c.kernels {
-            let bar = progress_bar(long, &format!("simulating {}", k.cuda.name));
-            sim::run_observed(&k.lowered, &mut run_args, sim::SimOptions::default(), &mut |d, t| {
-                bar.set_length(t as u64);
-                bar.set_position(d as u64);
-            })
-            .map_err(|e| format!("simulating kernel {}: {e}", k.cuda.name))?;
-            bar.finish_and_clear();
-        }
-        let bar = progress_bar(long, "simulating the reference in float64");
-        reference = reference_sim_observed(f, &start, &mut |d, t| {
-            bar.set_length(t as u64);
-            bar.set_position(d as u64);
-        })?;
-        bar.finish_and_clear();
+        // The kernels and the float64 reference share nothing: they run at
+        // once, on two cores where there are two.
+        let bars = indicatif::MultiProgress::new();
+        let (kernels, refd) = std::thread::scope(|scope| {
+            let refd = scope.spawn(|| {
+                let bar = bars.add(progress_bar(long, "simulating the reference in float64"));
+                let r = reference_sim_observed(f, &start, &mut |d, t| {
+                    bar.set_length(t as u64);
+                    bar.set_position(d as u64);
+                });
+                bar.finish_and_clear();
+                r
+            });
+            let mut kernels = Ok(());
+            for k in &c.kernels {
+                let bar = bars.add(progress_bar(long, &format!("simulating {}", k.cuda.name)));
+                kernels = sim::run_observed(&k.lowered, &mut run_args, sim::SimOptions::default(), &mut |d, t| {
+                    bar.set_length(t as u64);
+                    bar.set_position(d as u64);
+                })
+                .map(|_| ())
+                .map_err(|e| format!("simulating kernel {}: {e}", k.cuda.name));
+                bar.finish_and_clear();
+                if kernels.is_err() {
+                    break;
+                }
+            }
+            let refd = refd.join().unwrap_or_else(|_| Err("the reference simulation stopped unexpectedly".into()));
+            (kernels, refd)
+        });
+        kernels?;
+        reference = refd?;
         reference_on = "sim";
     } else {
         let g = gpu::Gpu::open()?;
