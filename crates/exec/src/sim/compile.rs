@@ -27,6 +27,11 @@ pub(super) struct Program {
     pub mems: Vec<MemDecl>,
     pub int_slots: usize,
     pub float_slots: usize,
+    /// Integer expressions of the launch indices alone that are not affine
+    /// (`(blockIdx_x * 256 + threadIdx_x) // 512`): each is computed once
+    /// per thread block, right after the launch head, into its slot,
+    /// instead of at every use inside the loops. In dependency order.
+    pub hoisted: Vec<(Slot, IExpr)>,
 }
 
 pub(super) struct MemDecl {
@@ -202,6 +207,11 @@ struct Compiler {
     mems: Vec<MemDecl>,
     /// The buffers in scope and their memories, innermost last.
     scope: Vec<(Buffer, usize)>,
+    /// The launch variables, by key: what a hoisted expression may read.
+    launch_vars: Vec<usize>,
+    hoisted: Vec<(Slot, IExpr)>,
+    /// The hoisted expressions by their printed form, for reuse.
+    hoisted_by_text: HashMap<String, Slot>,
 }
 
 /// Compiles a lowered function: its launch head binds the block and thread
@@ -214,6 +224,9 @@ pub(super) fn compile(f: &PrimFunc, f64_storage: bool) -> Program {
         float_slots: 0,
         mems: Vec::new(),
         scope: Vec::new(),
+        launch_vars: Vec::new(),
+        hoisted: Vec::new(),
+        hoisted_by_text: HashMap::new(),
     };
     for b in &f.params {
         let m = c.declare(b);
@@ -221,12 +234,13 @@ pub(super) fn compile(f: &PrimFunc, f64_storage: bool) -> Program {
     }
     let (head, body) = f.body.launch_head();
     let launch = head.into_iter().map(|(var, tag, _)| (c.bind(var.key(), Kind::Int), tag)).collect();
+    c.launch_vars = f.body.launch_head().0.iter().map(|(v, _, _)| v.key()).collect();
     let body = c.stmt(body);
     let mut mems = c.mems;
     for (m, b) in mems.iter_mut().zip(&f.params) {
         m.exchanged = b.scope() == Scope::Global && f.body.stores_to(b) && f.body.loads_from(b);
     }
-    Program { body, launch, mems, int_slots: c.int_slots, float_slots: c.float_slots }
+    Program { body, launch, mems, int_slots: c.int_slots, float_slots: c.float_slots, hoisted: c.hoisted }
 }
 
 /// An affine sum as an expression.
@@ -415,7 +429,45 @@ impl Compiler {
         }
     }
 
+    /// Whether `e` is an integer division or remainder by a non-zero
+    /// literal of an expression of the launch variables, sums and products
+    /// only: it has one value per thread for the whole block, and computing
+    /// it cannot fail, so it can be hoisted to the block's start.
+    fn hoistable(&self, e: &Expr) -> bool {
+        fn pure(e: &Expr, launch: &[usize]) -> bool {
+            match e {
+                Expr::Int(..) => true,
+                Expr::Var(v) => launch.contains(&v.key()),
+                Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => pure(a, launch) && pure(b, launch),
+                Expr::Binary(BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div, a, b) => {
+                    matches!(**b, Expr::Int(d, _) if d != 0) && pure(a, launch)
+                }
+                _ => false,
+            }
+        }
+        matches!(e, Expr::Binary(BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div, _, _))
+            && e.dtype().is_int()
+            && pure(e, &self.launch_vars)
+    }
+
     fn expr(&mut self, e: &Expr) -> Compiled {
+        if !self.launch_vars.is_empty() && self.hoistable(e) {
+            let text = tirc_ir::printer::print_expr(e);
+            if let Some(&slot) = self.hoisted_by_text.get(&text) {
+                return Compiled::I(IExpr::Var(slot));
+            }
+            let value = self.expr_here(e).int();
+            self.int_slots += 1;
+            let slot = self.int_slots - 1;
+            self.hoisted.push((slot, value));
+            self.hoisted_by_text.insert(text, slot);
+            return Compiled::I(IExpr::Var(slot));
+        }
+        self.expr_here(e)
+    }
+
+    /// `e` compiled where it stands (its subexpressions may be hoisted).
+    fn expr_here(&mut self, e: &Expr) -> Compiled {
         use Compiled::{F, I};
         let bx = |e: IExpr| Box::new(e);
         match e {

@@ -119,6 +119,17 @@ impl<'p> Machine<'p> {
         self.committed.iter_mut().for_each(VecDeque::clear);
         self.next_epoch();
         let all: Vec<u32> = (0..self.n as u32).collect();
+        for (slot, e) in &prog.hoisted {
+            let mut col = vec![0; self.n];
+            self.ie(e, &all, &mut col)?;
+            let var = &mut self.ivars[*slot];
+            if col.iter().all(|&x| x == col[0]) {
+                var.uniform = Some(col[0]);
+            } else {
+                var.uniform = None;
+                var.col = col;
+            }
+        }
         self.exec(&prog.body, &all)
     }
 
