@@ -1,13 +1,17 @@
-//! A reduction block split into an init block and an update block: the
-//! rewrite behind the primitive `decompose_reduction` (whose file states
-//! the preconditions, checked here in its order) and the pass `lower_init`.
+//! Reductions: a reduction block split into an init block and an update
+//! block (`decompose`, the rewrite behind the primitive
+//! `decompose_reduction`, whose file states the preconditions, checked here
+//! in its order, and the pass `lower_init`), and the form of an update that
+//! combines with a known operator (`combiner`, `identity`: what
+//! `lower_cross_thread_reduction` and `rfactor` accept).
 
 use super::error::{Result, ScheduleError};
 use super::tree::{find_block, loops_above, replace_block, replace_loop};
 use crate::arith::{all_of, conjuncts};
 use tirc_ir::region::infer_block_regions;
+use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::{substitute, substitute_stmt};
-use tirc_ir::{Block, BlockRealize, Expr, For, IterKind, IterVar, Stmt, Var};
+use tirc_ir::{BinOp, Block, BlockRealize, Buffer, DType, Expr, For, IterKind, IterVar, Stmt, Var};
 
 /// The body with the block decomposed at `at`, and the init block's name.
 pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
@@ -118,4 +122,59 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     })?;
     let body = replace_loop(&body, at, |l| Ok(Stmt::Seq(vec![nest, Stmt::For(Box::new(l.clone()))])))?;
     Ok((body, init_name))
+}
+
+/// The combiner of `C[i] = C[i] op v`: `op` and `v`.
+pub fn combiner(store: &Stmt) -> Option<(Buffer, Vec<Expr>, BinOp, Expr)> {
+    let Stmt::Store { buffer, indices, value } = store else { return None };
+    let Expr::Binary(op, a, b) = value else { return None };
+    if !matches!(op, BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max) {
+        return None;
+    }
+    let is_self = |e: &Expr| matches!(e, Expr::Load(lb, idx) if lb == buffer && idx.len() == indices.len() && idx.iter().zip(indices).all(|(x, y)| same_expr(x, y)));
+    let reads_out = |e: &Expr| {
+        let mut found = false;
+        e.walk(&mut |x| found |= matches!(x, Expr::Load(lb, _) if lb == buffer));
+        found
+    };
+    let v = if is_self(a) && !reads_out(b) {
+        (**b).clone()
+    } else if is_self(b) && !reads_out(a) {
+        (**a).clone()
+    } else {
+        return None;
+    };
+    Some((buffer.clone(), indices.clone(), *op, v))
+}
+
+/// The identity of `op` at type `t`.
+pub fn identity(op: BinOp, t: DType) -> Expr {
+    let (lo, hi) = if t.is_float() {
+        (Expr::Float(f64::NEG_INFINITY, t), Expr::Float(f64::INFINITY, t))
+    } else {
+        let bits = (t.bytes() * 8).min(63) as u32;
+        if t.is_int() && !matches!(t, DType::UInt(_)) {
+            (Expr::Int(-(1i64 << (bits - 1)), t), Expr::Int((1i64 << (bits - 1)) - 1, t))
+        } else {
+            (Expr::Int(0, t), Expr::Int(((1u64 << bits) - 1) as i64, t))
+        }
+    };
+    match op {
+        BinOp::Add => {
+            if t.is_float() {
+                Expr::Float(0.0, t)
+            } else {
+                Expr::Int(0, t)
+            }
+        }
+        BinOp::Mul => {
+            if t.is_float() {
+                Expr::Float(1.0, t)
+            } else {
+                Expr::Int(1, t)
+            }
+        }
+        BinOp::Max => lo,
+        _ => hi,
+    }
 }

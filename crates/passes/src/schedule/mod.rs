@@ -22,6 +22,7 @@ pub mod loop_kind;
 pub mod pad_einsum;
 pub mod registry;
 pub mod reorder;
+pub mod rfactor;
 pub mod split;
 pub mod storage_align;
 

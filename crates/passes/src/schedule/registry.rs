@@ -18,8 +18,8 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder, split,
-    storage_align, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder, rfactor,
+    split, storage_align, BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -241,7 +241,7 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
 }
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-pub const NOT_YET: [&str; 5] = ["tensorize", "blockize", "transform_layout", "rfactor", "reindex"];
+pub const NOT_YET: [&str; 4] = ["tensorize", "blockize", "transform_layout", "reindex"];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
     r.map(|_| Out::None)
@@ -429,6 +429,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         step: true,
         apply: |s, a| none(storage_align::storage_align(s, a.block(0)?, a.int(1)?, a.int(2)?, a.int(3)?, a.int(4)?)),
+    },
+    Primitive {
+        name: "rfactor",
+        params: &[req("loop", Kind::Loop), req("factor_axis", Kind::Int)],
+        step: true,
+        apply: |s, a| rfactor::rfactor(s, a.lp(0)?, a.int(1)?).map(Out::Block),
     },
     Primitive {
         name: "pad_einsum",

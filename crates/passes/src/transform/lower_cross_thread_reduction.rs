@@ -32,12 +32,10 @@
 //! statements, or an output that depends on a thread loop of T.
 
 use crate::arith::Analyzer;
+use crate::common::reduction::{combiner, identity};
 use tirc_ir::region::infer_block_regions;
-use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::{substitute, substitute_stmt};
-use tirc_ir::{
-    BinOp, BlockRealize, Buffer, DType, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var,
-};
+use tirc_ir::{BinOp, BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut names = Vec::new();
@@ -74,61 +72,6 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 
 /// A loop variable and the expression that replaces it.
 type VarMap = (Var, Expr);
-
-/// The combiner of `C[i] = C[i] op v`: `op` and `v`.
-fn combiner(store: &Stmt) -> Option<(Buffer, Vec<Expr>, BinOp, Expr)> {
-    let Stmt::Store { buffer, indices, value } = store else { return None };
-    let Expr::Binary(op, a, b) = value else { return None };
-    if !matches!(op, BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max) {
-        return None;
-    }
-    let is_self = |e: &Expr| matches!(e, Expr::Load(lb, idx) if lb == buffer && idx.len() == indices.len() && idx.iter().zip(indices).all(|(x, y)| same_expr(x, y)));
-    let reads_out = |e: &Expr| {
-        let mut found = false;
-        e.walk(&mut |x| found |= matches!(x, Expr::Load(lb, _) if lb == buffer));
-        found
-    };
-    let v = if is_self(a) && !reads_out(b) {
-        (**b).clone()
-    } else if is_self(b) && !reads_out(a) {
-        (**a).clone()
-    } else {
-        return None;
-    };
-    Some((buffer.clone(), indices.clone(), *op, v))
-}
-
-/// The identity of `op` at type `t`.
-fn identity(op: BinOp, t: DType) -> Expr {
-    let (lo, hi) = if t.is_float() {
-        (Expr::Float(f64::NEG_INFINITY, t), Expr::Float(f64::INFINITY, t))
-    } else {
-        let bits = (t.bytes() * 8).min(63) as u32;
-        if t.is_int() && !matches!(t, DType::UInt(_)) {
-            (Expr::Int(-(1i64 << (bits - 1)), t), Expr::Int((1i64 << (bits - 1)) - 1, t))
-        } else {
-            (Expr::Int(0, t), Expr::Int(((1u64 << bits) - 1) as i64, t))
-        }
-    };
-    match op {
-        BinOp::Add => {
-            if t.is_float() {
-                Expr::Float(0.0, t)
-            } else {
-                Expr::Int(0, t)
-            }
-        }
-        BinOp::Mul => {
-            if t.is_float() {
-                Expr::Float(1.0, t)
-            } else {
-                Expr::Int(1, t)
-            }
-        }
-        BinOp::Max => lo,
-        _ => hi,
-    }
-}
 
 /// `∑ (v - min) * stride` over `loops`, the first slowest: a loop nest's
 /// place, counted from 0.

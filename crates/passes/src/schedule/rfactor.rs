@@ -1,0 +1,366 @@
+//! `rfactor(loop, factor_axis)`: a reduction split in two along one of its
+//! loops, TVM's primitive of that name and arguments.
+//!
+//! The reduction block `B` (`C[s] = C[s] op f(r)` with an init) becomes:
+//! - `B_rf`, under a copy of all of `B`'s loops (new loops, named
+//!   `<loop>_rf`) placed just before the nest that holds `B`, which
+//!   accumulates into a new buffer `C_rf` one partial result per iteration
+//!   of `loop`: `loop` feeds a new spatial variable of `B_rf`, and `C_rf` is
+//!   `C` with a dimension of `loop`'s extent inserted at `factor_axis`
+//!   (negative counts from the end, `-1` appends it). Its variables are that
+//!   one, `B`'s spatial variables, and one reduction variable per other loop
+//!   that fed `B`'s reduction variables; its init is the identity of `op`.
+//! - `B` in its place, under its loops less the other reduction loops
+//!   (`loop` stays, and feeds its one reduction variable), which combines
+//!   the partial results, `C[s] = C[s] op C_rf[.., r, ..]`, with `B`'s own
+//!   init; its predicate keeps the parts that do not speak of the removed
+//!   loops. So blocks that share loops with `B` still see `C` complete
+//!   where they did. The loop handles the schedule holds keep naming `B`'s
+//!   loops; `get_loops` of the returned block gives the new ones.
+//!
+//! The partial results of different iterations of `loop` are independent,
+//! so `loop` can then be bound to threads or blocks (split-K); the sum is
+//! regrouped, which for floating point changes the rounding, as in TVM.
+//!
+//! Preconditions, checked in this order:
+//! 1. The loop is in the function, serial or unrolled, and holds exactly
+//!    one block, with nothing but loops between them; so does the outermost
+//!    loop that feeds a reduction variable of the block.
+//! 2. The block is in the root block's scope.
+//! 3. The block is a reduction: an init, and an update
+//!    `C[s] = C[s] op v` with `op` one of `+ * min max`, `v` not reading `C`;
+//!    the init stores into the same element.
+//! 4. No other block writes `C`.
+//! 5. The loop feeds a reduction variable of the block and no spatial one,
+//!    no loop feeds both kinds, and every variable's binding is an
+//!    expression of the loops around the block.
+//! 6. `factor_axis` is in `-(ndim + 1)..=ndim`, `ndim` the dimensions of `C`.
+
+use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
+use crate::arith::{all_of, conjuncts};
+use crate::common::reduction::{combiner, identity};
+use crate::common::tree::get_loop;
+use tirc_ir::region::{block_buffers, infer_block_regions};
+use tirc_ir::subst::substitute;
+use tirc_ir::{Block, BlockRealize, Buffer, Expr, For, ForKind, IterKind, IterVar, Range, Scope, Stmt, Var};
+
+pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<BlockRV> {
+    // 1.
+    let l = get_loop(&sch.func.body, lp)?.clone();
+    if !matches!(l.kind, ForKind::Serial | ForKind::Unrolled) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` is not serial: only a serial loop's reduction can be factored",
+            lp.name()
+        )));
+    }
+    let blocks = l.body.blocks();
+    let [r] = &blocks[..] else {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` holds {} blocks; rfactor needs exactly one reduction block under it",
+            lp.name(),
+            blocks.len()
+        )));
+    };
+    let r: BlockRealize = (*r).clone();
+    let name = r.block.name.clone();
+    let mut s = &l.body;
+    while let Stmt::For(x) = s {
+        s = &x.body;
+    }
+    if !matches!(s, Stmt::Block(b) if b.block.name == name) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` holds other statements besides the loops down to block `{name}`",
+            lp.name()
+        )));
+    }
+    // 2.
+    let root_stmts = super::cache::root_stmts(&sch.func.body);
+    let top = root_stmts.iter().position(|x| x.find_block(&name).is_some());
+    let owner = super::cache::top_level_owner(&sch.func.body, &name);
+    let Some(top) = top.filter(|_| owner.as_deref().is_none_or(|o| o == "root")) else {
+        return Err(ScheduleError::unsupported(format!(
+            "block `{name}` is nested in another block; tirc factors blocks of the root scope only"
+        )));
+    };
+    // 3.
+    let not_reduction = |why: &str| {
+        ScheduleError::new(format!("block `{name}` is not a reduction rfactor can split: {why}"))
+            .help("it needs an init and an update C[..] = C[..] op v, with op one of + * min max")
+    };
+    let init = r.block.init.clone().ok_or_else(|| not_reduction("it has no init"))?;
+    let (out, idx, op, v) =
+        combiner(&r.block.body).ok_or_else(|| not_reduction("its update is not C[..] = C[..] op v"))?;
+    let Stmt::Store { buffer: ib, indices: ii, value: init_value } = &init else {
+        return Err(not_reduction("its init is not one store"));
+    };
+    let same_element = ib == &out
+        && ii.len() == idx.len()
+        && ii.iter().zip(&idx).all(|(a, b)| tirc_ir::structural_eq::same_expr(a, b));
+    if !same_element {
+        return Err(not_reduction("its init stores to another element than its update"));
+    }
+    // 4.
+    if let Some(other) = sch
+        .func
+        .body
+        .blocks()
+        .into_iter()
+        .find(|o| o.block.name != name && o.block.name != "root" && block_buffers(o, false).contains(&out))
+    {
+        return Err(ScheduleError::new(format!(
+            "block `{}` writes `{}` too: rfactor needs block `{name}` to be its only writer",
+            other.block.name,
+            out.name()
+        )));
+    }
+    // 5.
+    let path: Vec<For> = sch.func.body.loops_above(&name).unwrap_or_default().into_iter().cloned().collect();
+    let loop_vars: Vec<&Var> = path.iter().map(|x| &x.var).collect();
+    let vars_of = |e: &Expr| -> Vec<Var> {
+        let mut vs = Vec::new();
+        e.walk(&mut |x| {
+            if let Expr::Var(v) = x {
+                if !vs.contains(v) {
+                    vs.push(v.clone());
+                }
+            }
+        });
+        vs
+    };
+    let bindings: Vec<(&IterVar, &Expr)> = r.block.iter_vars.iter().zip(&r.iter_values).collect();
+    for (iv, e) in &bindings {
+        if let Some(x) = vars_of(e).iter().find(|x| !loop_vars.contains(x)) {
+            return Err(ScheduleError::new(format!(
+                "the binding of `{}` uses `{}`, which is not a loop around block `{name}`",
+                iv.var.name(),
+                x.name()
+            )));
+        }
+    }
+    let feeds = |kind: IterKind| bindings.iter().any(|(iv, e)| iv.kind == kind && e.uses(lp));
+    if feeds(IterKind::Spatial) || feeds(IterKind::Opaque) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` feeds a spatial variable of block `{name}`: only a reduction loop can be factored",
+            lp.name()
+        )));
+    }
+    if !feeds(IterKind::Reduce) {
+        return Err(ScheduleError::new(format!("loop `{}` feeds no reduction variable of block `{name}`", lp.name())));
+    }
+    // 6.
+    let ndim = idx.len() as i64;
+    if !(-(ndim + 1)..=ndim).contains(&factor_axis) {
+        return Err(ScheduleError::bad_argument(format!(
+            "factor_axis {factor_axis} is out of range: `{}` has {ndim} dimension(s), so it must be in [{}, {ndim}]",
+            out.name(),
+            -(ndim + 1)
+        )));
+    }
+    let axis = if factor_axis < 0 { factor_axis + ndim + 1 } else { factor_axis } as usize;
+
+    // From the outermost loop that feeds a reduction variable down to the
+    // block, nothing but the nest: those loops leave the write-back.
+    let feeds_reduce = |x: &For| bindings.iter().any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(&x.var));
+    let feeds_spatial = |x: &For| bindings.iter().any(|(iv, e)| iv.kind != IterKind::Reduce && e.uses(&x.var));
+    if let Some(x) = path.iter().find(|x| feeds_reduce(x) && feeds_spatial(x)) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` feeds both a spatial and a reduction variable of block `{name}`",
+            x.var.name()
+        )));
+    }
+    let r0 = path.iter().position(&feeds_reduce).unwrap_or(0);
+    let mut s = Stmt::For(Box::new(path[r0].clone()));
+    while let Stmt::For(x) = s {
+        match &x.body {
+            Stmt::For(_) => s = x.body.clone(),
+            Stmt::Block(b) if b.block.name == name => break,
+            _ => {
+                return Err(ScheduleError::new(format!(
+                    "loop `{}` holds other statements besides the nest of block `{name}`: the reduction loops must \
+                     form a nest of their own down to the block",
+                    x.var.name()
+                )))
+            }
+        }
+    }
+
+    // B_rf, in a copy of the loops: a spatial variable for `lp`, B's
+    // spatial variables, a reduction variable per other reduction loop.
+    let fresh_loop: Vec<(Var, Expr)> = {
+        let mut names: Vec<String> = Vec::new();
+        sch.func.body.walk(&mut |x| {
+            if let Stmt::For(f) = x {
+                names.push(f.var.name().to_string());
+            }
+        });
+        path.iter()
+            .map(|x| {
+                let n = fresh(&names, &format!("{}_rf", x.var.name()));
+                names.push(n.clone());
+                (x.var.clone(), Expr::var(&Var::new(n, x.var.dtype())))
+            })
+            .collect()
+    };
+    let new_loop = |v: &Var| substitute(&Expr::var(v), &fresh_loop);
+    let block_var = |x: &For| Var::new(format!("v{}", x.var.name()), x.var.dtype());
+    let rf_var = block_var(&l);
+    let mut loop_to_var: Vec<(Var, Expr)> = vec![(l.var.clone(), Expr::var(&rf_var))];
+    let mut rf_ivs = vec![IterVar {
+        var: rf_var.clone(),
+        dom: Range::new(l.min.clone(), l.extent.clone()),
+        kind: IterKind::Spatial,
+    }];
+    let mut rf_values = vec![new_loop(&l.var)];
+    for (iv, e) in &bindings {
+        if iv.kind == IterKind::Spatial {
+            rf_ivs.push((*iv).clone());
+            rf_values.push(substitute(e, &fresh_loop));
+        }
+    }
+    for x in path.iter().filter(|x| feeds_reduce(x) && x.var != l.var) {
+        let v = block_var(x);
+        rf_ivs.push(IterVar {
+            var: v.clone(),
+            dom: Range::new(x.min.clone(), x.extent.clone()),
+            kind: IterKind::Reduce,
+        });
+        rf_values.push(new_loop(&x.var));
+        loop_to_var.push((x.var.clone(), Expr::var(&v)));
+    }
+    // B's reduction variables in terms of the new ones.
+    let reduce_map: Vec<(Var, Expr)> = bindings
+        .iter()
+        .filter(|(iv, _)| iv.kind == IterKind::Reduce)
+        .map(|(iv, e)| (iv.var.clone(), substitute(e, &loop_to_var)))
+        .collect();
+    let mut shape = out.shape().to_vec();
+    shape.insert(axis, l.extent.clone());
+    let taken = taken_names(sch);
+    let rf_name = fresh(&taken, &format!("{}_rf", out.name()));
+    let scope = if out.scope() == Scope::Local { Scope::Local } else { Scope::Global };
+    let rf_buf = Buffer::new(rf_name, out.dtype(), shape, scope);
+    let mut rf_idx = idx.clone();
+    rf_idx.insert(axis, Expr::var(&rf_var));
+    let rf_update = Stmt::Store {
+        buffer: rf_buf.clone(),
+        indices: rf_idx.clone(),
+        value: Expr::binary(op, Expr::Load(rf_buf.clone(), rf_idx.clone()), substitute(&v, &reduce_map)),
+    };
+    let rf_init = Stmt::Store { buffer: rf_buf.clone(), indices: rf_idx.clone(), value: identity(op, out.dtype()) };
+    let rf_block_name = fresh(&taken, &format!("{name}_rf"));
+    let rf_realize = realize(
+        Block {
+            name: rf_block_name.clone(),
+            iter_vars: rf_ivs,
+            reads: vec![],
+            writes: vec![],
+            init: Some(rf_init),
+            alloc_buffers: vec![],
+            annotations: r.block.annotations.clone(),
+            body: rf_update,
+            span: None,
+        },
+        rf_values,
+        substitute(&r.predicate, &fresh_loop),
+    );
+    let mut rf_nest = rf_realize;
+    for x in path.iter().rev() {
+        let Some(Expr::Var(nv)) = fresh_loop.iter().find(|(o, _)| *o == x.var).map(|(_, n)| n.clone()) else {
+            continue;
+        };
+        rf_nest = Stmt::For(Box::new(For {
+            var: nv,
+            min: substitute(&x.min, &fresh_loop),
+            extent: substitute(&x.extent, &fresh_loop),
+            kind: x.kind,
+            annotations: x.annotations.clone(),
+            body: rf_nest,
+            span: None,
+        }));
+    }
+
+    // B in its place, over `lp` instead of the other reduction loops: its
+    // predicate keeps the parts that speak of the loops it keeps.
+    let dropped: Vec<&Var> = path.iter().filter(|x| feeds_reduce(x) && x.var != l.var).map(|x| &x.var).collect();
+    let wb_rf_var = Var::new(format!("{}_1", rf_var.name()), rf_var.dtype());
+    let mut wb_ivs = vec![IterVar {
+        var: wb_rf_var.clone(),
+        dom: Range::new(l.min.clone(), l.extent.clone()),
+        kind: IterKind::Reduce,
+    }];
+    let mut wb_values = vec![Expr::var(&l.var)];
+    let mut spatial_map: Vec<(Var, Expr)> = Vec::new();
+    for (iv, e) in &bindings {
+        if iv.kind == IterKind::Spatial {
+            let nv = Var::new(iv.var.name(), iv.var.dtype());
+            wb_ivs.push(IterVar { var: nv.clone(), dom: iv.dom.clone(), kind: IterKind::Spatial });
+            wb_values.push((*e).clone());
+            spatial_map.push((iv.var.clone(), Expr::var(&nv)));
+        }
+    }
+    let wb_idx: Vec<Expr> = idx.iter().map(|e| substitute(e, &spatial_map)).collect();
+    let mut wb_rf_idx = wb_idx.clone();
+    wb_rf_idx.insert(axis, Expr::var(&wb_rf_var));
+    let wb_update = Stmt::Store {
+        buffer: out.clone(),
+        indices: wb_idx.clone(),
+        value: Expr::binary(op, Expr::Load(out.clone(), wb_idx.clone()), Expr::Load(rf_buf.clone(), wb_rf_idx)),
+    };
+    let wb_init = Stmt::Store { buffer: out.clone(), indices: wb_idx, value: substitute(init_value, &spatial_map) };
+    let kept = conjuncts(&r.predicate).into_iter().filter(|c| !dropped.iter().any(|v| c.uses(v)));
+    let mut wb = realize(
+        Block {
+            name: name.clone(),
+            iter_vars: wb_ivs,
+            reads: vec![],
+            writes: vec![],
+            init: Some(wb_init),
+            alloc_buffers: vec![],
+            annotations: vec![],
+            body: wb_update,
+            span: r.block.span,
+        },
+        wb_values,
+        all_of(kept),
+    );
+    for x in path[r0..].iter().rev() {
+        if !dropped.contains(&&x.var) {
+            wb = Stmt::For(Box::new(x.with_body(wb)));
+        }
+    }
+
+    let mut stmts = root_stmts;
+    let r0_var = path[r0].var.clone();
+    let mut wb = Some(wb);
+    stmts[top] = stmts[top].rewrite(&mut |x| match x {
+        Stmt::For(f) if f.var == r0_var => wb.take(),
+        _ => None,
+    });
+    stmts.insert(top, rf_nest);
+    super::cache::set_root(sch, stmts, vec![rf_buf]);
+    Ok(rf_block_name)
+}
+
+/// A block realize with its read and write regions inferred.
+fn realize(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> Stmt {
+    let (reads, writes) = infer_block_regions(&block);
+    block.reads = reads;
+    block.writes = writes;
+    Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block }))
+}
+
+fn taken_names(sch: &Schedule) -> Vec<String> {
+    let mut taken: Vec<String> = sch.func.params.iter().map(|b| b.name().to_string()).collect();
+    for r in sch.func.body.blocks() {
+        taken.push(r.block.name.clone());
+        taken.extend(r.block.alloc_buffers.iter().map(|b| b.name().to_string()));
+    }
+    taken
+}
+
+fn fresh(taken: &[String], base: &str) -> String {
+    if !taken.iter().any(|t| t == base) {
+        return base.to_string();
+    }
+    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+}
