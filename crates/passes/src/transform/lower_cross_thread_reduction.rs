@@ -20,7 +20,9 @@
 //!    lower threads, until one value is left;
 //! 3. the thread with `t == 0` runs `B` itself, its reduction variables at
 //!    the start of their domains, with `v` replaced by `B_red[s, 0]`: the
-//!    init (when the reduction starts here) and one update.
+//!    init (when the reduction starts here) and one update; every thread
+//!    does when `C` is local (each thread's own copy). The parts of `B`'s
+//!    predicate that speak of the reduced loops are left to step 1.
 //!
 //! Each copy is an ordinary loop nest: run as written, with thread loops as
 //! plain loops, it computes what `B` did; once `extract_launch` merges the
@@ -31,7 +33,7 @@
 //! update of another form, a block that shares the chain with other
 //! statements, or an output that depends on a thread loop of T.
 
-use crate::arith::Analyzer;
+use crate::arith::{all_of, conjuncts, Analyzer};
 use crate::common::reduction::{combiner, identity};
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{substitute, substitute_stmt};
@@ -239,9 +241,13 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         let mut b = r.clone();
         b.block.alloc_buffers.clear();
         b.iter_values = r.iter_values.iter().map(|e| an.simplify(&substitute(e, &at_start))).collect();
-        if r.predicate.as_bool() != Some(true) {
-            b.predicate = an.simplify(&substitute(&r.predicate, &at_start));
-        }
+        // The predicate's parts that speak of the reduced loops were the
+        // threads' own (phase 1 applied them; a thread whose part is all
+        // masked holds the identity): the total is written whatever they
+        // say of the first iteration.
+        let reduced: Vec<&Var> = chain.iter().filter(|l| reduce_uses(&l.var)).chain(inner).map(|l| &l.var).collect();
+        let kept = conjuncts(&r.predicate).into_iter().filter(|c| !reduced.iter().any(|v| c.uses(v)));
+        b.predicate = an.simplify(&substitute(&all_of(kept), &at_start));
         let total = Expr::Load(red.clone(), vec![base.clone()]);
         b.block.body = Stmt::Store {
             buffer: out.clone(),
@@ -251,7 +257,13 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         let (reads, writes) = infer_block_regions(&b.block);
         b.block.reads = reads;
         b.block.writes = writes;
-        Stmt::if_then(Expr::binary(BinOp::Eq, t, Expr::int(0)), Stmt::Block(Box::new(b)))
+        // A local output is each thread's own: every thread takes the
+        // total. Any other is written once.
+        if out.scope() == Scope::Local {
+            Stmt::Block(Box::new(b))
+        } else {
+            Stmt::if_then(Expr::binary(BinOp::Eq, t, Expr::int(0)), Stmt::Block(Box::new(b)))
+        }
     }));
     let replacement = Stmt::Allocate { buffer: red, body: Box::new(Stmt::seq(phases)) };
     let head = chain[0].var.clone();
