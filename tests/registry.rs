@@ -97,3 +97,19 @@ fn the_trace_holds_structured_steps() {
         ["i_0, i_1 = sch.split(i, factors=[None, 16])", "sch.reorder(j, i_0)", "sch.bind(i_0, \"blockIdx.x\")"]
     );
 }
+
+/// `sch.bind(loop, "vthread.x")`: a virtual thread is an unrolled loop, as
+/// `T.thread_binding(.., thread="vthread.x")` is in the function text.
+#[test]
+fn a_virtual_thread_binding_unrolls_the_loop() {
+    let c = compile_with("    io, ii = sch.split(i, factors=[2, None])\n    sch.bind(io, \"vthread.x\")\n")
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let mut kinds = Vec::new();
+    c.scheduled.body.walk(&mut |s| {
+        if let tirc_ir::Stmt::For(l) = s {
+            kinds.push((l.var.name().to_string(), l.kind));
+        }
+    });
+    assert!(kinds.contains(&("i_0".to_string(), tirc_ir::ForKind::Unrolled)), "{kinds:?}");
+    assert!(compile_with("    sch.bind(i, \"vthread.w\")\n").is_err());
+}

@@ -1,6 +1,11 @@
 //! `bind(loop, thread_axis)`: the loop's iterations run on GPU blocks or
 //! threads instead of one after another.
 //!
+//! A virtual thread (`vthread`, `vthread.x/y/z`) is not a GPU axis: as in
+//! the function text (`T.thread_binding(.., thread="vthread.x")`), the loop
+//! is unrolled, its iterations interleaved in one thread, after the checks
+//! of `unroll`.
+//!
 //! Preconditions, checked in this order:
 //! 1. The thread axis is one of blockIdx.x/y/z, threadIdx.x/y/z.
 //! 2. The loop is in the function, is serial, and has a constant extent
@@ -29,6 +34,9 @@ use tirc_ir::structural_eq::same_expr;
 use tirc_ir::{ForKind, IterKind, Scope, Stmt, ThreadTag};
 
 pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
+    if thread == "vthread" || thread.starts_with("vthread.") && matches!(&thread[8..], "x" | "y" | "z") {
+        return super::loop_kind::unroll(sch, lp);
+    }
     // 1.
     let Some(tag) = ThreadTag::parse(thread) else {
         let names: Vec<String> = ThreadTag::ALL.iter().map(|t| t.name()).collect();
