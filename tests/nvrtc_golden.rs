@@ -39,10 +39,22 @@ fn test_programs_compile_with_nvrtc() {
     for file in std::fs::read_dir(root().join("tests/data/nvrtc")).into_iter().flatten().flatten() {
         let p = file.path();
         if p.extension().is_some_and(|e| e == "tir") {
-            let c =
-                compile(&read(&p), &Request::default()).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0].message));
-            for k in &c.kernels {
-                compiles_for_every_arch(&p.display().to_string(), &k.cuda.source);
+            // Each schedule of the file, or its function as written.
+            let src = read(&p);
+            let module = tirc::compile::load(&src, &[]).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0].message));
+            let mut requests: Vec<Request> = module
+                .schedules
+                .iter()
+                .map(|s| Request { schedule: Some(s.name.clone()), ..Request::default() })
+                .collect();
+            if requests.is_empty() {
+                requests.push(Request::default());
+            }
+            for req in requests {
+                let c = compile(&src, &req).unwrap_or_else(|d| panic!("{}: {}", p.display(), d[0].message));
+                for k in &c.kernels {
+                    compiles_for_every_arch(&format!("{} {:?}", p.display(), req.schedule), &k.cuda.source);
+                }
             }
             n += 1;
         }

@@ -91,6 +91,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         index_type: if big { "long long" } else { "int" },
         read_only: HashSet::new(),
         dynamic: Vec::new(),
+        declared: vec![Vec::new()],
     };
     let name = format!("{}_kernel", sanitize(&f.name));
     let mut params = Vec::new();
@@ -312,6 +313,10 @@ struct Gen {
     read_only: HashSet<Buffer>,
     /// Shared buffers placed in dynamic shared memory, with byte offsets.
     dynamic: Vec<(Buffer, usize)>,
+    /// The arrays declared in each open C scope (`{`), innermost last: a
+    /// second allocation of one buffer in a scope (a loop iteration peeled
+    /// beside the loop) gets a scope of its own.
+    declared: Vec<Vec<String>>,
 }
 
 /// The most shared memory a kernel may declare statically, in bytes.
@@ -478,6 +483,14 @@ impl Gen {
         (rem.as_int() == Some(0)).then_some(base)
     }
 
+    /// `s` as the body of a new C scope (a loop's, a branch's).
+    fn scoped(&mut self, s: &Stmt, ind: usize) -> Result<(), Diagnostic> {
+        self.declared.push(Vec::new());
+        let r = self.stmt(s, ind);
+        self.declared.pop();
+        r
+    }
+
     fn stmt(&mut self, s: &Stmt, ind: usize) -> Result<(), Diagnostic> {
         match s {
             Stmt::Seq(v) => {
@@ -507,10 +520,10 @@ impl Gen {
             Stmt::If { cond, then, orelse } => {
                 let c = self.expr(cond)?;
                 self.line(ind, &format!("if ({c}) {{"));
-                self.stmt(then, ind + 1)?;
+                self.scoped(then, ind + 1)?;
                 if let Some(e) = orelse {
                     self.line(ind, "} else {");
-                    self.stmt(e, ind + 1)?;
+                    self.scoped(e, ind + 1)?;
                 }
                 self.line(ind, "}");
             }
@@ -541,7 +554,7 @@ impl Gen {
                 let it = self.index_type;
                 self.line(ind, &format!("for ({it} {v} = {min}; {v} < {end}; ++{v}) {{"));
                 self.an.bind_range(&l.var, &l.min, &l.extent);
-                self.stmt(&l.body, ind + 1)?;
+                self.scoped(&l.body, ind + 1)?;
                 self.an.unbind(&l.var);
                 self.line(ind, "}");
             }
@@ -557,6 +570,18 @@ impl Gen {
             }
             Stmt::Allocate { buffer, body } => {
                 let n = self.buf_name(buffer);
+                let taken = self.declared.last().is_some_and(|d| d.contains(&n));
+                if taken && buffer.scope() != Scope::Global {
+                    self.line(ind, "{");
+                    self.declared.push(Vec::new());
+                    let r = self.stmt(s, ind + 1);
+                    self.declared.pop();
+                    self.line(ind, "}");
+                    return r;
+                }
+                if let Some(d) = self.declared.last_mut() {
+                    d.push(n.clone());
+                }
                 let t = ctype(buffer.dtype())?;
                 let size = match (buffer.num_elements(), buffer.scope()) {
                     (Some(n), _) => n,
