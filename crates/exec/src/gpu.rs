@@ -167,10 +167,71 @@ pub fn nvrtc_compile(source: &str, arch: &str) -> Result<String, String> {
 }
 
 /// What NVRTC made of a source: the PTX, and the cubin (machine code for
-/// `arch`, loadable by the driver without a JIT step) when NVRTC gave one.
+/// `arch`, loadable by the driver without a JIT step) when NVRTC gave one,
+/// with ptxas's report of the machine code.
 pub struct NvrtcOutput {
     pub ptx: String,
     pub cubin: Option<Vec<u8>>,
+    pub ptxas: Option<PtxasReport>,
+}
+
+/// What ptxas says of a kernel's machine code (`--ptxas-options=-v`), per
+/// thread: the registers it uses, and the bytes it spills to local memory
+/// because they did not fit (under `__launch_bounds__`, at most 65536 /
+/// threads per block, and 255).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtxasReport {
+    pub registers: u32,
+    pub spill_stores: u64,
+    pub spill_loads: u64,
+    pub stack_frame: u64,
+}
+
+impl PtxasReport {
+    /// Reads ptxas's verbose lines (`0 bytes stack frame, 8 bytes spill
+    /// stores, 8 bytes spill loads`, `Used 255 registers, ...`); `None`
+    /// when the log has none.
+    pub fn parse(log: &str) -> Option<PtxasReport> {
+        let number_before = |line: &str, what: &str| -> Option<u64> {
+            let at = line.find(what)?;
+            line[..at].split(|c: char| !c.is_ascii_digit()).rfind(|w| !w.is_empty())?.parse().ok()
+        };
+        let mut r = PtxasReport::default();
+        let mut seen = false;
+        for line in log.lines() {
+            if let Some(n) = number_before(line, " bytes spill stores") {
+                r.spill_stores += n;
+                r.spill_loads += number_before(line, " bytes spill loads").unwrap_or(0);
+                r.stack_frame = r.stack_frame.max(number_before(line, " bytes stack frame").unwrap_or(0));
+                seen = true;
+            }
+            if let Some(n) = number_before(line, " registers") {
+                r.registers = r.registers.max(n as u32);
+                seen = true;
+            }
+        }
+        seen.then_some(r)
+    }
+
+    /// A warning when the kernel spills: correct, but its spilled values
+    /// go through local memory, off the chip.
+    pub fn spill_warning(&self, kernel: &str, threads: i64) -> Option<String> {
+        (self.spill_stores + self.spill_loads > 0).then(|| {
+            // A block has 65536 registers; a thread, at most 255.
+            let per_thread = (65536 / threads.max(1)).min(255);
+            let fewer_threads = if per_thread < 255 {
+                format!(", or fewer threads per block (at {threads}, a thread may have {per_thread})")
+            } else {
+                String::new()
+            };
+            format!(
+                "kernel {kernel} spills registers: {} bytes of spill stores and {} bytes of spill loads per thread \
+                 (ptxas: {} registers, under __launch_bounds__({threads})); the spilled values go through local \
+                 memory, off the chip. Keep fewer values per thread (a smaller thread tile){fewer_threads}",
+                self.spill_stores, self.spill_loads, self.registers
+            )
+        })
+    }
 }
 
 /// [`nvrtc_compile`], keeping the cubin too.
@@ -191,6 +252,8 @@ pub fn nvrtc_build(source: &str, arch: &str) -> Result<NvrtcOutput, String> {
             "-default-device".to_string(),
             "--std=c++17".to_string(),
             "-lineinfo".to_string(),
+            // ptxas's report: registers and spills (`PtxasReport`).
+            "--ptxas-options=-v".to_string(),
         ];
         if source.contains("#include <cuda_") {
             let dir = cuda_include_dir().ok_or(CUDA_HEADERS_MISSING)?;
@@ -225,7 +288,7 @@ pub fn nvrtc_build(source: &str, arch: &str) -> Result<NvrtcOutput, String> {
             }
             _ => None,
         };
-        Ok(NvrtcOutput { ptx, cubin })
+        Ok(NvrtcOutput { ptx, cubin, ptxas: PtxasReport::parse(&log) })
     })
 }
 
@@ -264,6 +327,8 @@ pub struct Gpu {
 
 /// A kernel loaded into a [`Gpu`]'s context, with its launch configuration.
 pub struct LoadedKernel {
+    /// What ptxas reported when NVRTC compiled it for this GPU (`load`).
+    pub ptxas: Option<PtxasReport>,
     func: CudaFunction,
     name: String,
     cfg: LaunchConfig,
@@ -474,8 +539,10 @@ impl Gpu {
     /// module and finds the kernel. Kernels that ask for more than 48 KiB of
     /// dynamic shared memory get the attribute that allows it.
     pub fn load(&self, k: &tirc_codegen::CudaKernel) -> Result<LoadedKernel, String> {
-        let ptx = nvrtc_compile(&k.source, &self.arch)?;
-        self.load_ptx(k, ptx)
+        let out = nvrtc_build(&k.source, &self.arch)?;
+        let mut loaded = self.load_ptx(k, out.ptx)?;
+        loaded.ptxas = out.ptxas;
+        Ok(loaded)
     }
 
     /// [`Gpu::load`] of a kernel already compiled to PTX (for this GPU's
@@ -527,6 +594,7 @@ impl Gpu {
                 })?;
             }
             Ok(LoadedKernel {
+                ptxas: None,
                 func,
                 name: name.clone(),
                 cfg: LaunchConfig {

@@ -29,6 +29,8 @@ use tirc_ir::{BinOp, Buffer, DType, Expr};
 pub struct Build {
     pub files: Vec<(String, Vec<u8>)>,
     pub notes: Vec<String>,
+    /// What is legal but likely unintended (ptxas spilling registers).
+    pub warnings: Vec<String>,
 }
 
 /// What `build` needs besides the compiled function.
@@ -155,9 +157,15 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
     let mut files =
         vec![(format!("{name}.cu"), source.clone().into_bytes()), (format!("{name}.h"), header.into_bytes())];
     let mut notes = Vec::new();
+    let mut warnings = Vec::new();
     let (mut ptx_file, mut cubin_file) = (Value::Null, Value::Null);
     match tirc_exec::gpu::nvrtc_build(&source, o.arch) {
         Ok(out) => {
+            // The source holds every kernel; ptxas's report is the worst.
+            let threads = c.kernels.iter().map(|k| k.cuda.launch.threads_per_block()).max().unwrap_or(1);
+            if let Some(w) = out.ptxas.and_then(|r| r.spill_warning(&name, threads)) {
+                warnings.push(w);
+            }
             files.push((format!("{name}.ptx"), out.ptx.into_bytes()));
             ptx_file = json!(format!("{name}.ptx"));
             match out.cubin {
@@ -173,7 +181,7 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
     let meta = metadata(&name, c, req, o, &args, &intermediates, &names, ptx_file, cubin_file)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())? + "\n";
     files.push(("kernel.json".to_string(), text.into_bytes()));
-    Ok(Build { files, notes })
+    Ok(Build { files, notes, warnings })
 }
 
 /// Where the kernels come from, on one line.

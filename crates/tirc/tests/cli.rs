@@ -403,3 +403,55 @@ fn a_simulation_too_large_for_memory_is_refused() {
     assert!(stderr(&o).contains("run it on the GPU (--target cuda)"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A kernel that spills registers is reported from ptxas's own numbers (the
+/// NVRTC compile of `--emit ptx`, `build` and `run --target cuda`): a
+/// warning, the kernel is still correct. 16×16 accumulators per thread do
+/// not fit in 255 registers; the default 8×4 do.
+#[test]
+fn a_kernel_that_spills_registers_is_warned_about() {
+    if !tirc_exec::gpu::nvrtc_available() {
+        assert!(std::env::var("TIRC_REQUIRE_NVRTC").is_err(), "NVRTC is required here but cannot be loaded");
+        println!("skipped: NVRTC library not found (pip install nvidia-cuda-nvrtc==13.0.*)");
+        return;
+    }
+    let args = [
+        "lower",
+        "ir-examples/matmul.tir",
+        "-s",
+        "step6",
+        "-D",
+        "M=256",
+        "-D",
+        "N=256",
+        "-D",
+        "K=256",
+        "--emit",
+        "ptx",
+    ];
+    let o = tirc(&[&args[..], &["-p", "TM=16", "-p", "TN=16"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: kernel matmul_kernel spills registers") && err.contains("bytes of spill stores"),
+        "{err}"
+    );
+    let o = tirc(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("spills"), "{}", stderr(&o));
+}
+
+#[test]
+fn ptxas_reports_are_read() {
+    let log = "ptxas info    : Compiling entry function 'k' for 'sm_90'\nptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\nptxas info    : Used 255 registers, used 1 barriers, 49152 bytes smem\n";
+    let r = tirc_exec::gpu::PtxasReport::parse(log).unwrap_or_default();
+    assert_eq!((r.registers, r.spill_stores, r.spill_loads, r.stack_frame), (255, 8, 12, 16));
+    // At 256 threads a thread may have 255 registers anyway; at 512, 128.
+    let w256 = r.spill_warning("k", 256).unwrap_or_default();
+    assert!(w256.contains("8 bytes of spill stores") && !w256.contains("fewer threads"), "{w256}");
+    let w512 = r.spill_warning("k", 512).unwrap_or_default();
+    assert!(w512.contains("at 512, a thread may have 128"), "{w512}");
+    let none = tirc_exec::gpu::PtxasReport { registers: 40, ..Default::default() };
+    assert_eq!(none.spill_warning("k", 128), None);
+    assert_eq!(tirc_exec::gpu::PtxasReport::parse("no report"), None);
+}

@@ -57,5 +57,8 @@ pub fn main(a: Args) -> u8 {
     for n in &b.notes {
         eprintln!("note: {n}");
     }
+    for w in &b.warnings {
+        eprintln!("warning: {w}");
+    }
     0
 }

@@ -100,8 +100,14 @@ pub fn main(a: Args) -> u8 {
                 return FAIL;
             }
             for k in &c.kernels {
-                match tirc_exec::gpu::nvrtc_compile(&k.cuda.source, &a.common.arch.arch()) {
-                    Ok(ptx) => print!("{ptx}"),
+                match tirc_exec::gpu::nvrtc_build(&k.cuda.source, &a.common.arch.arch()) {
+                    Ok(out) => {
+                        let threads = k.cuda.launch.threads_per_block();
+                        if let Some(w) = out.ptxas.and_then(|r| r.spill_warning(&k.cuda.name, threads)) {
+                            eprintln!("warning: {w}");
+                        }
+                        print!("{}", out.ptx)
+                    }
                     Err(e) => {
                         eprintln!("error: {e}");
                         return FAIL;

@@ -348,6 +348,11 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         let g = gpu::Gpu::open()?;
         device = Some(g.name());
         let ks: Vec<gpu::LoadedKernel> = c.kernels.iter().map(|k| g.load(&k.cuda)).collect::<Result<_, _>>()?;
+        for (k, l) in c.kernels.iter().zip(&ks) {
+            if let Some(w) = l.ptxas.and_then(|r| r.spill_warning(&k.cuda.name, k.cuda.launch.threads_per_block())) {
+                eprintln!("warning: {w}");
+            }
+        }
         resources = Some(g.resources(&ks[0])?);
         let bufs: Vec<gpu::DeviceBuffer> = run_args.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
         let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
