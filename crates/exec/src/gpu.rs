@@ -288,6 +288,11 @@ pub fn nvrtc_build(source: &str, arch: &str) -> Result<NvrtcOutput, String> {
             }
             _ => None,
         };
+        // For a person finding out why a report is missing: NVRTC's log as
+        // it came.
+        if std::env::var_os("TIRC_NVRTC_LOG").is_some() {
+            eprintln!("NVRTC log ({} bytes) for options {}:\n{log}", log.len(), options.join(" "));
+        }
         Ok(NvrtcOutput { ptx, cubin, ptxas: PtxasReport::parse(&log) })
     })
 }
