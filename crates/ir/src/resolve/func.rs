@@ -390,8 +390,39 @@ impl FuncResolver<'_> {
 
     /// A statement that scopes over the rest of its body, resolved together
     /// with that rest; `None` for any other statement.
+    /// Whether `x = value` names a value (a let) rather than declaring a
+    /// buffer, a thread, a launch or a size: any expression but a call of
+    /// those forms.
+    fn is_plain_value(&self, value: &ast::Expr) -> bool {
+        match &value.kind {
+            ExprKind::Call { func, args } => {
+                let f = dotted(func).unwrap_or_default();
+                let declares = ASSIGNABLE.contains(&f.as_str())
+                    || f.starts_with("T.axis.")
+                    || matches!(f.as_str(), "T.launch_thread" | "T.decl_buffer" | "T.allocate" | "T.env_thread")
+                    || is_size_declaration(&f, args);
+                !declares && f.starts_with("T.")
+            }
+            // A tuple or list is a declaration of several sizes, refused
+            // with its own message; a name may be a buffer's alias.
+            ExprKind::Tuple(_) | ExprKind::List(_) | ExprKind::Name(_) => false,
+            _ => true,
+        }
+    }
+
     fn scoping_stmt(&mut self, s: &ast::Stmt, rest: &[ast::Stmt]) -> R<Option<Stmt>> {
         match &s.kind {
+            StmtKind::Assign { targets, value } if targets.len() == 1 && self.is_plain_value(value) => {
+                // `x = expr`: TVMScript's let, typed by its value.
+                let ExprKind::Name(name) = &targets[0].kind else { return Ok(None) };
+                let v = self.expr(value)?;
+                let var = Var::new(name.clone(), v.dtype());
+                let body = self.scoped(|r| {
+                    r.bind(name, Binding::Var(var.clone()));
+                    r.stmts_in_scope(rest)
+                });
+                Ok(Some(Stmt::Let { var, value: v, body: Box::new(body) }))
+            }
             StmtKind::Assign { targets, value } if targets.len() == 1 => {
                 let ExprKind::Name(name) = &targets[0].kind else { return Ok(None) };
                 let ExprKind::Call { func, args } = &value.kind else { return Ok(None) };
