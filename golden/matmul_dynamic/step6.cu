@@ -62,12 +62,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 < m) {
-            A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2] = A[((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_2 * 65536 + ((int)(threadIdx.y)) * 8192 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 * 4096 + k_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32];
-          }
-        }
+        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_2 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + k_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
       }
       __syncthreads();
       #pragma unroll

@@ -135,12 +135,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
-        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m) {
-          tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_4 * 65536 + ((int)(threadIdx.y)) * 8192 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 * 4096 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32);
-        }
-      }
+      if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_4 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
     }
     tirc_cp_async_commit();
     #pragma unroll
@@ -149,12 +144,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
-        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m) {
-          tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5 + 2048, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_5 * 65536 + ((int)(threadIdx.y)) * 8192 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 * 4096 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 + 32);
-        }
-      }
+      if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_5 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
     }
     tirc_cp_async_commit();
     for (int k_0_1 = 2; k_0_1 < 128; ++k_0_1) {
@@ -165,12 +155,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_6 = 0; ax0_1_ax1_1_fused_3_6 < 4; ++ax0_1_ax1_1_fused_3_6) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) / 32 < m) {
-            tirc_cp_async<4>(A_shared + k_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_6 * 65536 + ((int)(threadIdx.y)) * 8192 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) / 32 * 4096 + k_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) % 32);
-          }
-        }
+        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + k_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_6 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + k_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
       }
       tirc_cp_async_commit();
       tirc_cp_async_wait<2>();

@@ -438,6 +438,19 @@ impl Gen {
         if e != 2 && e != 4 {
             return Ok(None);
         }
+        // A copy guarded by a condition that is the same for every element
+        // of the vector (the row of a boundary tile, or a column bound that
+        // a multiple of the vector ends) stays one vector copy, under the
+        // condition at the first element.
+        if let Stmt::If { cond, then, orelse: None } = &l.body {
+            if !self.same_over_vector(cond, &l.var, e) {
+                return Ok(None);
+            }
+            let inner = l.with_body((**then).clone());
+            let Some(code) = self.vector_copy(&inner)? else { return Ok(None) };
+            let first = self.an.simplify(&substitute(cond, &[(l.var.clone(), Expr::int(0))]));
+            return Ok(Some(format!("if ({}) {code}", self.expr(&first)?)));
+        }
         let Stmt::Store { buffer: dst, indices, value } = &l.body else { return Ok(None) };
         if dst.dtype() != DType::F32 || dst.scope() == Scope::Local || indices.len() != 1 {
             return Ok(None);
@@ -467,6 +480,32 @@ impl Gen {
             _ => return Ok(None),
         };
         Ok(Some(format!("*({vt}*)({} + {}) = {rhs};", self.buf_name(dst), self.expr(&dbase)?)))
+    }
+
+    /// Whether `cond` has one value for `v` in `0..e`: each conjunct either
+    /// does not change with `v`, or is `a < b` with `a - b` growing by one
+    /// per element from a multiple of `e` (then no element of the vector
+    /// can be the first to fail it).
+    fn same_over_vector(&self, cond: &Expr, v: &Var, e: i64) -> bool {
+        tirc_passes::arith::conjuncts(cond).iter().all(|c| {
+            if !c.uses(v) {
+                return true;
+            }
+            let Expr::Binary(op, a, b) = c else { return false };
+            if !op.is_compare() || !a.dtype().is_int() {
+                return false;
+            }
+            let at = |x: &Expr, k: i64| self.an.simplify(&substitute(x, &[(v.clone(), Expr::int(k))]));
+            let d = (**a).clone() - (**b).clone();
+            let d0 = at(&d, 0);
+            let step = |k: i64| self.an.simplify(&(at(&d, k) - d0.clone())).as_int();
+            if (1..e).all(|k| step(k) == Some(0)) {
+                return true;
+            }
+            *op == BinOp::Lt
+                && (1..e).all(|k| step(k) == Some(k))
+                && self.an.simplify(&Expr::binary(BinOp::FloorMod, d0.clone(), Expr::int(e))).as_int() == Some(0)
+        })
     }
 
     /// The start of a contiguous run `idx(v)`, v in 0..e, when it is a
