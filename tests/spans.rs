@@ -7,7 +7,7 @@
 use tirc::compile::{compile, load, Request};
 use tirc_ir::diag::line_col;
 use tirc_ir::Stmt;
-use tirc_tests::{examples, read, test_params, test_sizes};
+use tirc_tests::{examples, read, schedule_request, test_sizes};
 
 /// The loops and blocks of `s` with no span, by name.
 fn unspanned(s: &Stmt) -> Vec<String> {
@@ -33,12 +33,7 @@ fn every_loop_and_block_points_at_its_source() {
             assert_eq!(unspanned(&f.body), Vec::<String>::new(), "{} {}", ex.display(), f.name);
         }
         for s in &module.schedules {
-            let req = Request {
-                schedule: Some(s.name.clone()),
-                defines: defines.clone(),
-                params: test_params(&src, &s.name),
-                ..Request::default()
-            };
+            let req = schedule_request(&src, &s.name);
             let c = compile(&src, &req).unwrap_or_else(|e| panic!("{} {}: {e:?}", ex.display(), s.name));
             assert_eq!(unspanned(&c.scheduled.body), Vec::<String>::new(), "{} {}", ex.display(), s.name);
             checked += 1;

@@ -6,7 +6,7 @@
 
 use tirc::compile::{compile, Request};
 use tirc_ir::structural_eq::func_eq;
-use tirc_tests::{examples, read, test_params, test_sizes};
+use tirc_tests::{examples, read, schedule_request, test_sizes};
 
 #[test]
 fn every_example_schedule_replays_to_the_same_function() {
@@ -25,12 +25,7 @@ fn every_example_schedule_replays_to_the_same_function() {
         let defines = test_sizes(&src);
         let module = tirc::compile::load(&src, &defines).unwrap_or_else(|e| panic!("{e:?}"));
         for s in &module.schedules {
-            let req = Request {
-                schedule: Some(s.name.clone()),
-                defines: defines.clone(),
-                params: test_params(&src, &s.name),
-                ..Request::default()
-            };
+            let req = schedule_request(&src, &s.name);
             let c = compile(&src, &req).unwrap_or_else(|e| panic!("{} {}: {e:?}", ex.display(), s.name));
             let script = c.replay_text(&s.name);
             let text = format!("{src}\n{script}");

@@ -41,3 +41,14 @@ pub fn golden_path(example: &Path, schedule: &str, ext: &str) -> PathBuf {
 pub fn bless() -> bool {
     std::env::var("TIRC_BLESS").is_ok_and(|v| v == "1")
 }
+
+/// The request that applies schedule `schedule` of an example's source at
+/// its `# test-sizes:` and `# test-params:`.
+pub fn schedule_request(src: &str, schedule: &str) -> tirc::compile::Request {
+    tirc::compile::Request {
+        schedule: Some(schedule.to_string()),
+        defines: test_sizes(src),
+        params: test_params(src, schedule),
+        ..tirc::compile::Request::default()
+    }
+}

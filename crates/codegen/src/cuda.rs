@@ -154,21 +154,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     }
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
-    let mut shared = Vec::new();
-    f.body.walk(&mut |s| {
-        if let Stmt::Allocate { buffer, .. } = s {
-            if buffer.scope() == Scope::Shared {
-                shared.push(buffer.clone());
-            }
-        }
-    });
-    let mut total = 0usize;
-    let mut offsets = Vec::new();
-    for b in &shared {
-        let bytes = b.num_elements().unwrap_or(0).max(0) as usize * b.dtype().bytes();
-        offsets.push((b.clone(), total));
-        total += bytes.div_ceil(16) * 16;
-    }
+    let (offsets, total) = tirc_ir::launch::shared_layout(&f.body);
     let dynamic_shared_bytes = if total > STATIC_SHARED_LIMIT {
         g.dynamic = offsets;
         total

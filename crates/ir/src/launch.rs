@@ -36,3 +36,22 @@ pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
     }
     cfg
 }
+
+/// The kernel's shared memory as one array: each shared allocation of the
+/// body at its offset, 16-byte aligned, in order of appearance; and the
+/// total bytes. (Code generation lays out dynamic shared memory so, and
+/// `extract_launch` checks the total against the target.)
+pub fn shared_layout(body: &crate::Stmt) -> (Vec<(crate::Buffer, usize)>, usize) {
+    let mut layout = Vec::new();
+    let mut total = 0usize;
+    body.walk(&mut |s| {
+        if let crate::Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == crate::Scope::Shared {
+                let bytes = buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes();
+                layout.push((buffer.clone(), total));
+                total += bytes.div_ceil(16) * 16;
+            }
+        }
+    });
+    (layout, total)
+}

@@ -6,7 +6,7 @@
 //! `lower_cross_thread_reduction` and `rfactor` accept).
 
 use super::error::{Result, ScheduleError};
-use super::tree::{find_block, loops_above, replace_block, replace_loop};
+use super::tree::{replace_block, replace_loop};
 use crate::arith::{all_of, conjuncts};
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::structural_eq::same_expr;
@@ -15,7 +15,8 @@ use tirc_ir::{BinOp, Block, BlockRealize, Buffer, DType, Expr, For, IterKind, It
 
 /// The body with the block decomposed at `at`, and the init block's name.
 pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
-    let r = find_block(root, block)
+    let r = root
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     // 1.
@@ -23,7 +24,7 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
         return Err(ScheduleError::new(format!("block `{block}` has no init to decompose")));
     };
     // 2.
-    let path = loops_above(root, block).unwrap_or_default();
+    let path = root.loops_above(block).unwrap_or_default();
     let Some(idx) = path.iter().position(|l| &l.var == at) else {
         return Err(ScheduleError::new(format!("loop `{}` is not around block `{block}`", at.name())));
     };

@@ -1,17 +1,15 @@
-//! Finding and replacing loops and blocks in a function body.
+//! Finding and replacing loops and blocks in a function body, with the
+//! schedule's errors, and fresh names. (The plain walks, `Stmt::rewrite`,
+//! `find_loop`, `find_block` and `loops_above`, are methods of `Stmt` in
+//! `ir`.)
 
 use super::error::{Result, ScheduleError};
 use tirc_ir::{BlockRealize, For, Stmt, Var};
 
-/// Rewrites `s` top-down (`Stmt::rewrite`).
-pub fn rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Stmt>) -> Stmt {
-    s.rewrite(f)
-}
-
-/// Like `rewrite`, for replacements that can fail.
+/// `Stmt::rewrite`, for replacements that can fail.
 pub fn try_rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Result<Stmt>>) -> Result<Stmt> {
     let mut err = None;
-    let out = rewrite(s, &mut |x| match f(x) {
+    let out = s.rewrite(&mut |x| match f(x) {
         Some(Ok(r)) => Some(r),
         Some(Err(e)) => {
             err.get_or_insert(e);
@@ -25,17 +23,9 @@ pub fn try_rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Result<Stmt>>) -
     }
 }
 
-pub fn find_loop<'a>(s: &'a Stmt, v: &Var) -> Option<&'a For> {
-    s.find_loop(v)
-}
-
-pub fn find_block<'a>(s: &'a Stmt, name: &str) -> Option<&'a BlockRealize> {
-    s.find_block(name)
-}
-
 /// The loop, or an error naming it.
 pub fn get_loop<'a>(s: &'a Stmt, v: &Var) -> Result<&'a For> {
-    find_loop(s, v).ok_or_else(|| {
+    s.find_loop(v).ok_or_else(|| {
         ScheduleError::not_found(format!("loop `{}` is no longer in the function", v.name()))
             .help("a loop that was split, fused or decomposed is replaced by the new loops it returned")
     })
@@ -59,12 +49,6 @@ pub fn replace_block(s: &Stmt, name: &str, f: impl FnOnce(&BlockRealize) -> Resu
     })
 }
 
-/// The loops between the block's parent block and the block, outermost
-/// first (`Stmt::loops_above`).
-pub fn loops_above<'a>(s: &'a Stmt, name: &str) -> Option<Vec<&'a For>> {
-    s.loops_above(name)
-}
-
 /// The blocks directly under `s` (not inside another block).
 pub fn child_blocks(s: &Stmt) -> Vec<&BlockRealize> {
     fn go<'a>(s: &'a Stmt, out: &mut Vec<&'a BlockRealize>) {
@@ -82,22 +66,38 @@ pub fn child_blocks(s: &Stmt) -> Vec<&BlockRealize> {
     out
 }
 
-/// Every block under `s`, at any depth, including `s` itself.
-pub fn all_blocks(s: &Stmt) -> Vec<&BlockRealize> {
-    s.blocks()
-}
-
 /// A fresh name for a loop derived from `base` that no loop of the function
 /// has yet.
 pub fn fresh_loop_name(root: &Stmt, base: &str) -> String {
-    let mut names = std::collections::HashSet::new();
+    fresh_name(&loop_names(root), base)
+}
+
+/// The names of the loops in `root`.
+pub fn loop_names(root: &Stmt) -> Vec<String> {
+    let mut names = Vec::new();
     root.walk(&mut |x| {
         if let Stmt::For(l) = x {
-            names.insert(l.var.name().to_string());
+            names.push(l.var.name().to_string());
         }
     });
-    if !names.contains(base) {
+    names
+}
+
+/// The names a new block or buffer of `f` must not take: its parameters',
+/// its blocks' and the buffers they allocate.
+pub fn block_and_buffer_names(f: &tirc_ir::PrimFunc) -> Vec<String> {
+    let mut taken: Vec<String> = f.params.iter().map(|b| b.name().to_string()).collect();
+    for r in f.body.blocks() {
+        taken.push(r.block.name.clone());
+        taken.extend(r.block.alloc_buffers.iter().map(|b| b.name().to_string()));
+    }
+    taken
+}
+
+/// `base`, or `base_1`, `base_2`, ...: the first not in `taken`.
+pub fn fresh_name(taken: &[String], base: &str) -> String {
+    if !taken.iter().any(|t| t == base) {
         return base.to_string();
     }
-    (1..).map(|i| format!("{base}_{i}")).find(|n| !names.contains(n)).unwrap_or_default()
+    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
 }

@@ -135,7 +135,7 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // 5.
     let mut extents: Vec<(ThreadTag, i64)> = Vec::new();
     let nests = super::cache::root_stmts(&sch.func.body);
-    let nest = nests.iter().find(|s| crate::common::tree::find_loop(s, lp).is_some()).unwrap_or(&sch.func.body);
+    let nest = nests.iter().find(|s| s.find_loop(lp).is_some()).unwrap_or(&sch.func.body);
     let mut mismatch = None;
     nest.walk(&mut |s| {
         if let Stmt::For(f) = s {

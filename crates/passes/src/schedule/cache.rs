@@ -27,7 +27,7 @@
 //! the lowest loop that covers its uses and compacts it to what is used.
 
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{find_block, fresh_loop_name};
+use crate::common::tree::{block_and_buffer_names, fresh_loop_name, fresh_name};
 use tirc_ir::region::block_buffers;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{
@@ -101,7 +101,10 @@ fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, Bl
             .help("use \"shared\", \"local\" or \"global\"")
     })?;
     // 2.
-    let r = find_block(&sch.func.body, block)
+    let r = sch
+        .func
+        .body
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     let top = root_stmts(&sch.func.body).iter().position(|s| s.blocks().iter().any(|b| b.block.name == block));
@@ -135,17 +138,8 @@ fn pick(bufs: &[Buffer], index: i64, block: &str, what: &str) -> Result<Buffer> 
 
 /// A new buffer `<buf>_<scope>` (made unique) and the copy block's name.
 fn new_copy(sch: &Schedule, buf: &Buffer, sc: Scope) -> (Buffer, String) {
-    let mut taken: Vec<String> = sch.func.params.iter().map(|b| b.name().to_string()).collect();
-    for r in sch.func.body.blocks() {
-        taken.push(r.block.name.clone());
-        taken.extend(r.block.alloc_buffers.iter().map(|b| b.name().to_string()));
-    }
-    let base = format!("{}_{}", buf.name(), sc.name());
-    let name = if taken.contains(&base) {
-        (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
-    } else {
-        base
-    };
+    let taken = block_and_buffer_names(&sch.func);
+    let name = fresh_name(&taken, &format!("{}_{}", buf.name(), sc.name()));
     let copy = buf.derive(|n| {
         n.name = name.clone();
         n.scope = sc;
@@ -238,7 +232,7 @@ pub(crate) fn copy_block_nest(
 /// `s` with the block named `block` (and the blocks in it) accessing `copy`
 /// instead of `buf`.
 fn redirect_block(s: &Stmt, block: &str, buf: &Buffer, copy: &Buffer) -> Stmt {
-    crate::common::tree::rewrite(s, &mut |x| match x {
+    s.rewrite(&mut |x| match x {
         Stmt::Block(r) if r.block.name == block => Some(replace_buffers_stmt(x, &[(buf.clone(), copy.clone())])),
         _ => None,
     })

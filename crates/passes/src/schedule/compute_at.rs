@@ -26,7 +26,7 @@
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, to_range, union, Relaxed};
-use crate::common::tree::{find_block, find_loop, fresh_loop_name, loops_above, rewrite};
+use crate::common::tree::fresh_loop_name;
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
@@ -45,13 +45,15 @@ pub fn reverse_compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> R
 fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<()> {
     let root = sch.func.body.clone();
     // 1.
-    let r = find_block(&root, block)
+    let r = root
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
-    let l = find_loop(&root, lp)
+    let l = root
+        .find_loop(lp)
         .ok_or_else(|| ScheduleError::not_found(format!("loop `{}` is no longer in the function", lp.name())))?
         .clone();
-    let path = loops_above(&root, block).unwrap_or_default();
+    let path = root.loops_above(block).unwrap_or_default();
     if path.iter().any(|x| &x.var == lp) {
         return Err(ScheduleError::new(format!("loop `{}` is already around block `{block}`", lp.name())));
     }
@@ -72,9 +74,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         }
     }
     if let Some(top) = &subtree {
-        if find_loop(&Stmt::For(Box::new(l.clone())), top).is_some()
-            || l.body.blocks().iter().any(|b| b.block.name == block)
-        {
+        if l.var == *top || l.body.find_loop(top).is_some() || l.body.blocks().iter().any(|b| b.block.name == block) {
             return Err(ScheduleError::new(format!("loop `{}` is inside block `{block}`'s own loops", lp.name())));
         }
     }
@@ -127,7 +127,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     let an = loop_analyzer(&root);
     let mut need: Vec<(Buffer, Vec<(Expr, Expr)>)> = Vec::new();
     for b in &under {
-        let bpath = loops_above(&root, &b.block.name).unwrap_or_default();
+        let bpath = root.loops_above(&b.block.name).unwrap_or_default();
         let at = bpath.iter().position(|x| &x.var == lp).unwrap_or(0);
         let bind: Vec<(Var, Expr)> =
             b.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(b.iter_values.iter().cloned()).collect();
@@ -199,7 +199,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     }
     // Remove the block with its loops, and name the new loops
     // afresh against what remains.
-    let removed = rewrite(&root, &mut |x| match (x, &subtree) {
+    let removed = root.rewrite(&mut |x| match (x, &subtree) {
         (Stmt::For(f), Some(top)) if &f.var == top => Some(Stmt::NoOp),
         (Stmt::Block(b), None) if b.block.name == block => Some(Stmt::NoOp),
         _ => None,
@@ -264,7 +264,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         }));
     }
     let mut nest = Some(nest);
-    sch.func.body = rewrite(&removed, &mut |x| match x {
+    sch.func.body = removed.rewrite(&mut |x| match x {
         Stmt::For(f) if &f.var == lp => {
             let mut f = (**f).clone();
             let n = nest.take()?;

@@ -8,7 +8,7 @@
 
 use super::cache::top_level_owner;
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{child_blocks, find_block};
+use crate::common::tree::child_blocks;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
 use tirc_ir::region::block_buffers;
@@ -25,7 +25,8 @@ impl DepGraph {
     pub fn of_scope(root: &Stmt, block: &str) -> Result<DepGraph> {
         let owner = top_level_owner(root, block)
             .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
-        let scope = find_block(root, &owner)
+        let scope = root
+            .find_block(&owner)
             .ok_or_else(|| ScheduleError::not_found(format!("the scope of block `{block}` is not in the function")))?;
         let scope_stmt = Stmt::Block(Box::new(scope.clone()));
         let blocks: Vec<BlockRealize> =

@@ -5,7 +5,7 @@
 //! the block, outermost first, as TVM does.
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{child_blocks, find_block, find_loop, loops_above};
+use crate::common::tree::child_blocks;
 use tirc_ir::diag::suggest;
 use tirc_ir::Stmt;
 
@@ -28,7 +28,10 @@ pub fn get_block(sch: &Schedule, name: &str) -> Result<BlockRV> {
 }
 
 pub fn get_loops(sch: &Schedule, block: &BlockRV) -> Result<Vec<LoopRV>> {
-    let loops = loops_above(&sch.func.body, block)
+    let loops = sch
+        .func
+        .body
+        .loops_above(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
     Ok(loops.into_iter().map(|l| l.var.clone()).collect())
 }
@@ -37,13 +40,18 @@ pub fn get_loops(sch: &Schedule, block: &BlockRV) -> Result<Vec<LoopRV>> {
 pub fn get_child_blocks(sch: &Schedule, parent: Parent) -> Result<Vec<BlockRV>> {
     let s: Stmt = match parent {
         Parent::Block(b) => {
-            let r = find_block(&sch.func.body, &b)
+            let r = sch
+                .func
+                .body
+                .find_block(&b)
                 .ok_or_else(|| ScheduleError::not_found(format!("block `{b}` is no longer in the function")))?;
             r.block.body.clone()
         }
         Parent::Loop(l) => {
-            let f = find_loop(&sch.func.body, &l)
-                .ok_or_else(|| ScheduleError::not_found(format!("loop `{}` is no longer in the function", l.name())))?;
+            let f =
+                sch.func.body.find_loop(&l).ok_or_else(|| {
+                    ScheduleError::not_found(format!("loop `{}` is no longer in the function", l.name()))
+                })?;
             f.body.clone()
         }
     };

@@ -25,7 +25,7 @@
 
 use super::cache::root_stmts;
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{find_block, rewrite};
+
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{replace_buffers_stmt, substitute};
@@ -118,7 +118,7 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
     let new_idx: Vec<Expr> = c_idx.iter().map(|i| substitute(i, &map)).collect();
     let new_store = Stmt::Store { buffer: c.clone(), indices: new_idx, value: new_value };
     let body = remove_block(&sch.func.body, block);
-    let body = rewrite(&body, &mut |s| match s {
+    let body = body.rewrite(&mut |s| match s {
         Stmt::Block(x) if x.block.name == *p => {
             let mut x = (**x).clone();
             x.block.body = new_store.clone();
@@ -134,7 +134,10 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
 }
 
 pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<()> {
-    let r = find_block(&sch.func.body, block)
+    let r = sch
+        .func
+        .body
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     let writes = block_buffers(&r, false);
@@ -151,7 +154,7 @@ pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -
     check_allocated(sch, &b)?;
     let nb = b.with(|n| n.scope = sc);
     let body = replace_buffers_stmt(&sch.func.body, &[(b.clone(), nb.clone())]);
-    sch.func.body = rewrite(&body, &mut |s| match s {
+    sch.func.body = body.rewrite(&mut |s| match s {
         Stmt::Block(x) if x.block.alloc_buffers.contains(&b) => {
             let mut x = (**x).clone();
             for a in &mut x.block.alloc_buffers {
@@ -159,7 +162,7 @@ pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -
                     *a = nb.clone();
                 }
             }
-            x.block.body = rewrite(&x.block.body, &mut |_| None);
+            x.block.body = x.block.body.rewrite(&mut |_| None);
             let inner = replace_buffers_stmt(&x.block.body, &[(b.clone(), nb.clone())]);
             x.block.body = inner;
             Some(Stmt::Block(Box::new(x)))
@@ -171,7 +174,10 @@ pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -
 
 /// Checks 1 and 2: the block, spatial, with no init.
 fn spatial_block(sch: &Schedule, block: &str) -> Result<BlockRealize> {
-    let r = find_block(&sch.func.body, block)
+    let r = sch
+        .func
+        .body
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     if block == "root" {
@@ -248,7 +254,7 @@ fn replace_load(e: &Expr, b: &Buffer, value: &Expr) -> Expr {
 /// Every block reading `b` gets its loads rewritten by `f` and its regions
 /// inferred again.
 fn rewrite_blocks_reading(s: &Stmt, b: &Buffer, f: &dyn Fn(&Expr) -> Expr) -> Stmt {
-    rewrite(s, &mut |x| match x {
+    s.rewrite(&mut |x| match x {
         Stmt::Block(r) if r.block.name != "root" && block_buffers(r, true).contains(b) => {
             let mut r = (**r).clone();
             r.block.body = r.block.body.map_exprs(&mut |e| f(e));
@@ -270,7 +276,7 @@ fn remove_block(s: &Stmt, block: &str) -> Stmt {
             s => s,
         }
     }
-    let gone = rewrite(s, &mut |x| match x {
+    let gone = s.rewrite(&mut |x| match x {
         Stmt::Block(r) if r.block.name == block => Some(Stmt::NoOp),
         _ => None,
     });
@@ -281,7 +287,7 @@ fn remove_block(s: &Stmt, block: &str) -> Stmt {
 fn drop_alloc(s: &Stmt, b: &Buffer) -> Stmt {
     let stmts = root_stmts(s);
     let _ = stmts;
-    rewrite(s, &mut |x| match x {
+    s.rewrite(&mut |x| match x {
         Stmt::Block(r) if r.block.alloc_buffers.contains(b) => {
             let mut r = (**r).clone();
             r.block.alloc_buffers.retain(|a| a != b);

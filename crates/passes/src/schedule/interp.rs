@@ -642,7 +642,6 @@ impl Interp<'_> {
     /// Adds to `defs` the lines that give the blocks and loops of `v` a
     /// handle in the replay script, unless they have one.
     fn define(&self, v: &Value, handles: &mut Vec<(String, Option<Var>)>, defs: &mut Vec<String>) {
-        use crate::common::tree::{find_loop, loops_above};
         let root = &self.sch.func.body;
         match v {
             Value::List(items) | Value::Tuple(items) => items.iter().for_each(|x| self.define(x, handles, defs)),
@@ -655,9 +654,9 @@ impl Interp<'_> {
                     return;
                 }
                 // A block under the loop, and the loop's place above it.
-                let Some(lp) = find_loop(root, l) else { return };
+                let Some(lp) = root.find_loop(l) else { return };
                 let place = lp.body.blocks().into_iter().find_map(|r| {
-                    let above = loops_above(root, &r.block.name)?;
+                    let above = root.loops_above(&r.block.name)?;
                     above.iter().position(|x| x.var == *l).map(|i| (r.block.name.clone(), i))
                 });
                 let Some((b, i)) = place else { return };

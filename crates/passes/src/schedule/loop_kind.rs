@@ -7,7 +7,7 @@
 //! 3. `vectorize` only: the extent is a constant.
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{find_block, get_loop, replace_block, replace_loop};
+use crate::common::tree::{get_loop, replace_block, replace_loop};
 use tirc_ir::{Attr, ForKind, IterKind, Stmt};
 
 fn set_kind(sch: &mut Schedule, lp: &LoopRV, kind: ForKind, what: &str) -> Result<()> {
@@ -64,7 +64,10 @@ pub fn unroll(sch: &mut Schedule, lp: &LoopRV) -> Result<()> {
 }
 
 fn check_double_buffer(sch: &Schedule, block: &str, val: &Attr) -> Result<()> {
-    let r = find_block(&sch.func.body, block)
+    let r = sch
+        .func
+        .body
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
     let i = val.as_int().ok_or_else(|| {
         ScheduleError::bad_argument("\"double_buffer_scope\" takes the index of a buffer the block writes")
@@ -135,7 +138,7 @@ fn edit_annotations(
             Ok(Stmt::For(Box::new(x)))
         })?,
         Target::Block(b) => {
-            if find_block(&sch.func.body, b).is_none() {
+            if sch.func.body.find_block(b).is_none() {
                 return Err(ScheduleError::not_found(format!("block `{b}` is no longer in the function")));
             }
             replace_block(&sch.func.body, b, |r| {

@@ -29,13 +29,16 @@
 
 use super::cache::{copy_block_nest, root_stmts, set_root, top_level_owner};
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{find_block, loops_above};
+use crate::common::tree::{block_and_buffer_names, fresh_name};
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{BinOp, Block, Buffer, Expr, For, IterKind, Range, Stmt, Var};
 
 pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Result<()> {
     // 1.
-    let r = find_block(&sch.func.body, block)
+    let r = sch
+        .func
+        .body
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     if block == "root" || top_level_owner(&sch.func.body, block).as_deref() != Some("root") {
@@ -57,7 +60,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
             "block `{block}` has a predicate (T.where): pad it before a split that does not divide"
         )));
     }
-    let loops = loops_above(&sch.func.body, block).unwrap_or_default();
+    let loops = sch.func.body.loops_above(block).unwrap_or_default();
     let mut bound: Vec<&For> = Vec::new();
     for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
         let l = e.as_var().and_then(|v| loops.iter().find(|l| &l.var == v));
@@ -140,11 +143,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
         return Ok(());
     }
     // The padded buffers: those accessed along a grown variable.
-    let mut taken: Vec<String> = sch.func.params.iter().map(|b| b.name().to_string()).collect();
-    for b in sch.func.body.blocks() {
-        taken.push(b.block.name.clone());
-        taken.extend(b.block.alloc_buffers.iter().map(|x| x.name().to_string()));
-    }
+    let mut taken = block_and_buffer_names(&sch.func);
     let mut map: Vec<(Buffer, Buffer)> = Vec::new();
     let mut before = Vec::new();
     let mut after = Vec::new();
@@ -155,7 +154,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
         }
         let shape: Vec<Expr> =
             vars.iter().zip(buf.shape()).map(|(v, s)| new_extent(v).map_or(s.clone(), Expr::int)).collect();
-        let name = unique(&taken, &format!("{}_pad", buf.name()));
+        let name = fresh_name(&taken, &format!("{}_pad", buf.name()));
         taken.push(name.clone());
         let padded = Buffer::new(name.clone(), buf.dtype(), shape.clone(), buf.scope());
         if buf == out {
@@ -304,13 +303,6 @@ fn zero_terms(update: &Expr, out: &Buffer, k: &Var) -> bool {
         }
     }
     has_zero_factor(term, k)
-}
-
-fn unique(taken: &[String], base: &str) -> String {
-    if !taken.iter().any(|t| t == base) {
-        return base.to_string();
-    }
-    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.iter().any(|t| t == n)).unwrap_or_default()
 }
 
 /// A loop nest over `shape` with one block `name` storing `dst[v] = src[v]`,

@@ -247,22 +247,33 @@ fn none<T>(r: Result<T>) -> Result<Out> {
     r.map(|_| Out::None)
 }
 
+/// Signatures that two primitives share.
+const GET_BLOCK: &[Param] = &[req("name", Kind::Str), opt("func_name", Kind::Ignored)];
+const ONE_BLOCK: &[Param] = &[req("block", Kind::Block)];
+const ONE_LOOP: &[Param] = &[req("loop", Kind::Loop)];
+const AT_LOOP: &[Param] = &[
+    req("block", Kind::Block),
+    req("loop", Kind::Loop),
+    opt("preserve_unit_loops", Kind::Ignored),
+    opt("index", Kind::Ignored),
+];
+
 pub static PRIMITIVES: &[Primitive] = &[
     Primitive {
         name: "get_block",
-        params: &[req("name", Kind::Str), opt("func_name", Kind::Ignored)],
+        params: GET_BLOCK,
         step: false,
         apply: |s, a| get::get_block(s, a.str(0)?).map(Out::Block),
     },
     Primitive {
         name: "get_sblock",
-        params: &[req("name", Kind::Str), opt("func_name", Kind::Ignored)],
+        params: GET_BLOCK,
         step: false,
         apply: |s, a| get::get_block(s, a.str(0)?).map(Out::Block),
     },
     Primitive {
         name: "get_loops",
-        params: &[req("block", Kind::Block)],
+        params: ONE_BLOCK,
         step: false,
         apply: |s, a| get::get_loops(s, a.block(0)?).map(Out::Loops),
     },
@@ -280,13 +291,13 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "get_producers",
-        params: &[req("block", Kind::Block)],
+        params: ONE_BLOCK,
         step: false,
         apply: |s, a| deps::get_producers(s, a.block(0)?).map(Out::Blocks),
     },
     Primitive {
         name: "get_consumers",
-        params: &[req("block", Kind::Block)],
+        params: ONE_BLOCK,
         step: false,
         apply: |s, a| deps::get_consumers(s, a.block(0)?).map(Out::Blocks),
     },
@@ -320,24 +331,14 @@ pub static PRIMITIVES: &[Primitive] = &[
         step: true,
         apply: |s, a| none(bind::bind(s, a.lp(0)?, a.str(1)?)),
     },
-    Primitive {
-        name: "parallel",
-        params: &[req("loop", Kind::Loop)],
-        step: true,
-        apply: |s, a| none(loop_kind::parallel(s, a.lp(0)?)),
-    },
+    Primitive { name: "parallel", params: ONE_LOOP, step: true, apply: |s, a| none(loop_kind::parallel(s, a.lp(0)?)) },
     Primitive {
         name: "vectorize",
-        params: &[req("loop", Kind::Loop)],
+        params: ONE_LOOP,
         step: true,
         apply: |s, a| none(loop_kind::vectorize(s, a.lp(0)?)),
     },
-    Primitive {
-        name: "unroll",
-        params: &[req("loop", Kind::Loop)],
-        step: true,
-        apply: |s, a| none(loop_kind::unroll(s, a.lp(0)?)),
-    },
+    Primitive { name: "unroll", params: ONE_LOOP, step: true, apply: |s, a| none(loop_kind::unroll(s, a.lp(0)?)) },
     Primitive {
         name: "annotate",
         params: &[req("block_or_loop", Kind::BlockOrLoop), req("ann_key", Kind::Str), req("ann_val", Kind::Value)],
@@ -358,13 +359,13 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "compute_inline",
-        params: &[req("block", Kind::Block)],
+        params: ONE_BLOCK,
         step: true,
         apply: |s, a| none(inline::compute_inline(s, a.block(0)?)),
     },
     Primitive {
         name: "reverse_compute_inline",
-        params: &[req("block", Kind::Block)],
+        params: ONE_BLOCK,
         step: true,
         apply: |s, a| none(inline::reverse_compute_inline(s, a.block(0)?)),
     },
@@ -398,23 +399,13 @@ pub static PRIMITIVES: &[Primitive] = &[
     },
     Primitive {
         name: "compute_at",
-        params: &[
-            req("block", Kind::Block),
-            req("loop", Kind::Loop),
-            opt("preserve_unit_loops", Kind::Ignored),
-            opt("index", Kind::Ignored),
-        ],
+        params: AT_LOOP,
         step: true,
         apply: |s, a| none(compute_at::compute_at(s, a.block(0)?, a.lp(1)?)),
     },
     Primitive {
         name: "reverse_compute_at",
-        params: &[
-            req("block", Kind::Block),
-            req("loop", Kind::Loop),
-            opt("preserve_unit_loops", Kind::Ignored),
-            opt("index", Kind::Ignored),
-        ],
+        params: AT_LOOP,
         step: true,
         apply: |s, a| none(compute_at::reverse_compute_at(s, a.block(0)?, a.lp(1)?)),
     },

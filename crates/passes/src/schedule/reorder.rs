@@ -31,7 +31,7 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
             let l = get_loop(&sch.func.body, o).ok();
             l.is_some_and(|l| {
                 let s = Stmt::For(Box::new(l.clone()));
-                order.iter().all(|x| crate::common::tree::find_loop(&s, x).is_some())
+                order.iter().all(|x| s.find_loop(x).is_some())
             })
         })
         .ok_or_else(|| {

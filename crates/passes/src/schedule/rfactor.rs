@@ -39,7 +39,7 @@
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, conjuncts};
 use crate::common::reduction::{combiner, identity};
-use crate::common::tree::get_loop;
+use crate::common::tree::{block_and_buffer_names, fresh_name, get_loop, loop_names};
 use tirc_ir::region::{block_buffers, infer_block_regions};
 use tirc_ir::subst::substitute;
 use tirc_ir::{Block, BlockRealize, Buffer, Expr, For, ForKind, IterKind, IterVar, Range, Scope, Stmt, Var};
@@ -63,11 +63,7 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
     };
     let r: BlockRealize = (*r).clone();
     let name = r.block.name.clone();
-    let mut s = &l.body;
-    while let Stmt::For(x) = s {
-        s = &x.body;
-    }
-    if !matches!(s, Stmt::Block(b) if b.block.name == name) {
+    if not_a_nest(&l, &name).is_some() {
         return Err(ScheduleError::new(format!(
             "loop `{}` holds other statements besides the loops down to block `{name}`",
             lp.name()
@@ -169,33 +165,21 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
         )));
     }
     let r0 = path.iter().position(&feeds_reduce).unwrap_or(0);
-    let mut s = Stmt::For(Box::new(path[r0].clone()));
-    while let Stmt::For(x) = s {
-        match &x.body {
-            Stmt::For(_) => s = x.body.clone(),
-            Stmt::Block(b) if b.block.name == name => break,
-            _ => {
-                return Err(ScheduleError::new(format!(
-                    "loop `{}` holds other statements besides the nest of block `{name}`: the reduction loops must \
-                     form a nest of their own down to the block",
-                    x.var.name()
-                )))
-            }
-        }
+    if let Some(x) = not_a_nest(&path[r0], &name) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` holds other statements besides the nest of block `{name}`: the reduction loops must \
+             form a nest of their own down to the block",
+            x.var.name()
+        )));
     }
 
     // B_rf, in a copy of the loops: a spatial variable for `lp`, B's
     // spatial variables, a reduction variable per other reduction loop.
     let fresh_loop: Vec<(Var, Expr)> = {
-        let mut names: Vec<String> = Vec::new();
-        sch.func.body.walk(&mut |x| {
-            if let Stmt::For(f) = x {
-                names.push(f.var.name().to_string());
-            }
-        });
+        let mut names = loop_names(&sch.func.body);
         path.iter()
             .map(|x| {
-                let n = fresh(&names, &format!("{}_rf", x.var.name()));
+                let n = fresh_name(&names, &format!("{}_rf", x.var.name()));
                 names.push(n.clone());
                 (x.var.clone(), Expr::var(&Var::new(n, x.var.dtype())))
             })
@@ -235,8 +219,8 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
         .collect();
     let mut shape = out.shape().to_vec();
     shape.insert(axis, l.extent.clone());
-    let taken = taken_names(sch);
-    let rf_name = fresh(&taken, &format!("{}_rf", out.name()));
+    let taken = block_and_buffer_names(&sch.func);
+    let rf_name = fresh_name(&taken, &format!("{}_rf", out.name()));
     let scope = if out.scope() == Scope::Local { Scope::Local } else { Scope::Global };
     let rf_buf = Buffer::new(rf_name, out.dtype(), shape, scope);
     let mut rf_idx = idx.clone();
@@ -247,7 +231,7 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
         value: Expr::binary(op, Expr::Load(rf_buf.clone(), rf_idx.clone()), substitute(&v, &reduce_map)),
     };
     let rf_init = Stmt::Store { buffer: rf_buf.clone(), indices: rf_idx.clone(), value: identity(op, out.dtype()) };
-    let rf_block_name = fresh(&taken, &format!("{name}_rf"));
+    let rf_block_name = fresh_name(&taken, &format!("{name}_rf"));
     let rf_realize = realize(
         Block {
             name: rf_block_name.clone(),
@@ -341,26 +325,23 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
     Ok(rf_block_name)
 }
 
+/// The first loop from `l` down whose body is neither the next loop nor
+/// the block `name`: `None` when `l` holds a plain nest down to the block.
+fn not_a_nest<'a>(l: &'a For, name: &str) -> Option<&'a For> {
+    let mut x = l;
+    loop {
+        match &x.body {
+            Stmt::For(inner) => x = inner,
+            Stmt::Block(b) if b.block.name == name => return None,
+            _ => return Some(x),
+        }
+    }
+}
+
 /// A block realize with its read and write regions inferred.
 fn realize(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> Stmt {
     let (reads, writes) = infer_block_regions(&block);
     block.reads = reads;
     block.writes = writes;
     Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block }))
-}
-
-fn taken_names(sch: &Schedule) -> Vec<String> {
-    let mut taken: Vec<String> = sch.func.params.iter().map(|b| b.name().to_string()).collect();
-    for r in sch.func.body.blocks() {
-        taken.push(r.block.name.clone());
-        taken.extend(r.block.alloc_buffers.iter().map(|b| b.name().to_string()));
-    }
-    taken
-}
-
-fn fresh(taken: &[String], base: &str) -> String {
-    if !taken.iter().any(|t| t == base) {
-        return base.to_string();
-    }
-    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
 }

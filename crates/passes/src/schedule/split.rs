@@ -118,7 +118,7 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
 /// outside blocks is guarded by an `if`.
 pub fn add_predicate(s: &Stmt, pred: &Expr) -> Stmt {
     let mut found = false;
-    let out = crate::common::tree::rewrite(s, &mut |x| match x {
+    let out = s.rewrite(&mut |x| match x {
         Stmt::Block(r) => {
             found = true;
             let mut r2 = (**r).clone();

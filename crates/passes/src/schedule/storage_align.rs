@@ -26,7 +26,7 @@
 //! 4. `axis` is in `-ndim..ndim`, `factor > 0` and `0 <= offset < factor`.
 
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{find_block, replace_block};
+use crate::common::tree::replace_block;
 use tirc_ir::region::block_buffers;
 use tirc_ir::{Attr, Scope, Stmt};
 
@@ -42,7 +42,10 @@ pub fn storage_align(
     offset: i64,
 ) -> Result<()> {
     // 1.
-    let r = find_block(&sch.func.body, block)
+    let r = sch
+        .func
+        .body
+        .find_block(block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
         .clone();
     // 2.

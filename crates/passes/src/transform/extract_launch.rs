@@ -16,7 +16,7 @@ use tirc_ir::printer::print_expr;
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::target::Target;
-use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Scope, Stmt, ThreadTag, Var};
+use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag, Var};
 
 pub use tirc_ir::launch::{launch_config, LaunchConfig};
 
@@ -156,20 +156,14 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
 /// aligned offset, as code generation lays them out) must fit in what one
 /// thread block may have on the target.
 fn check_shared_memory(f: &PrimFunc, target: &Target) -> Result<(), Diagnostic> {
-    let mut parts = Vec::new();
-    f.body.walk(&mut |s| {
-        if let Stmt::Allocate { buffer, .. } = s {
-            if buffer.scope() == Scope::Shared {
-                let bytes = buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes();
-                parts.push((buffer.name().to_string(), bytes.div_ceil(16) * 16));
-            }
-        }
-    });
-    let total: usize = parts.iter().map(|(_, b)| b).sum();
+    let (layout, total) = tirc_ir::launch::shared_layout(&f.body);
     if total <= target.max_shared_per_block {
         return Ok(());
     }
-    let list: Vec<String> = parts.iter().map(|(n, b)| format!("`{n}` {b}")).collect();
+    // Each buffer's share: up to the next one's offset, or the end.
+    let ends = layout.iter().skip(1).map(|(_, o)| *o).chain(std::iter::once(total));
+    let list: Vec<String> =
+        layout.iter().zip(ends).map(|((b, o), end)| format!("`{}` {}", b.name(), end - o)).collect();
     Err(Diagnostic::new(format!(
         "the kernel needs {total} bytes of shared memory ({}), more than the {} a thread block can have on {}",
         list.join(", "),
