@@ -20,13 +20,19 @@ fn sim(src: &str, args: &mut [HostData]) -> Result<SimStats, String> {
     both_machines(&func(src), args)
 }
 
+/// Also runs it with its blocks shared by three workers, which must end as
+/// the sequential run does.
 fn both_machines(f: &PrimFunc, args: &mut [HostData]) -> Result<SimStats, String> {
     let mut cols = args.to_vec();
-    let r = run(f, args, SimOptions::default());
-    let c = run(f, &mut cols, SimOptions { columns_only: true, ..SimOptions::default() });
+    let mut split = args.to_vec();
+    let r = run(f, args, SimOptions { workers: 1, ..SimOptions::default() });
+    let c = run(f, &mut cols, SimOptions { columns_only: true, workers: 1, ..SimOptions::default() });
+    let p = run(f, &mut split, SimOptions { workers: 3, ..SimOptions::default() });
     assert_eq!(r, c, "{}: the scalar and column machines end differently", f.name);
+    assert_eq!(r, p, "{}: the blocks shared by workers end differently", f.name);
     let bytes = |v: &[HostData]| v.iter().map(HostData::as_bytes).collect::<Vec<_>>();
     assert!(bytes(args) == bytes(&cols), "{}: the scalar and column machines compute different values", f.name);
+    assert!(bytes(args) == bytes(&split), "{}: the blocks shared by workers compute different values", f.name);
     r
 }
 
@@ -269,4 +275,30 @@ def g(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
 "#;
     let mut args = vec![iota(64), iota(64)];
     sim(in_place, &mut args).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Blocks that write one element (a race between blocks on a GPU) leave
+/// the last block's value, as the blocks run in order, also when workers
+/// share them; an error in a later block is the one the sequential run
+/// reports.
+#[test]
+fn workers_sharing_blocks_end_as_the_blocks_in_order() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), C: T.Buffer((65,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 8)
+    tx = T.launch_thread("threadIdx.x", 8)
+    C[bx * 8 + tx] = A[bx * 8 + tx] * T.float32(2.0)
+    if tx == 0:
+        C[64] = T.Cast("float32", bx)
+"#;
+    let mut args = [iota(64), HostData::F32(vec![0.0; 65])];
+    sim(src, &mut args).unwrap();
+    let c = values(&args[1]);
+    assert_eq!(c[64], 7.0);
+    assert_eq!(c[5], 10.0);
+    let bad = src.replace("C[64] = T.Cast(\"float32\", bx)", "C[bx * 20] = T.float32(1.0)");
+    let mut args = [iota(64), HostData::F32(vec![0.0; 65])];
+    let e = sim(&bad, &mut args).unwrap_err();
+    assert!(e.contains("C[80]"), "{e}");
 }

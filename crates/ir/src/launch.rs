@@ -20,6 +20,13 @@ impl LaunchConfig {
     pub fn blocks(&self) -> i64 {
         self.grid.iter().product()
     }
+
+    /// The `blockIdx` of the `b`-th block, x varying fastest (the order of
+    /// `0..blocks()`).
+    pub fn block_index(&self, b: i64) -> [i64; 3] {
+        let [x, y, _] = self.grid;
+        [b % x, b / x % y, b / (x * y)]
+    }
 }
 
 /// The launch configuration of a lowered function: the `Launch` statements

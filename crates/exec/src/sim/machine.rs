@@ -25,14 +25,30 @@ type AsyncCopy = (usize, usize, f64);
 pub(super) struct Mem {
     pub data: Vec<f64>,
     /// Elements per thread for local memory (0 for shared and global).
+    /// Local memory is laid out element by element, the threads of the
+    /// block side by side (`index * threads + thread`), so that the threads
+    /// reading one element (a register tile's unrolled access) read a
+    /// contiguous run.
     per_thread: usize,
+    /// Threads per block, the stride of local memory.
+    threads: usize,
     shared: bool,
     race: RaceTable,
 }
 
 impl Mem {
     pub(super) fn global(data: Vec<f64>) -> Mem {
-        Mem { data, per_thread: 0, shared: false, race: RaceTable::default() }
+        Mem { data, per_thread: 0, threads: 0, shared: false, race: RaceTable::default() }
+    }
+
+    /// A fresh copy of global memory `m` (its data, and a race table of
+    /// the same size where it has one).
+    pub(super) fn copy_of(m: &Mem) -> Mem {
+        if m.shared {
+            Mem::global_checked(m.data.clone())
+        } else {
+            Mem::global(m.data.clone())
+        }
     }
 
     /// Global memory whose accesses are checked for races among the
@@ -40,7 +56,7 @@ impl Mem {
     pub(super) fn global_checked(data: Vec<f64>) -> Mem {
         let mut race = RaceTable::default();
         race.reset(data.len());
-        Mem { data, per_thread: 0, shared: true, race }
+        Mem { data, per_thread: 0, threads: 0, shared: true, race }
     }
 }
 
@@ -177,6 +193,25 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// The element index of an access when it is the same for every
+    /// thread, each dimension checked; `None` when it varies.
+    fn uniform_index(&self, index: &Index) -> Result<Option<i64>, SimError> {
+        match index {
+            Index::Flat(e) => Ok(self.uniform_expr(e)),
+            Index::Dims(dims, name) => {
+                let mut flat = 0;
+                for (d, (e, extent)) in dims.iter().enumerate() {
+                    let Some(v) = self.uniform_expr(e) else { return Ok(None) };
+                    if v < 0 || v >= *extent {
+                        return Err(dim_out_of_bounds(v, d, name, *extent));
+                    }
+                    flat = flat * extent + v;
+                }
+                Ok(Some(flat))
+            }
+        }
+    }
+
     /// Binds an integer variable to `vals`, the values of the threads of
     /// `act`.
     fn set_int(&mut self, slot: usize, act: &[u32], vals: &[i64]) {
@@ -281,6 +316,22 @@ impl<'p> Machine<'p> {
                 let mut vals = self.ftake(act.len());
                 self.fe(value, act, &mut vals)?;
                 round.round_all(&mut vals);
+                if !*cp_async && self.mems[*mem].per_thread > 0 {
+                    if let Some(i) = self.uniform_index(index)? {
+                        // Each thread's own copy of one element of a local
+                        // array: checked once.
+                        let a = self.address(*mem, i, act[0])? - act[0] as usize;
+                        let m = &mut self.mems[*mem];
+                        let row = &mut m.data[a..a + m.threads];
+                        if act.len() == row.len() {
+                            row.copy_from_slice(&vals);
+                        } else {
+                            act.iter().zip(&vals).for_each(|(&t, &v)| row[t as usize] = v);
+                        }
+                        self.fpool.push(vals);
+                        return Ok(());
+                    }
+                }
                 let mut idx = self.itake(act.len());
                 self.index(index, act, &mut idx)?;
                 let shared = self.mems[*mem].shared;
@@ -392,6 +443,7 @@ impl<'p> Machine<'p> {
                 m.data.clear();
                 m.data.resize(size, f64::NAN);
                 m.per_thread = per_thread;
+                m.threads = self.n;
                 m.shared = shared;
                 if shared && !self.opts.ignore_races {
                     m.race.reset(size);
@@ -447,9 +499,7 @@ impl<'p> Machine<'p> {
                     self.ie(e, act, &mut c)?;
                     for (a, &v) in out.iter_mut().zip(&c) {
                         if v < 0 || v >= *extent {
-                            return Err(format!(
-                                "out-of-bounds access: index {v} of dimension {d} of {name} (extent {extent})"
-                            ));
+                            return Err(dim_out_of_bounds(v, d, name, *extent));
                         }
                         *a = *a * extent + v;
                     }
@@ -465,11 +515,17 @@ impl<'p> Machine<'p> {
     /// size (a thread's own part, for local memory).
     fn addresses(&self, mi: usize, idx: &mut [i64], act: &[u32]) -> R {
         let m = &self.mems[mi];
-        let (n, per) = if m.per_thread > 0 { (m.per_thread, m.per_thread) } else { (m.data.len(), 0) };
-        for (i, &t) in idx.iter_mut().zip(act) {
-            match usize::try_from(*i) {
-                Ok(a) if a < n => *i = (t as usize * per + a) as i64,
-                _ => return Err(self.out_of_bounds(mi, *i, t)),
+        if m.per_thread > 0 {
+            for (i, &t) in idx.iter_mut().zip(act) {
+                match usize::try_from(*i) {
+                    Ok(a) if a < m.per_thread => *i = (a * m.threads + t as usize) as i64,
+                    _ => return Err(self.out_of_bounds(mi, *i, t)),
+                }
+            }
+        } else {
+            let n = m.data.len();
+            if let Some(k) = idx.iter().position(|&i| usize::try_from(i).map_or(true, |a| a >= n)) {
+                return Err(self.out_of_bounds(mi, idx[k], act[k]));
             }
         }
         Ok(())
@@ -480,10 +536,16 @@ impl<'p> Machine<'p> {
     #[inline(always)]
     fn address(&self, mi: usize, idx: i64, t: u32) -> Result<usize, SimError> {
         let m = &self.mems[mi];
-        let (n, base) = if m.per_thread > 0 { (m.per_thread, t as usize * m.per_thread) } else { (m.data.len(), 0) };
-        match usize::try_from(idx) {
-            Ok(i) if i < n => Ok(base + i),
-            _ => Err(self.out_of_bounds(mi, idx, t)),
+        if m.per_thread > 0 {
+            match usize::try_from(idx) {
+                Ok(i) if i < m.per_thread => Ok(i * m.threads + t as usize),
+                _ => Err(self.out_of_bounds(mi, idx, t)),
+            }
+        } else {
+            match usize::try_from(idx) {
+                Ok(i) if i < m.data.len() => Ok(i),
+                _ => Err(self.out_of_bounds(mi, idx, t)),
+            }
         }
     }
 
@@ -536,6 +598,26 @@ impl<'p> Machine<'p> {
     }
 
     fn load(&mut self, l: &Load, act: &[u32], out: &mut [f64]) -> R {
+        if let Some(i) = self.uniform_index(&l.index)? {
+            // One element for every thread (a register tile's unrolled
+            // access, a broadcast): checked once.
+            let m = &self.mems[l.mem];
+            let shared = m.shared && !self.opts.ignore_races;
+            if m.per_thread > 0 {
+                let a = self.address(l.mem, i, act[0])? - act[0] as usize;
+                let row = &m.data[a..a + m.threads];
+                if act.len() == m.threads {
+                    out.copy_from_slice(row);
+                } else {
+                    out.iter_mut().zip(act).for_each(|(o, &t)| *o = row[t as usize]);
+                }
+                return Ok(());
+            } else if !shared {
+                let a = self.address(l.mem, i, act[0])?;
+                out.fill(self.mems[l.mem].data[a]);
+                return Ok(());
+            }
+        }
         let mut idx = self.itake(act.len());
         self.index(&l.index, act, &mut idx)?;
         let mi = l.mem;
@@ -564,10 +646,22 @@ impl<'p> Machine<'p> {
                 return Err(e);
             }
         } else {
-            self.addresses(mi, &mut idx, act)?;
-            let data = &self.mems[mi].data;
-            for (o, &a) in out.iter_mut().zip(&idx) {
-                *o = data[a as usize];
+            let m = &self.mems[mi];
+            if m.per_thread == 0 {
+                // Checked and gathered in one loop.
+                let data = &m.data;
+                for (k, (o, &i)) in out.iter_mut().zip(&idx).enumerate() {
+                    match usize::try_from(i).ok().and_then(|a| data.get(a)) {
+                        Some(&v) => *o = v,
+                        None => return Err(self.out_of_bounds(mi, i, act[k])),
+                    }
+                }
+            } else {
+                self.addresses(mi, &mut idx, act)?;
+                let data = &self.mems[mi].data;
+                for (o, &a) in out.iter_mut().zip(&idx) {
+                    *o = data[a as usize];
+                }
             }
         }
         self.ipool.push(idx);
@@ -691,34 +785,44 @@ impl<'p> Machine<'p> {
             }
             IExpr::Affine { terms, constant, t } => {
                 // The terms that are one value for every thread fold into
-                // the constant; the others add a column each.
+                // the constant; the others add a column each, the first
+                // one written over the constant rather than added to it.
                 let mut base = *constant;
-                for (term, c) in terms {
-                    if let Some(x) = self.uniform(term) {
-                        base = base.wrapping_add(x.wrapping_mul(*c));
+                let mut varying = [0usize; 8];
+                let mut nv = 0;
+                for (k, (term, c)) in terms.iter().enumerate() {
+                    match self.uniform(term) {
+                        Some(x) => base = base.wrapping_add(x.wrapping_mul(*c)),
+                        None if nv < varying.len() => {
+                            varying[nv] = k;
+                            nv += 1;
+                        }
+                        None => return self.affine_slow(terms, *constant, *t, act, out),
                     }
                 }
-                out.fill(base);
+                if nv == 0 {
+                    out.fill(base);
+                }
                 let full = act.len() == self.n;
-                for (term, c) in terms {
-                    if self.uniform(term).is_some() {
-                        continue;
-                    }
-                    let c = *c;
+                for (j, &k) in varying[..nv].iter().enumerate() {
+                    let (term, c) = (&terms[k].0, terms[k].1);
+                    let add = |o: &mut i64, v: i64| {
+                        let x = v.wrapping_mul(c);
+                        *o = if j == 0 { base.wrapping_add(x) } else { o.wrapping_add(x) };
+                    };
                     match term {
                         Term::Var(s) => {
                             let col = &self.ivars[*s].col;
                             if full {
-                                out.iter_mut().zip(col).for_each(|(o, &v)| *o = o.wrapping_add(v.wrapping_mul(c)));
+                                out.iter_mut().zip(col).for_each(|(o, &v)| add(o, v));
                             } else {
-                                let lanes = out.iter_mut().zip(act);
-                                lanes.for_each(|(o, &t)| *o = o.wrapping_add(col[t as usize].wrapping_mul(c)));
+                                out.iter_mut().zip(act).for_each(|(o, &t)| add(o, col[t as usize]));
                             }
                         }
                         Term::Expr(e) => {
                             let mut x = self.itake(act.len());
                             self.ie(e, act, &mut x)?;
-                            out.iter_mut().zip(&x).for_each(|(o, &v)| *o = o.wrapping_add(v.wrapping_mul(c)));
+                            out.iter_mut().zip(&x).for_each(|(o, &v)| add(o, v));
                             self.ipool.push(x);
                         }
                     }
@@ -756,6 +860,24 @@ impl<'p> Machine<'p> {
             }
             IExpr::Fail(m) => return Err(m.clone()),
         }
+        Ok(())
+    }
+
+    /// An affine sum with more varying terms than `ie` keeps track of:
+    /// each term evaluated as a column and added.
+    #[cold]
+    fn affine_slow(&mut self, terms: &[(Term, i64)], constant: i64, t: DType, act: &[u32], out: &mut [i64]) -> R {
+        out.fill(constant);
+        let mut x = self.itake(act.len());
+        for (term, c) in terms {
+            match term {
+                Term::Var(s) => self.ie(&IExpr::Var(*s), act, &mut x)?,
+                Term::Expr(e) => self.ie(e, act, &mut x)?,
+            }
+            out.iter_mut().zip(&x).for_each(|(o, &v)| *o = o.wrapping_add(v.wrapping_mul(*c)));
+        }
+        self.ipool.push(x);
+        wrap_to(t, out);
         Ok(())
     }
 
@@ -808,6 +930,11 @@ impl<'p> Machine<'p> {
         }
         Ok(())
     }
+}
+
+#[cold]
+fn dim_out_of_bounds(v: i64, d: usize, name: &str, extent: i64) -> SimError {
+    format!("out-of-bounds access: index {v} of dimension {d} of {name} (extent {extent})")
 }
 
 /// Lane by lane, the next value of `x` where `c` is true and of `y` where it

@@ -46,6 +46,9 @@ pub struct SimOptions {
     /// on the scalar one (`machine/scalar.rs`): for tests that the two
     /// agree.
     pub columns_only: bool,
+    /// Threads that share a launch's blocks: 0 for one per core, 1 to run
+    /// the blocks one after another on the calling thread.
+    pub workers: usize,
 }
 
 /// Counts from one simulated launch.
@@ -93,21 +96,113 @@ pub fn run_observed(
         });
     }
     let cfg = launch_config(f);
-    let mut m = Machine::new(&prog, opts, cfg.block, params);
-    let (total, mut done) = (cfg.blocks(), 0);
-    for bz in 0..cfg.grid[2] {
-        for by in 0..cfg.grid[1] {
-            for bx in 0..cfg.grid[0] {
-                m.run_block([bx, by, bz])?;
-                done += 1;
-                progress(done, total);
+    let total = cfg.blocks();
+    let bytes: usize = params.iter().map(|m| m.data.len() * 8).sum();
+    let workers = match opts.workers {
+        // One per core, where there are blocks enough to share and where
+        // the copies of global memory each further worker makes are small.
+        0 => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let by_blocks = usize::try_from(total / MIN_BLOCKS_PER_WORKER).unwrap_or(usize::MAX);
+            if bytes.saturating_mul(cores - 1) > SPLIT_MEMORY_LIMIT {
+                1
+            } else {
+                cores.min(by_blocks)
+            }
+        }
+        n => n.min(usize::try_from(total).unwrap_or(usize::MAX)),
+    }
+    .max(1);
+    let (mems, stats) = if workers == 1 {
+        let mut m = Machine::new(&prog, opts, cfg.block, params);
+        for (k, b) in (0..total).enumerate() {
+            m.run_block(cfg.block_index(b))?;
+            progress(k as i64 + 1, total);
+        }
+        (m.mems, m.stats)
+    } else {
+        run_split(&prog, opts, &cfg, params, workers, progress)?
+    };
+    for (d, mem) in args.iter_mut().zip(&mems) {
+        d.set_f64(&mem.data);
+    }
+    let mut stats = stats;
+    stats.blocks = total;
+    stats.threads_per_block = cfg.threads_per_block();
+    Ok(stats)
+}
+
+/// Global memory (as f64) above which a launch is not split over workers,
+/// each of which would copy it.
+const SPLIT_MEMORY_LIMIT: usize = 1 << 29;
+
+/// Fewer blocks than this per worker are not worth a thread.
+const MIN_BLOCKS_PER_WORKER: i64 = 8;
+
+/// Runs the blocks of one launch on `workers` threads, each a consecutive
+/// range of blocks on its own copy of global memory; then merges, in block
+/// order, what each range wrote (the words whose bits it changed), so the
+/// result is the sequential one wherever blocks do not read each other's
+/// writes, which a GPU does not order either. The first error by block
+/// order is the one reported.
+fn run_split(
+    prog: &compile::Program,
+    opts: SimOptions,
+    cfg: &tirc_ir::launch::LaunchConfig,
+    params: Vec<Mem>,
+    workers: usize,
+    progress: &mut dyn FnMut(i64, i64),
+) -> Result<(Vec<Mem>, SimStats), SimError> {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let total = cfg.blocks();
+    let done = AtomicI64::new(0);
+    let initial: Vec<Vec<f64>> = params.iter().map(|m| m.data.clone()).collect();
+    let ranges: Vec<(i64, i64)> =
+        (0..workers as i64).map(|w| (total * w / workers as i64, total * (w + 1) / workers as i64)).collect();
+    let run_range = |mems: Vec<Mem>, (lo, hi): (i64, i64)| -> (Machine<'_>, Result<(), SimError>) {
+        let mut m = Machine::new(prog, opts, cfg.block, mems);
+        let mut r = Ok(());
+        for b in lo..hi {
+            r = m.run_block(cfg.block_index(b));
+            if r.is_err() {
+                break;
+            }
+            done.fetch_add(1, Ordering::Relaxed);
+        }
+        (m, r)
+    };
+    let copies: Vec<Vec<Mem>> = (1..workers).map(|_| params.iter().map(Mem::copy_of).collect()).collect();
+    let (first, rest) = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            copies.into_iter().zip(&ranges[1..]).map(|(mems, &r)| scope.spawn(move || run_range(mems, r))).collect();
+        // This thread runs the first range and reports everyone's progress.
+        let mut m = Machine::new(prog, opts, cfg.block, params);
+        let mut r = Ok(());
+        for b in ranges[0].0..ranges[0].1 {
+            r = m.run_block(cfg.block_index(b));
+            if r.is_err() {
+                break;
+            }
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+        }
+        let rest: Vec<_> =
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a simulator worker panicked"))).collect();
+        ((m, r), rest)
+    });
+    let (mut main, r) = first;
+    r?;
+    let mut stats = main.stats;
+    for (m, r) in rest {
+        r?;
+        stats.barriers += m.stats.barriers;
+        for ((to, from), init) in main.mems.iter_mut().zip(&m.mems).zip(&initial) {
+            for ((t, &f), &i) in to.data.iter_mut().zip(&from.data).zip(init) {
+                if f.to_bits() != i.to_bits() {
+                    *t = f;
+                }
             }
         }
     }
-    for (d, mem) in args.iter_mut().zip(&m.mems) {
-        d.set_f64(&mem.data);
-    }
-    m.stats.blocks = cfg.blocks();
-    m.stats.threads_per_block = cfg.threads_per_block();
-    Ok(m.stats)
+    progress(total, total);
+    Ok((main.mems, stats))
 }

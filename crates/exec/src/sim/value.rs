@@ -44,6 +44,7 @@ impl Precision {
     }
 
     /// Narrows every value of `xs` in place.
+    #[inline]
     pub(super) fn round_all(self, xs: &mut [f64]) {
         match self {
             Precision::Exact => {}
@@ -55,6 +56,7 @@ impl Precision {
 
 /// Every value of `xs` wrapped to the width of integer type `t`, as a GPU's
 /// registers hold it.
+#[inline]
 pub(super) fn wrap_to(t: DType, xs: &mut [i64]) {
     macro_rules! wrap {
         ($n:ty) => {

@@ -155,7 +155,9 @@ pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, 
         resumed: false,
         reached_device: true,
     };
-    if let Err(e) = sim::run(&built.lowered, &mut args, sim::SimOptions::default()) {
+    // The tuner already checks several points at once, one per core.
+    let opts = sim::SimOptions { workers: 1, ..sim::SimOptions::default() };
+    if let Err(e) = sim::run(&built.lowered, &mut args, opts) {
         t.status = Status::Crashed;
         t.reason = Some(format!("the simulator stopped the kernel: {e}"));
         return t;

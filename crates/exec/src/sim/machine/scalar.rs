@@ -101,9 +101,7 @@ impl Machine<'_> {
                 for (d, (e, extent)) in dims.iter().enumerate() {
                     let v = self.ie1(e, t)?;
                     if v < 0 || v >= *extent {
-                        return Err(format!(
-                            "out-of-bounds access: index {v} of dimension {d} of {name} (extent {extent})"
-                        ));
+                        return Err(super::dim_out_of_bounds(v, d, name, *extent));
                     }
                     a = a * extent + v;
                 }
