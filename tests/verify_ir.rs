@@ -105,3 +105,49 @@ fn an_unbound_variable_and_an_unallocated_buffer_are_internal_errors() {
     let allocated = Stmt::Allocate { buffer: lost.clone(), body: Box::new(store(&lost, Expr::int(0))) };
     assert!(verify_ir::after("lower_init", &f(allocated), &Target::default()).is_ok());
 }
+
+#[test]
+fn a_launch_narrower_than_the_loops_it_replaced_is_an_internal_error() {
+    let before = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            C[bx * 32 + tx] = A[bx * 32 + tx]
+"#,
+    );
+    let lost = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 16)
+    C[bx * 32 + tx] = A[bx * 32 + tx]
+"#,
+    );
+    let axes = verify_ir::Axes::of(&before);
+    // Before extract_launch, loops may still be narrowed (or vanish).
+    assert!(axes.covered_by("flatten_buffers", &lost).is_ok());
+    let d = axes.covered_by("extract_launch", &lost).expect_err("a lost half of the threads goes through");
+    assert!(
+        d.message.contains("threadIdx.x is launched with extent 16, but a loop or launch of extent 32"),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("after the lowering pass `extract_launch`"), "{}", d.message);
+    let dropped = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    C[tx] = A[tx]
+"#,
+    );
+    let d = axes.covered_by("unroll_loops", &dropped).expect_err("a dropped grid axis goes through");
+    assert!(d.message.contains("blockIdx.x is not launched"), "{}", d.message);
+    // The lowering itself keeps every axis.
+    assert!(verify_ir::Axes::of(&before)
+        .covered_by("extract_launch", &transform::lower(before, &transform::PassContext::default(), |_, _| {}).unwrap())
+        .is_ok());
+}

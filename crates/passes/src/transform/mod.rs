@@ -74,8 +74,10 @@ pub fn lower(
     split_kernels::check_one_kernel(&func)?;
     check_local_buffers::run(&func)?;
     for p in PIPELINE {
+        let axes = verify_ir::Axes::of(&func);
         func = (p.run)(func, ctx)?;
         verify_ir::after(p.name, &func, &ctx.target)?;
+        axes.covered_by(p.name, &func)?;
         observe(p.name, &func);
     }
     Ok(func)

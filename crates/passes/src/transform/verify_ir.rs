@@ -21,6 +21,12 @@
 //! axis, at most the target's threads per block, and no loop is bound to a thread
 //! axis any more.
 //!
+//! Across a pass (`Axes`): each GPU axis a constant extent was bound to
+//! before the pass (a loop bound to it, or a launch) is launched after it,
+//! when the pass is `extract_launch` or later, with at least the largest
+//! such extent, so that no iteration of a loop a launch replaced is lost
+//! (an axis of extent 1 may go).
+//!
 //! A violation is a bug of the pass that ran last, not of the user's
 //! program: it is reported as an internal error that names that pass, so
 //! that a wrong IR never reaches code generation or the GPU.
@@ -30,6 +36,66 @@ use std::collections::HashMap;
 use tirc_ir::printer::print_expr;
 use tirc_ir::target::Target;
 use tirc_ir::{Buffer, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag};
+
+/// The GPU axes of a function and the largest constant extent each is
+/// bound to (by loops or launches), taken before a pass to check it after.
+pub struct Axes(Vec<(ThreadTag, i64)>);
+
+impl Axes {
+    pub fn of(f: &PrimFunc) -> Axes {
+        let mut axes: Vec<(ThreadTag, i64)> = Vec::new();
+        let mut note = |tag: ThreadTag, extent: &Expr| {
+            let Some(e) = extent.as_int() else { return };
+            match axes.iter_mut().find(|(t, _)| *t == tag) {
+                Some((_, m)) => *m = (*m).max(e),
+                None => axes.push((tag, e)),
+            }
+        };
+        f.body.walk(&mut |s| match s {
+            Stmt::For(l) => {
+                if let ForKind::ThreadBinding(tag) = l.kind {
+                    note(tag, &l.extent);
+                }
+            }
+            Stmt::Launch { tag, extent, .. } => note(*tag, extent),
+            _ => {}
+        });
+        Axes(axes)
+    }
+
+    /// Checks that `f`, the result of pass `pass` on a function whose axes
+    /// were `self`, launches each of them wide enough.
+    pub fn covered_by(&self, pass: &str, f: &PrimFunc) -> Result<(), Diagnostic> {
+        let at = |name: &str| PIPELINE.iter().position(|q| q.name == name);
+        if !matches!((at(pass), at("extract_launch")), (Some(a), Some(b)) if a >= b) {
+            return Ok(());
+        }
+        let head = f.body.launch_head().0;
+        for &(tag, e) in &self.0 {
+            let launched = head.iter().find(|(_, t, _)| *t == tag).map(|(_, _, x)| x.as_int());
+            let problem = match launched {
+                None if e > 1 => {
+                    format!("{} is not launched, but a loop or launch of extent {e} was bound to it", tag.name())
+                }
+                Some(Some(x)) if x < e => {
+                    format!(
+                        "{} is launched with extent {x}, but a loop or launch of extent {e} was bound to it",
+                        tag.name()
+                    )
+                }
+                _ => continue,
+            };
+            return Err(internal(pass, &problem));
+        }
+        Ok(())
+    }
+}
+
+fn internal(pass: &str, problem: &str) -> Diagnostic {
+    Diagnostic::new(format!(
+        "internal error: after the lowering pass `{pass}`, {problem}. This is a bug in tirc, not in the program: please report it with the input"
+    ))
+}
 
 /// Checks `f` as it must be after the pass named `pass` has run.
 pub fn after(pass: &str, f: &PrimFunc, target: &Target) -> Result<(), Diagnostic> {
@@ -84,9 +150,7 @@ pub fn after(pass: &str, f: &PrimFunc, target: &Target) -> Result<(), Diagnostic
     v.stmt(body);
     match v.problem {
         None => Ok(()),
-        Some(p) => Err(Diagnostic::new(format!(
-            "internal error: after the lowering pass `{pass}`, {p}. This is a bug in tirc, not in the program: please report it with the input"
-        ))),
+        Some(p) => Err(internal(pass, &p)),
     }
 }
 
