@@ -607,6 +607,8 @@ impl Interp<'_> {
                 (Kind::Loops, _) => return Err(want("a list of loops")),
                 (Kind::Int, Value::Int(i)) => registry::Arg::Int(*i),
                 (Kind::Int, _) => return Err(want("an integer")),
+                (Kind::Bool, Value::Bool(b)) => registry::Arg::Bool(*b),
+                (Kind::Bool, _) => return Err(want("True or False")),
                 (Kind::Str, Value::Str(t)) => registry::Arg::Str(t.clone()),
                 (Kind::Str, _) => return Err(want("a string")),
                 (Kind::Ints, Value::List(items) | Value::Tuple(items)) => registry::Arg::Ints(

@@ -10,6 +10,7 @@
 //! `trace`, so a schedule prints as a replayable script.
 
 pub mod bind;
+pub mod blockize;
 pub mod cache;
 pub mod compute_at;
 pub mod decompose_reduction;

@@ -18,8 +18,8 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder, rfactor,
-    split, storage_align, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder,
+    rfactor, split, storage_align, BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -35,6 +35,8 @@ pub enum Kind {
     /// (`fuse(*loops)`, `reorder(*loops)`).
     Loops,
     Int,
+    /// `True` or `False`.
+    Bool,
     /// A list of integers (`pad_einsum`'s padding).
     Ints,
     /// A list of integers and at most one `None` (`split`'s factors).
@@ -78,6 +80,7 @@ pub enum Arg {
     Target(Target),
     Loops(Vec<LoopRV>),
     Int(i64),
+    Bool(bool),
     Ints(Vec<i64>),
     Factors(Vec<Option<i64>>),
     Str(String),
@@ -126,6 +129,15 @@ impl Args {
         match self.get(i)? {
             Arg::Int(v) => Ok(*v),
             _ => Err(internal(i)),
+        }
+    }
+
+    /// An optional boolean, `default` where it was not given.
+    pub fn opt_bool(&self, i: usize, default: bool) -> Result<bool> {
+        match self.0.get(i).and_then(Option::as_ref) {
+            None => Ok(default),
+            Some(Arg::Bool(b)) => Ok(*b),
+            Some(_) => Err(internal(i)),
         }
     }
 
@@ -221,6 +233,7 @@ impl fmt::Display for Step {
                 Arg::Target(Target::Loop(l)) => l.name().to_string(),
                 Arg::Loops(ls) => ls.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
                 Arg::Int(v) => v.to_string(),
+                Arg::Bool(b) => if *b { "True" } else { "False" }.to_string(),
                 Arg::Ints(v) => format!("{v:?}"),
                 Arg::Factors(v) => {
                     let items: Vec<String> = v.iter().map(|x| x.map_or("None".into(), |i| i.to_string())).collect();
@@ -241,7 +254,7 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
 }
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-pub const NOT_YET: [&str; 4] = ["tensorize", "blockize", "transform_layout", "reindex"];
+pub const NOT_YET: [&str; 3] = ["tensorize", "transform_layout", "reindex"];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
     r.map(|_| Out::None)
@@ -426,6 +439,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[req("loop", Kind::Loop), req("factor_axis", Kind::Int)],
         step: true,
         apply: |s, a| rfactor::rfactor(s, a.lp(0)?, a.int(1)?).map(Out::Block),
+    },
+    Primitive {
+        name: "blockize",
+        params: &[req("target", Kind::Loop), opt("preserve_unit_iters", Kind::Bool)],
+        step: true,
+        apply: |s, a| blockize::blockize(s, a.lp(0)?, a.opt_bool(1, true)?).map(Out::Block),
     },
     Primitive {
         name: "pad_einsum",

@@ -1,0 +1,342 @@
+//! `blockize(loop, preserve_unit_iters=True)`: the loops from `loop` down to
+//! the one block under it, with that block, become the body of a new outer
+//! block, TVM's primitive of that name and arguments. The outer block
+//! stands for one iteration of the loops above `loop`; tensorization
+//! replaces such a block's body with one instruction.
+//!
+//! Each variable `v` of the block is bound to an expression of the loops
+//! above `loop` (outer) and of the loops from `loop` down (inner). Its
+//! binding is divided as `outer * E + inner`, where `inner` is the part in
+//! the inner loops, covering `0 .. E` once each (their coefficients in the
+//! binding are 1, the extent of the first, the product of the first two,
+//! and so on), and `outer` the rest divided by `E`. Then:
+//! - the outer block, `<name>_o`, gets a variable `v_o` over
+//!   `0 .. ceil(dom(v) / E)` bound to `outer` (kept when its extent is 1);
+//! - the inner block keeps the name and gets `v_i` over `0 .. E`, bound to
+//!   `inner`, where `E > 1`;
+//! - `v` in the block becomes `v_o * E + v_i`, or `v_i` when the outer
+//!   extent is 1, or `v_o` when `E` is 1.
+//!
+//! A binding that is not affine in the inner loops is taken whole by the
+//! inner block when it uses no outer loop, and whole by the outer block when
+//! it uses no inner loop. The parts of the block's predicate that use no
+//! inner loop go to the outer block, the others stay with the inner one.
+//! A reduction's init moves to the outer block, as `<name>_init` under
+//! copies of the inner loops its spatial variables use; the inner block has
+//! none. The outer block's read and write regions are the inner block's,
+//! over the inner loops' ranges.
+//!
+//! Preconditions, checked in this order:
+//! 1. The loop is in the function and holds one block, with nothing but
+//!    loops between them, each starting at 0 with a constant extent.
+//! 2. Every binding divides as above: an inner part whose coefficients
+//!    are positive and dense, an outer part a multiple of `E`.
+//!
+//! `preserve_unit_iters=False` only changes what a variable whose outer
+//! and inner extents are both 1 becomes: 0 instead of `v_o`.
+
+use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
+use crate::arith::{all_of, conjuncts, Analyzer};
+use crate::common::tree::{block_and_buffer_names, fresh_name, get_loop, loop_names};
+use tirc_ir::region::{coefficient, infer_block_regions};
+use tirc_ir::stmt::BufferRegion;
+use tirc_ir::subst::{substitute, substitute_stmt};
+use tirc_ir::{Block, BlockRealize, Expr, For, IterKind, IterVar, Range, Stmt, Var};
+
+pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> Result<BlockRV> {
+    // 1.
+    let top = get_loop(&sch.func.body, lp)?.clone();
+    let mut inner_loops: Vec<For> = Vec::new();
+    let mut s = Stmt::For(Box::new(top.clone()));
+    let realize = loop {
+        match s {
+            Stmt::For(l) => {
+                if l.min.as_int() != Some(0) || l.extent.as_int().is_none() {
+                    return Err(ScheduleError::unsupported(format!(
+                        "loop `{}` under `{}` does not run from 0 over a constant extent; blockize needs its \
+                         inner loops to",
+                        l.var.name(),
+                        lp.name()
+                    )));
+                }
+                s = l.body.clone();
+                inner_loops.push(*l);
+            }
+            Stmt::Block(r) => break *r,
+            _ => {
+                return Err(ScheduleError::new(format!(
+                    "loop `{}` does not hold a single block under a nest of loops: blockize needs exactly one",
+                    lp.name()
+                ))
+                .help("split the nest, or blockize a loop closer to the block"))
+            }
+        }
+    };
+    let name = realize.block.name.clone();
+    let is_inner = |e: &Expr| inner_loops.iter().any(|l| e.uses(&l.var));
+
+    // 2.
+    let mut outer_ivs: Vec<IterVar> = Vec::new();
+    let mut outer_values: Vec<Expr> = Vec::new();
+    let mut inner_ivs: Vec<IterVar> = Vec::new();
+    let mut inner_values: Vec<Expr> = Vec::new();
+    let mut sub: Vec<(Var, Expr)> = Vec::new();
+    for (iv, e) in realize.block.iter_vars.iter().zip(&realize.iter_values) {
+        let t = iv.var.dtype();
+        let (outer, inner, e_in) = divide(e, &inner_loops).ok_or_else(|| {
+            ScheduleError::new(format!(
+                "the binding of `{}` in block `{name}`, {}, cannot be divided between the loops above `{}` and \
+                 the loops from it down",
+                iv.var.name(),
+                tirc_ir::printer::print_expr(e),
+                lp.name()
+            ))
+            .help("each variable must be an outer part times the inner loops' span plus a dense inner part")
+        })?;
+        let e_in = match (e_in, iv.dom.extent.as_int()) {
+            (Some(x), _) => x,
+            // Taken whole by the inner block: its own domain.
+            (None, Some(d)) => d,
+            (None, None) => {
+                return Err(ScheduleError::unsupported(format!(
+                    "variable `{}` of block `{name}` has no constant extent for the inner block to take",
+                    iv.var.name()
+                )))
+            }
+        };
+        let outer_extent = match iv.dom.extent.as_int() {
+            Some(d) if e_in > 0 => Expr::Int((d + e_in - 1) / e_in, t),
+            _ => iv.dom.extent.clone(),
+        };
+        let unit_outer = outer_extent.as_int() == Some(1);
+        let vo = Var::new(format!("{}_o", iv.var.name()), t);
+        outer_ivs.push(IterVar { var: vo.clone(), dom: Range::new(Expr::Int(0, t), outer_extent), kind: iv.kind });
+        outer_values.push(outer);
+        let replacement = if e_in == 1 {
+            if unit_outer && !preserve_unit_iters {
+                Expr::Int(0, t)
+            } else {
+                Expr::var(&vo)
+            }
+        } else {
+            let vi = Var::new(format!("{}_i", iv.var.name()), t);
+            inner_ivs.push(IterVar {
+                var: vi.clone(),
+                dom: Range::new(Expr::Int(0, t), Expr::Int(e_in, t)),
+                kind: iv.kind,
+            });
+            inner_values.push(inner);
+            if unit_outer {
+                Expr::var(&vi)
+            } else {
+                Expr::var(&vo) * Expr::Int(e_in, t) + Expr::var(&vi)
+            }
+        };
+        sub.push((iv.var.clone(), replacement));
+    }
+    let (inner_pred, outer_pred): (Vec<Expr>, Vec<Expr>) =
+        conjuncts(&realize.predicate).into_iter().partition(is_inner);
+    // The inner block's predicate speaks of the outer block's variables
+    // rather than of the loops above it, where a variable is bound to
+    // exactly such a loop.
+    let loop_to_outer: Vec<(Var, Expr)> = outer_ivs
+        .iter()
+        .zip(&outer_values)
+        .filter_map(|(iv, v)| match v {
+            Expr::Var(l) => Some((l.clone(), Expr::var(&iv.var))),
+            _ => None,
+        })
+        .collect();
+    let inner_pred: Vec<Expr> = inner_pred.iter().map(|c| substitute(c, &loop_to_outer)).collect();
+
+    // The inner block: the body in the new variables, without the init.
+    let taken = block_and_buffer_names(&sch.func);
+    let block = &realize.block;
+    let inner_block = Block {
+        name: name.clone(),
+        iter_vars: inner_ivs,
+        reads: vec![],
+        writes: vec![],
+        init: None,
+        alloc_buffers: block.alloc_buffers.clone(),
+        annotations: block.annotations.clone(),
+        body: substitute_stmt(&block.body, &sub),
+        span: block.span,
+    };
+    let inner_realize = with_regions(inner_block, inner_values, all_of(inner_pred.clone()));
+    let mut body = inner_realize.clone();
+    for l in inner_loops.iter().rev() {
+        body = Stmt::For(Box::new(l.with_body(body)));
+    }
+
+    // The init, in the outer block, over the inner loops it needs.
+    let init = block.init.as_ref().map(|init| {
+        let init = substitute_stmt(init, &sub);
+        let Stmt::Block(ir) = &inner_realize else { unreachable!("the inner block was just built") };
+        let mut names = loop_names(&sch.func.body);
+        let mut init_ivs = Vec::new();
+        let mut init_values = Vec::new();
+        let mut rename: Vec<(Var, Expr)> = Vec::new();
+        for (iv, v) in ir.block.iter_vars.iter().zip(&ir.iter_values) {
+            if iv.kind == IterKind::Spatial && stmt_uses(&init, &iv.var) {
+                let nv = Var::new(format!("{}_init", iv.var.name()), iv.var.dtype());
+                rename.push((iv.var.clone(), Expr::var(&nv)));
+                init_ivs.push(IterVar { var: nv, dom: iv.dom.clone(), kind: IterKind::Spatial });
+                init_values.push(v.clone());
+            }
+        }
+        let init_block = Block {
+            name: fresh_name(&taken, &format!("{name}_init")),
+            iter_vars: init_ivs,
+            reads: vec![],
+            writes: vec![],
+            init: None,
+            alloc_buffers: vec![],
+            annotations: vec![],
+            body: substitute_stmt(&init, &rename),
+            span: None,
+        };
+        let mut nest = with_regions(init_block, init_values.clone(), all_of(inner_pred));
+        let mut loop_sub: Vec<(Var, Expr)> = Vec::new();
+        for l in inner_loops.iter().rev() {
+            if init_values.iter().any(|v| v.uses(&l.var)) {
+                let n = fresh_name(&names, l.var.name());
+                names.push(n.clone());
+                let nv = Var::new(n, l.var.dtype());
+                loop_sub.push((l.var.clone(), Expr::var(&nv)));
+                let mut copy = l.with_body(nest);
+                copy.var = nv;
+                copy.span = None;
+                nest = Stmt::For(Box::new(copy));
+            }
+        }
+        substitute_stmt(&nest, &loop_sub)
+    });
+
+    let outer_name = fresh_name(&taken, &format!("{name}_o"));
+    let outer_block = Block {
+        name: outer_name.clone(),
+        iter_vars: outer_ivs,
+        reads: vec![],
+        writes: vec![],
+        init,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body,
+        span: None,
+    };
+    let outer = with_regions(outer_block, outer_values, all_of(outer_pred));
+    let mut outer = Some(outer);
+    sch.func.body = sch.func.body.rewrite(&mut |x| match x {
+        Stmt::For(f) if f.var == *lp => outer.take(),
+        _ => None,
+    });
+    Ok(outer_name)
+}
+
+/// Divides `e` as `outer * E + inner` over the inner loops `inner` (each
+/// from 0 over a constant extent): `(outer, inner, Some(E))`; or, where `e`
+/// is not affine in the inner loops but uses no other loop, `(0, e, None)`
+/// (the inner block takes it whole). `None` when it cannot be divided.
+fn divide(e: &Expr, inner: &[For]) -> Option<(Expr, Expr, Option<i64>)> {
+    let t = e.dtype();
+    let zero = Expr::Int(0, t);
+    let used: Vec<&For> = inner.iter().filter(|l| e.uses(&l.var)).collect();
+    if used.is_empty() {
+        return Some((e.clone(), zero, Some(1)));
+    }
+    let coefs: Option<Vec<i64>> = used.iter().map(|l| coefficient(e, &l.var)).collect();
+    let Some(coefs) = coefs else {
+        // Not affine in the inner loops: whole to the inner block if it
+        // speaks of nothing else.
+        return only_vars(e, inner).then(|| (zero, e.clone(), None));
+    };
+    // The inner part, its terms ordered by coefficient, must be dense.
+    let mut terms: Vec<(i64, &For)> = coefs.into_iter().zip(used).collect();
+    terms.sort_by_key(|(c, _)| *c);
+    let mut span = 1i64;
+    let mut inner_part: Option<Expr> = None;
+    for &(c, l) in &terms {
+        if c != span {
+            return None;
+        }
+        span = span.checked_mul(l.extent.as_int()?)?;
+        let term = if c == 1 { Expr::var(&l.var) } else { Expr::Int(c, t) * Expr::var(&l.var) };
+        inner_part = Some(match inner_part {
+            None => term,
+            Some(p) => term + p,
+        });
+    }
+    // The rest, without the inner loops, divided by the span.
+    let zeroed: Vec<(Var, Expr)> = terms.iter().map(|(_, l)| (l.var.clone(), Expr::Int(0, l.var.dtype()))).collect();
+    let rest = Analyzer::new().simplify(&substitute(e, &zeroed));
+    let outer = if span == 1 { rest } else { divided(&rest, span)? };
+    Some((outer, inner_part?, Some(span)))
+}
+
+/// `e / k` for an affine `e` whose coefficients and constant are multiples
+/// of `k`.
+fn divided(e: &Expr, k: i64) -> Option<Expr> {
+    let t = e.dtype();
+    let mut vars: Vec<Var> = Vec::new();
+    e.walk(&mut |x| {
+        if let Expr::Var(v) = x {
+            if !vars.contains(v) {
+                vars.push(v.clone());
+            }
+        }
+    });
+    let zeroed: Vec<(Var, Expr)> = vars.iter().map(|v| (v.clone(), Expr::Int(0, v.dtype()))).collect();
+    let constant = Analyzer::new().simplify(&substitute(e, &zeroed)).as_int()?;
+    if constant % k != 0 {
+        return None;
+    }
+    let mut out = Expr::Int(constant / k, t);
+    for v in &vars {
+        let c = coefficient(e, v)?;
+        if c % k != 0 {
+            return None;
+        }
+        if c != 0 {
+            let term = if c == k { Expr::var(v) } else { Expr::var(v) * Expr::Int(c / k, t) };
+            out = if out.as_int() == Some(0) { term } else { out + term };
+        }
+    }
+    Some(out)
+}
+
+/// Whether every variable of `e` is one of the loops `ls`.
+fn only_vars(e: &Expr, ls: &[For]) -> bool {
+    let mut ok = true;
+    e.walk(&mut |x| {
+        if let Expr::Var(v) = x {
+            ok &= ls.iter().any(|l| l.var == *v);
+        }
+    });
+    ok
+}
+
+/// A block realize with its read and write regions inferred (and
+/// simplified: an inner variable's lowest value, 0, leaves `+ 0`).
+fn with_regions(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> Stmt {
+    let (reads, writes) = infer_block_regions(&block);
+    let a = Analyzer::new();
+    let tidy = |rs: Vec<BufferRegion>| -> Vec<BufferRegion> {
+        rs.into_iter()
+            .map(|r| BufferRegion {
+                buffer: r.buffer,
+                region: r.region.iter().map(|g| Range::new(a.simplify(&g.min), a.simplify(&g.extent))).collect(),
+            })
+            .collect()
+    };
+    block.reads = tidy(reads);
+    block.writes = tidy(writes);
+    Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block }))
+}
+
+/// Whether any expression in `s` reads `v`.
+fn stmt_uses(s: &Stmt, v: &Var) -> bool {
+    let mut used = false;
+    s.walk(&mut |x| x.for_each_expr(|e| used |= e.uses(v)));
+    used
+}
