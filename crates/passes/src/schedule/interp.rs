@@ -2,18 +2,19 @@
 //! Python that TVM schedule scripts use, against a `Schedule`.
 //!
 //! Values are integers, strings, booleans, `None`, lists and tuples, loop
-//! and block handles, and the schedule itself. `sch.<primitive>(...)` calls
+//! and block handles, lambdas (index maps) and the schedule itself. `sch.<primitive>(...)` calls
 //! take TVM's argument names and order. Every error, whether the script's
 //! own (an unknown name) or a primitive's refusal, is a diagnostic at the
 //! span of the expression at fault.
 
 use super::loop_kind::Target;
 use super::registry::{self, Args, Kind, Out, Step};
+use super::transform_layout::{BufferRef, IndexMap};
 use super::Schedule;
 use crate::common::pipeline;
 use tirc_ir::diag::{did_you_mean, Diagnostic};
 use tirc_ir::func::{Module, ParamValue, ScheduleDef};
-use tirc_ir::{Attr, Var};
+use tirc_ir::{Attr, BinOp, Expr, Var};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 #[derive(Clone, Debug)]
@@ -26,6 +27,8 @@ enum Value {
     Tuple(Vec<Value>),
     Loop(Var),
     Block(String),
+    /// `lambda a, b: body`, turned into IR where a primitive takes it.
+    Lambda(Vec<String>, Box<ast::Expr>),
     Sch,
 }
 
@@ -40,6 +43,7 @@ impl Value {
             Value::Tuple(_) => "a tuple",
             Value::Loop(_) => "a loop",
             Value::Block(_) => "a block",
+            Value::Lambda(..) => "a lambda",
             Value::Sch => "the schedule",
         }
     }
@@ -297,6 +301,9 @@ impl Interp<'_> {
                 }
                 Ok(last)
             }
+            ExprKind::Lambda { params, body } => {
+                Ok(Value::Lambda(params.iter().map(|p| p.name.clone()).collect(), body.clone()))
+            }
             ExprKind::IfExp { cond, then, orelse } => {
                 if truthy(&self.expr(cond)?) {
                     self.expr(then)
@@ -365,6 +372,50 @@ impl Interp<'_> {
             Value::Int(i) if (0..n).contains(&norm(i)) => Ok(items[norm(i) as usize].clone()),
             Value::Int(i) => Err(Diagnostic::at(idx.span, format!("index {i} is out of range for {n} items"))),
             o => Err(Diagnostic::at(idx.span, format!("an index must be an integer, not {}", o.kind()))),
+        }
+    }
+
+    /// A lambda as an index map: its parameters become variables, its body
+    /// (a tuple, or one expression) integer IR over them; other names are
+    /// looked up and must be integers.
+    fn index_map(&self, params: &[String], body: &ast::Expr) -> R<IndexMap> {
+        let vars: Vec<Var> = params.iter().map(|p| Var::new(p.clone(), tirc_ir::DType::I32)).collect();
+        let items: Vec<&ast::Expr> = match &body.kind {
+            ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
+            _ => vec![body],
+        };
+        let results = items.into_iter().map(|e| self.index_expr(e, &vars)).collect::<R<Vec<_>>>()?;
+        Ok(IndexMap { params: vars, results })
+    }
+
+    fn index_expr(&self, e: &ast::Expr, vars: &[Var]) -> R<Expr> {
+        use ast::BinOp as B;
+        match &e.kind {
+            ExprKind::Int(v) => Ok(Expr::int(*v)),
+            ExprKind::Name(n) => match vars.iter().find(|v| v.name() == n) {
+                Some(v) => Ok(Expr::var(v)),
+                None => match self.lookup(n, e.span)? {
+                    Value::Int(i) => Ok(Expr::int(i)),
+                    v => {
+                        Err(Diagnostic::at(e.span, format!("`{n}` is {} here; an index map takes integers", v.kind())))
+                    }
+                },
+            },
+            ExprKind::Unary { op: ast::UnaryOp::Neg, operand } => {
+                Ok(Expr::folded(BinOp::Sub, Expr::int(0), self.index_expr(operand, vars)?))
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let op = match op {
+                    B::Add => BinOp::Add,
+                    B::Sub => BinOp::Sub,
+                    B::Mul => BinOp::Mul,
+                    B::FloorDiv => BinOp::FloorDiv,
+                    B::Mod => BinOp::FloorMod,
+                    _ => return Err(Diagnostic::at(e.span, "an index map takes + - * // % only")),
+                };
+                Ok(Expr::folded(op, self.index_expr(lhs, vars)?, self.index_expr(rhs, vars)?))
+            }
+            _ => Err(Diagnostic::at(e.span, "an index map's results are integer expressions of its parameters")),
         }
     }
 
@@ -609,6 +660,19 @@ impl Interp<'_> {
                 (Kind::Int, _) => return Err(want("an integer")),
                 (Kind::Bool, Value::Bool(b)) => registry::Arg::Bool(*b),
                 (Kind::Bool, _) => return Err(want("True or False")),
+                (Kind::Buffer, Value::Str(n)) => registry::Arg::Buffer(BufferRef::Name(n.clone())),
+                (Kind::Buffer, Value::Tuple(t) | Value::List(t)) => match &t[..] {
+                    [Value::Str(k), Value::Int(i)] if k == "read" && *i >= 0 => {
+                        registry::Arg::Buffer(BufferRef::Read(*i as usize))
+                    }
+                    [Value::Str(k), Value::Int(i)] if k == "write" && *i >= 0 => {
+                        registry::Arg::Buffer(BufferRef::Write(*i as usize))
+                    }
+                    _ => return Err(want("(\"read\", i), (\"write\", i) or a buffer's name")),
+                },
+                (Kind::Buffer, _) => return Err(want("(\"read\", i), (\"write\", i) or a buffer's name")),
+                (Kind::IndexMap, Value::Lambda(params, body)) => registry::Arg::IndexMap(self.index_map(params, body)?),
+                (Kind::IndexMap, _) => return Err(want("a lambda such as `lambda i, j: (j, i)`")),
                 (Kind::Str, Value::Str(t)) => registry::Arg::Str(t.clone()),
                 (Kind::Str, _) => return Err(want("a string")),
                 (Kind::Ints, Value::List(items) | Value::Tuple(items)) => registry::Arg::Ints(

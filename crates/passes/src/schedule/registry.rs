@@ -19,7 +19,7 @@
 use super::loop_kind::Target;
 use super::{
     bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder,
-    rfactor, split, storage_align, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    rfactor, split, storage_align, transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -37,6 +37,10 @@ pub enum Kind {
     Int,
     /// `True` or `False`.
     Bool,
+    /// A buffer of a block: `("read", i)`, `("write", i)` or its name.
+    Buffer,
+    /// `lambda i, j: (..)` from indices to indices.
+    IndexMap,
     /// A list of integers (`pad_einsum`'s padding).
     Ints,
     /// A list of integers and at most one `None` (`split`'s factors).
@@ -81,6 +85,8 @@ pub enum Arg {
     Loops(Vec<LoopRV>),
     Int(i64),
     Bool(bool),
+    Buffer(transform_layout::BufferRef),
+    IndexMap(transform_layout::IndexMap),
     Ints(Vec<i64>),
     Factors(Vec<Option<i64>>),
     Str(String),
@@ -128,6 +134,20 @@ impl Args {
     pub fn int(&self, i: usize) -> Result<i64> {
         match self.get(i)? {
             Arg::Int(v) => Ok(*v),
+            _ => Err(internal(i)),
+        }
+    }
+
+    pub fn buffer(&self, i: usize) -> Result<&transform_layout::BufferRef> {
+        match self.get(i)? {
+            Arg::Buffer(b) => Ok(b),
+            _ => Err(internal(i)),
+        }
+    }
+
+    pub fn index_map(&self, i: usize) -> Result<&transform_layout::IndexMap> {
+        match self.get(i)? {
+            Arg::IndexMap(m) => Ok(m),
             _ => Err(internal(i)),
         }
     }
@@ -234,6 +254,8 @@ impl fmt::Display for Step {
                 Arg::Loops(ls) => ls.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
                 Arg::Int(v) => v.to_string(),
                 Arg::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+                Arg::Buffer(b) => b.to_string(),
+                Arg::IndexMap(m) => m.to_string(),
                 Arg::Ints(v) => format!("{v:?}"),
                 Arg::Factors(v) => {
                     let items: Vec<String> = v.iter().map(|x| x.map_or("None".into(), |i| i.to_string())).collect();
@@ -254,7 +276,7 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
 }
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-pub const NOT_YET: [&str; 3] = ["tensorize", "transform_layout", "reindex"];
+pub const NOT_YET: [&str; 2] = ["tensorize", "reindex"];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
     r.map(|_| Out::None)
@@ -445,6 +467,18 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[req("target", Kind::Loop), opt("preserve_unit_iters", Kind::Bool)],
         step: true,
         apply: |s, a| blockize::blockize(s, a.lp(0)?, a.opt_bool(1, true)?).map(Out::Block),
+    },
+    Primitive {
+        name: "transform_layout",
+        params: &[
+            req("block", Kind::Block),
+            req("buffer", Kind::Buffer),
+            req("index_map", Kind::IndexMap),
+            opt("pad_value", Kind::NotYet),
+            opt("assume_injective_transform", Kind::NotYet),
+        ],
+        step: true,
+        apply: |s, a| none(transform_layout::transform_layout(s, a.block(0)?, a.buffer(1)?, a.index_map(2)?)),
     },
     Primitive {
         name: "pad_einsum",
