@@ -302,3 +302,44 @@ def f(A: T.Buffer((64,), "float32"), C: T.Buffer((65,), "float32")):
     let e = sim(&bad, &mut args).unwrap_err();
     assert!(e.contains("C[80]"), "{e}");
 }
+
+/// A warp-wide tensor-core product, as `tensorize` leaves it: two warps,
+/// each the product of its own 16x16 tiles; every thread of a warp takes
+/// part, and one that does not is an error.
+const WMMA: &str = r#"
+@T.prim_func
+def f(A: T.Buffer((32, 16), "float16"), B: T.Buffer((16, 16), "float16"), C: T.Buffer((32, 16), "float32")):
+    ty = T.launch_thread("threadIdx.y", 2)
+    tx = T.launch_thread("threadIdx.x", 32)
+    a = T.decl_buffer((16, 16), "float16", scope="wmma.matrix_a")
+    b = T.decl_buffer((16, 16), "float16", scope="wmma.matrix_b")
+    c = T.decl_buffer((16, 16), "float32", scope="wmma.accumulator")
+    GUARD
+        T.wmma_fill_fragment(c[0, 0], T.float32(1))
+        T.wmma_load_matrix_sync(a[0, 0], A[ty * 16, 0], "row_major")
+        T.wmma_load_matrix_sync(b[0, 0], B[0, 0], "row_major")
+        T.wmma_mma_sync(c[0, 0], a[0, 0], b[0, 0])
+        T.wmma_store_matrix_sync(C[ty * 16, 0], c[0, 0])
+"#;
+
+#[test]
+fn tensor_core_operations_run_per_warp() {
+    let half = |n: usize, k: usize| {
+        let mut d = HostData::poisoned(tirc_ir::DType::F16, n).unwrap();
+        d.set_f64(&(0..n).map(|i| ((i * k) % 7) as f64 - 3.0).collect::<Vec<_>>());
+        d
+    };
+    let (a, b) = (half(512, 3), half(256, 5));
+    let mut args = [a.clone(), b.clone(), HostData::F32(vec![0.0; 512])];
+    sim(&WMMA.replace("GUARD", "if True:"), &mut args).unwrap();
+    let (av, bv, c) = (values(&a), values(&b), values(&args[2]));
+    for r in 0..32 {
+        for col in 0..16 {
+            let want: f64 = 1.0 + (0..16).map(|k| av[r * 16 + k] * bv[k * 16 + col]).sum::<f64>();
+            assert_eq!(c[r * 16 + col], want, "C[{r}, {col}]");
+        }
+    }
+    let mut args = [a, b, HostData::F32(vec![0.0; 512])];
+    let e = sim(&WMMA.replace("GUARD", "if tx < 16:"), &mut args).unwrap_err();
+    assert!(e.contains("reached by 16 of the 32 threads of warp 0"), "{e}");
+}

@@ -11,7 +11,10 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use tirc_ir::launch::{launch_config, LaunchConfig};
 use tirc_ir::subst::substitute;
-use tirc_ir::{BinOp, Buffer, DType, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::wmma::TILE;
+use tirc_ir::{
+    BinOp, Buffer, DType, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt, Tile, Var, Wmma, WmmaOp,
+};
 use tirc_passes::arith::Analyzer;
 
 /// A compiled kernel: its source, entry point, launch configuration and
@@ -39,6 +42,41 @@ pub struct CudaKernel {
     /// for a launcher that computes the grid at run time.
     pub grid_exprs: [String; 3],
 }
+
+/// Tensor-core operations (`tirc_ir::wmma`) as PTX `wmma` instructions on
+/// 16x16x16 tiles, float16 operands loaded row-major: fragments are the
+/// registers PTX names (8 of two halves for A and B, 8 floats or 4 of two
+/// halves for the accumulator), so no CUDA header is needed.
+const WMMA_PRELUDE: &str = r#"struct tirc_frag_a { unsigned x[8]; };
+struct tirc_frag_b { unsigned x[8]; };
+struct tirc_frag_f32 { float x[8]; };
+struct tirc_frag_f16 { unsigned x[4]; };
+__device__ __forceinline__ void tirc_wmma_load_a(tirc_frag_a& f, const void* p, int ldm) {
+  asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "l"(p), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b(tirc_frag_b& f, const void* p, int ldm) {
+  asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "l"(p), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_fill(tirc_frag_f32& f, float v) {
+  for (int i = 0; i < 8; ++i) f.x[i] = v;
+}
+__device__ __forceinline__ void tirc_wmma_fill(tirc_frag_f16& f, half v) {
+  __half2 h = __halves2half2(v, v);
+  for (int i = 0; i < 4; ++i) f.x[i] = *reinterpret_cast<unsigned*>(&h);
+}
+__device__ __forceinline__ void tirc_wmma_mma(tirc_frag_f32& c, const tirc_frag_a& a, const tirc_frag_b& b) {
+  asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};" : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3]), "+f"(c.x[4]), "+f"(c.x[5]), "+f"(c.x[6]), "+f"(c.x[7]) : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+__device__ __forceinline__ void tirc_wmma_mma(tirc_frag_f16& c, const tirc_frag_a& a, const tirc_frag_b& b) {
+  asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19}, {%0, %1, %2, %3};" : "+r"(c.x[0]), "+r"(c.x[1]), "+r"(c.x[2]), "+r"(c.x[3]) : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+__device__ __forceinline__ void tirc_wmma_store(float* p, const tirc_frag_f32& f, int ldm) {
+  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;" :: "l"(p), "f"(f.x[0]), "f"(f.x[1]), "f"(f.x[2]), "f"(f.x[3]), "f"(f.x[4]), "f"(f.x[5]), "f"(f.x[6]), "f"(f.x[7]), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_store(half* p, const tirc_frag_f16& f, int ldm) {
+  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f16 [%0], {%1, %2, %3, %4}, %5;" :: "l"(p), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
+}
+"#;
 
 const PRELUDE: &str = "\
 // Floor division and remainder, for dividends that may be negative.
@@ -99,10 +137,14 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     // Buffers the kernel only reads are `const`: with `__restrict__` that
     // lets the CUDA compiler load them through the read-only data cache.
     let mut written = HashSet::new();
-    f.body.walk(&mut |s| {
-        if let Stmt::Store { buffer, .. } = s {
+    f.body.walk(&mut |s| match s {
+        Stmt::Store { buffer, .. } => {
             written.insert(buffer.clone());
         }
+        Stmt::Wmma(w) => {
+            written.insert(w.write().buffer.clone());
+        }
+        _ => {}
     });
     // The buffers loaded in the arms of a select that loads a buffer the
     // kernel writes lose `__restrict__`: the CUDA compiler turns
@@ -190,7 +232,12 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
             let _ = writeln!(src, "#include <{h}>");
         }
     }
+    let mut uses_wmma = false;
+    f.body.walk(&mut |s| uses_wmma |= matches!(s, Stmt::Wmma(_)));
     src.push_str(PRELUDE);
+    if uses_wmma {
+        src.push_str(WMMA_PRELUDE);
+    }
     let mut uses_async = false;
     f.body.walk(&mut |s| uses_async |= matches!(s, Stmt::AsyncCommit | Stmt::AsyncWait(_)));
     if uses_async {
@@ -257,6 +304,9 @@ pub fn translation_unit(kernels: &[&CudaKernel]) -> String {
         }
     }
     src.push_str(PRELUDE);
+    if any(WMMA_PRELUDE) {
+        src.push_str(WMMA_PRELUDE);
+    }
     if any(ASYNC_PRELUDE) {
         src.push_str(ASYNC_PRELUDE);
     }
@@ -318,6 +368,46 @@ pub fn sanitize(s: &str) -> String {
 }
 
 /// The C type of an element of `t` in generated CUDA.
+/// A flat tile's element offset and row stride.
+fn flat_tile(t: &Tile) -> Result<(Expr, Expr), Diagnostic> {
+    match (&t.indices[..], &t.ldm) {
+        ([i], Some(l)) => Ok((i.clone(), l.clone())),
+        _ => Err(Diagnostic::new(format!(
+            "a tensor-core tile of `{}` is not flat: flatten buffers before codegen",
+            t.buffer.name()
+        ))),
+    }
+}
+
+/// The fragment type (`WMMA_PRELUDE`) of a fragment buffer allocated over
+/// `body`: float16 operands loaded row-major, a float32 or float16
+/// accumulator.
+fn fragment_type(b: &Buffer, body: &Stmt) -> Result<&'static str, Diagnostic> {
+    let mut col_major = false;
+    body.walk(&mut |s| {
+        if let Stmt::Wmma(w) = s {
+            col_major |= matches!(w.op, WmmaOp::Load { col_major: true }) && w.tiles[0].buffer == *b;
+        }
+    });
+    if col_major {
+        return Err(Diagnostic::new(format!(
+            "fragment `{}` is loaded column-major, which tirc's code generation does not emit yet",
+            b.name()
+        )));
+    }
+    match (b.scope(), b.dtype()) {
+        (Scope::WmmaMatrixA, DType::Float(16)) => Ok("tirc_frag_a"),
+        (Scope::WmmaMatrixB, DType::Float(16)) => Ok("tirc_frag_b"),
+        (Scope::WmmaAccumulator, DType::Float(32)) => Ok("tirc_frag_f32"),
+        (Scope::WmmaAccumulator, DType::Float(16)) => Ok("tirc_frag_f16"),
+        (s, t) => Err(Diagnostic::new(format!(
+            "tirc's code generation has no {} fragment of {t} (`{}`): operands are float16, accumulators float32 or float16",
+            s.name(),
+            b.name()
+        ))),
+    }
+}
+
 pub fn ctype(t: DType) -> Result<&'static str, Diagnostic> {
     t.info().map(|i| i.c_type).ok_or_else(|| Diagnostic::new(format!("CUDA has no type for {t}")))
 }
@@ -416,12 +506,13 @@ impl Gen {
     }
 
     /// A vectorized loop `dst[b + v] = src[b' + v]` (or `= x` with `x` not
-    /// depending on `v`) over 2 or 4 floats, as one vector load and store,
+    /// depending on `v`, for floats) over 2, 4 or 8 elements of 4, 8 or 16
+    /// bytes in all, as one vector load and store,
     /// when both sides are contiguous and aligned to the vector's size;
     /// `None` leaves the loop to scalar code.
     fn vector_copy(&mut self, l: &For) -> Result<Option<String>, Diagnostic> {
         let (Some(0), Some(e)) = (l.min.as_int(), l.extent.as_int()) else { return Ok(None) };
-        if e != 2 && e != 4 {
+        if !matches!(e, 2 | 4 | 8) {
             return Ok(None);
         }
         // A copy guarded by a condition that is the same for every element
@@ -438,28 +529,41 @@ impl Gen {
             return Ok(Some(format!("if ({}) {code}", self.expr(&first)?)));
         }
         let Stmt::Store { buffer: dst, indices, value } = &l.body else { return Ok(None) };
-        if dst.dtype() != DType::F32 || dst.scope() == Scope::Local || indices.len() != 1 {
+        let t = dst.dtype();
+        // float2 and float4 for float32; for other types the unsigned
+        // vector of the same bytes (8 halves are one uint4).
+        let bytes = e * t.bytes() as i64;
+        if t.is_bool()
+            || !matches!(bytes, 4 | 8 | 16)
+            || dst.scope() != Scope::Global && dst.scope() != Scope::Shared
+            || indices.len() != 1
+        {
             return Ok(None);
         }
-        let vt = format!("float{e}");
+        let vt = match (t, bytes) {
+            (DType::F32, _) => format!("float{e}"),
+            (_, 16) => "uint4".into(),
+            (_, 8) => "uint2".into(),
+            _ => "unsigned".into(),
+        };
         let Some(dbase) = self.vector_base(&indices[0], &l.var, e) else { return Ok(None) };
         if let Expr::Call(Intrinsic::CpAsync, args) = value {
             let [Expr::Load(src, idx)] = &args[..] else { return Ok(None) };
-            if src.dtype() != DType::F32 || idx.len() != 1 {
+            if src.dtype() != t || idx.len() != 1 {
                 return Ok(None);
             }
             let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else { return Ok(None) };
             let (d, s) = (self.buf_name(dst), self.buf_name(src));
             let (di, si) = (self.expr(&dbase)?, self.expr(&sbase)?);
-            return Ok(Some(format!("tirc_cp_async<{}>({d} + {di}, {s} + {si});", 4 * e)));
+            return Ok(Some(format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});")));
         }
         let rhs = match value {
-            Expr::Load(src, idx) if src.dtype() == DType::F32 && src.scope() != Scope::Local && idx.len() == 1 => {
+            Expr::Load(src, idx) if src.dtype() == t && src.scope() != Scope::Local && idx.len() == 1 => {
                 let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else { return Ok(None) };
                 let konst = if self.read_only.contains(src) { "const " } else { "" };
                 format!("*({konst}{vt}*)({} + {})", self.buf_name(src), self.expr(&sbase)?)
             }
-            v if !v.uses(&l.var) && v.dtype() == DType::F32 => {
+            v if !v.uses(&l.var) && v.dtype() == DType::F32 && t == DType::F32 => {
                 let x = self.expr(v)?;
                 format!("make_{vt}({})", vec![x; e as usize].join(", "))
             }
@@ -527,6 +631,7 @@ impl Gen {
             Stmt::Barrier => self.line(ind, "__syncthreads();"),
             Stmt::AsyncCommit => self.line(ind, "tirc_cp_async_commit();"),
             Stmt::AsyncWait(n) => self.line(ind, &format!("tirc_cp_async_wait<{n}>();")),
+            Stmt::Wmma(w) => self.wmma(w, ind)?,
             Stmt::Store { buffer, indices, value: Expr::Call(Intrinsic::CpAsync, args) }
                 if matches!(&args[..], [Expr::Load(..)]) && matches!(buffer.dtype().bytes(), 4 | 8 | 16) =>
             {
@@ -631,6 +736,12 @@ impl Gen {
                     Scope::Local => self.line(ind, &format!("{t} {n}[{size}];")),
                     // A kernel argument (see `scratch`).
                     Scope::Global => {}
+                    // An array of 16×16 fragments, one per tile.
+                    Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator => {
+                        let ty = fragment_type(buffer, body)?;
+                        let tile = TILE * TILE;
+                        self.line(ind, &format!("{ty} {n}[{}];", (size + tile - 1) / tile));
+                    }
                 }
                 self.stmt(body, ind)?;
             }
@@ -647,6 +758,51 @@ impl Gen {
                 )))
             }
         }
+        Ok(())
+    }
+
+    /// A tensor-core operation as the `nvcuda::wmma` call that does it.
+    fn wmma(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
+        let frag = |g: &mut Self, t: &Tile| -> Result<String, Diagnostic> {
+            // The tile's number among the fragment array's tiles, row by row.
+            let (flat, ldm) = flat_tile(t)?;
+            let ldm16 = Expr::binary(BinOp::FloorDiv, ldm.clone(), Expr::int(TILE));
+            let row = Expr::binary(
+                BinOp::FloorDiv,
+                Expr::binary(BinOp::FloorDiv, flat.clone(), ldm.clone()),
+                Expr::int(TILE),
+            );
+            let col = Expr::binary(BinOp::FloorDiv, Expr::binary(BinOp::FloorMod, flat, ldm), Expr::int(TILE));
+            let k = g.an.simplify(&(row * ldm16 + col));
+            Ok(format!("{}[{}]", g.buf_name(&t.buffer), g.expr(&k)?))
+        };
+        let mem = |g: &mut Self, t: &Tile| -> Result<(String, String), Diagnostic> {
+            let (flat, ldm) = flat_tile(t)?;
+            Ok((format!("{} + {}", g.buf_name(&t.buffer), g.expr(&flat)?), g.expr(&ldm)?))
+        };
+        let line = match w.op {
+            WmmaOp::Fill => {
+                let c = frag(self, &w.tiles[0])?;
+                let v = self.expr(w.value.as_ref().ok_or_else(|| Diagnostic::new("a fill without its value"))?)?;
+                format!("tirc_wmma_fill({c}, {v});")
+            }
+            WmmaOp::Load { .. } => {
+                let f = frag(self, &w.tiles[0])?;
+                let (p, ldm) = mem(self, &w.tiles[1])?;
+                let which = if w.tiles[0].buffer.scope() == Scope::WmmaMatrixA { "a" } else { "b" };
+                format!("tirc_wmma_load_{which}({f}, {p}, {ldm});")
+            }
+            WmmaOp::Mma => {
+                let (c, a, b) = (frag(self, &w.tiles[0])?, frag(self, &w.tiles[1])?, frag(self, &w.tiles[2])?);
+                format!("tirc_wmma_mma({c}, {a}, {b});")
+            }
+            WmmaOp::Store => {
+                let (p, ldm) = mem(self, &w.tiles[0])?;
+                let f = frag(self, &w.tiles[1])?;
+                format!("tirc_wmma_store({p}, {f}, {ldm});")
+            }
+        };
+        self.line(ind, &line);
         Ok(())
     }
 

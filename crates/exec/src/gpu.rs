@@ -874,15 +874,35 @@ impl Gpu {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, String> {
+        self.cublas_gemm(m, n, k, false, a, b, c, warmup, reps)
+    }
+
+    /// [`Gpu::cublas_sgemm`], or with `half` inputs (`cublasGemmEx`,
+    /// float16 A and B, float32 C and accumulation, tensor cores allowed as
+    /// cuBLAS chooses).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cublas_gemm(
+        &self,
+        m: usize,
+        n: usize,
+        k: usize,
+        half: bool,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        c: &DeviceBuffer,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<Vec<f64>, String> {
+        let in_bytes = if half { 2 } else { 4 };
         let to_int = |v: usize, what: &str| {
             i32::try_from(v).map_err(|_| format!("cuBLAS SGEMM: {what} = {v} does not fit a 32-bit int"))
         };
         let (mi, ni, ki) = (to_int(m, "m")?, to_int(n, "n")?, to_int(k, "k")?);
-        for (buf, rows, cols, what) in [(a, m, k, "A"), (b, k, n, "B"), (c, m, n, "C")] {
-            let need = rows.checked_mul(cols).and_then(|e| e.checked_mul(4));
+        for (buf, rows, cols, what, bytes) in [(a, m, k, "A", in_bytes), (b, k, n, "B", in_bytes), (c, m, n, "C", 4)] {
+            let need = rows.checked_mul(cols).and_then(|e| e.checked_mul(bytes));
             if need.is_none_or(|need| buf.bytes < need) {
                 return Err(format!(
-                    "cuBLAS SGEMM: {what} must hold {rows}x{cols} float32 elements, its buffer has {} bytes",
+                    "cuBLAS GEMM: {what} must hold {rows}x{cols} elements of {bytes} bytes, its buffer has {} bytes",
                     buf.bytes
                 ));
             }
@@ -906,6 +926,33 @@ impl Gpu {
             let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
             let mut call = || {
                 self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+                if half {
+                    use blas_sys::cudaDataType::{CUDA_R_16F, CUDA_R_32F};
+                    return unsafe {
+                        blas_result::gemm_ex(
+                            handle,
+                            op,
+                            op,
+                            ni,
+                            mi,
+                            ki,
+                            &alpha as *const f32 as *const _,
+                            pb as *const _,
+                            CUDA_R_16F,
+                            ni.max(1),
+                            pa as *const _,
+                            CUDA_R_16F,
+                            ki.max(1),
+                            &beta as *const f32 as *const _,
+                            pc as *mut _,
+                            CUDA_R_32F,
+                            ni.max(1),
+                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                            blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                        )
+                    }
+                    .map_err(|e| format!("cublasGemmEx ({m}x{n}x{k}, float16 in, float32 out) failed: {e}"));
+                }
                 unsafe {
                     blas_result::sgemm(
                         handle,

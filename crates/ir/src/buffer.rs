@@ -24,6 +24,11 @@ pub enum Scope {
     Shared,
     /// Per-thread storage, registers where the compiler can keep it there.
     Local,
+    /// Tensor-core fragments (`crate::wmma`), one copy per warp spread over
+    /// its registers: the A operand, the B operand, the accumulator.
+    WmmaMatrixA,
+    WmmaMatrixB,
+    WmmaAccumulator,
 }
 
 impl Scope {
@@ -32,6 +37,9 @@ impl Scope {
             "global" => Scope::Global,
             "shared" | "shared.dyn" => Scope::Shared,
             "local" | "register" => Scope::Local,
+            "wmma.matrix_a" => Scope::WmmaMatrixA,
+            "wmma.matrix_b" => Scope::WmmaMatrixB,
+            "wmma.accumulator" => Scope::WmmaAccumulator,
             _ => return None,
         })
     }
@@ -41,7 +49,16 @@ impl Scope {
             Scope::Global => "global",
             Scope::Shared => "shared",
             Scope::Local => "local",
+            Scope::WmmaMatrixA => "wmma.matrix_a",
+            Scope::WmmaMatrixB => "wmma.matrix_b",
+            Scope::WmmaAccumulator => "wmma.accumulator",
         }
+    }
+
+    /// A tensor-core fragment scope: per warp, touched only by `Wmma`
+    /// statements.
+    pub fn is_fragment(self) -> bool {
+        matches!(self, Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator)
     }
 }
 

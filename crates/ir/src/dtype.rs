@@ -83,6 +83,7 @@ impl DType {
     pub const I32: DType = DType::Int(32);
     pub const I64: DType = DType::Int(64);
     pub const F32: DType = DType::Float(32);
+    pub const F16: DType = DType::Float(16);
     pub const F64: DType = DType::Float(64);
 
     /// This type's row of [`TYPES`]; None for a width tirc does not run

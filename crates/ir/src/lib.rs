@@ -15,6 +15,7 @@ pub mod stmt;
 pub mod structural_eq;
 pub mod subst;
 pub mod target;
+pub mod wmma;
 
 pub use buffer::{Buffer, BufferId, DimAlign, Scope};
 pub use diag::Diagnostic;
@@ -22,3 +23,4 @@ pub use dtype::DType;
 pub use expr::{BinOp, Expr, Intrinsic, Range, Var};
 pub use func::{Module, PassFacts, PrimFunc, ScheduleDef};
 pub use stmt::{Attr, Block, BlockRealize, BufferRegion, For, ForKind, IterKind, IterVar, Rewrite, Stmt, ThreadTag};
+pub use wmma::{Tile, Wmma, WmmaOp};

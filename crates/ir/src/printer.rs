@@ -277,6 +277,27 @@ impl Printer {
             Stmt::Barrier => self.line(ind, "T.tvm_storage_sync(\"shared\")"),
             Stmt::AsyncCommit => self.line(ind, "T.ptx_commit_group()"),
             Stmt::AsyncWait(n) => self.line(ind, &format!("T.ptx_wait_group({n})")),
+            Stmt::Wmma(w) => {
+                let mut args: Vec<String> = w
+                    .tiles
+                    .iter()
+                    .map(|t| {
+                        let b = self.buf(&t.buffer);
+                        format!("{b}[{}]", self.subscript(&t.indices))
+                    })
+                    .collect();
+                if let Some(v) = &w.value {
+                    args.push(self.expr(v, 0));
+                }
+                if let crate::wmma::WmmaOp::Load { col_major } = w.op {
+                    args.push(format!("\"{}\"", if col_major { "col_major" } else { "row_major" }));
+                }
+                let ldm: Vec<String> = w.tiles.iter().filter_map(|t| t.ldm.as_ref()).map(|e| self.expr(e, 0)).collect();
+                if !ldm.is_empty() {
+                    args.push(format!("ldm=[{}]", ldm.join(", ")));
+                }
+                self.line(ind, &format!("T.{}({})", w.op.name(), args.join(", ")));
+            }
             Stmt::Store { buffer, indices, value } => {
                 let b = self.buf(buffer);
                 let idx = self.subscript(indices);

@@ -213,6 +213,8 @@ pub enum Stmt {
     /// `T.ptx_wait_group(n)`: this thread waits until at most `n` of its
     /// groups of asynchronous copies are still in flight.
     AsyncWait(i64),
+    /// A warp-wide tensor-core operation on 16×16 tiles (`crate::wmma`).
+    Wmma(Box<crate::wmma::Wmma>),
     /// Does nothing.
     NoOp,
 }
@@ -302,7 +304,12 @@ impl Stmt {
                 }
             }
             Stmt::Let { body, .. } | Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => f(body),
-            Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {}
+            Stmt::Store { .. }
+            | Stmt::Wmma(_)
+            | Stmt::Barrier
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait(_)
+            | Stmt::NoOp => {}
         }
     }
 
@@ -343,7 +350,12 @@ impl Stmt {
             Stmt::Launch { var, tag, extent, body } => {
                 Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(f(body)) }
             }
-            Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => self.clone(),
+            Stmt::Store { .. }
+            | Stmt::Wmma(_)
+            | Stmt::Barrier
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait(_)
+            | Stmt::NoOp => self.clone(),
         }
     }
 
@@ -367,7 +379,12 @@ impl Stmt {
             Stmt::Let { var, value, body } => Stmt::Let { var, value, body: Box::new(f(*body)) },
             Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer, body: Box::new(f(*body)) },
             Stmt::Launch { var, tag, extent, body } => Stmt::Launch { var, tag, extent, body: Box::new(f(*body)) },
-            s @ (Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp) => s,
+            s @ (Stmt::Store { .. }
+            | Stmt::Wmma(_)
+            | Stmt::Barrier
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait(_)
+            | Stmt::NoOp) => s,
         }
     }
 
@@ -467,7 +484,12 @@ impl Stmt {
                 }
             }
             Stmt::Let { body, .. } | Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => f(body),
-            Stmt::Store { .. } | Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {}
+            Stmt::Store { .. }
+            | Stmt::Wmma(_)
+            | Stmt::Barrier
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait(_)
+            | Stmt::NoOp => {}
         }
     }
 
@@ -496,11 +518,18 @@ impl Stmt {
     }
 
     /// Calls `f(buffer, indices, is_store)` on every store and every load in
-    /// this statement and below it (loads inside indices and values too).
+    /// this statement and below it (loads inside indices and values too),
+    /// and on the tiles of tensor-core operations (by their first element:
+    /// a tile covers 16×16 from there, `crate::wmma`).
     pub fn for_each_access<'a>(&'a self, f: &mut impl FnMut(&'a Buffer, &'a [Expr], bool)) {
         self.walk(&mut |x| {
             if let Stmt::Store { buffer, indices, .. } = x {
                 f(buffer, indices, true);
+            }
+            // A tensor-core operation's tiles, each by its first element.
+            if let Stmt::Wmma(w) = x {
+                w.reads().iter().for_each(|t| f(&t.buffer, &t.indices, false));
+                f(&w.write().buffer, &w.write().indices, true);
             }
             x.for_each_expr(|e| {
                 e.walk(&mut |y| {
@@ -562,6 +591,7 @@ impl Stmt {
             Stmt::If { cond, .. } => f(cond),
             Stmt::Let { value, .. } => f(value),
             Stmt::Launch { extent, .. } => f(extent),
+            Stmt::Wmma(w) => w.exprs().for_each(f),
             Stmt::Seq(_)
             | Stmt::Allocate { .. }
             | Stmt::Barrier
@@ -600,6 +630,7 @@ impl Stmt {
             Stmt::If { cond, then, orelse } => Stmt::If { cond: f(&cond), then, orelse },
             Stmt::Let { var, value, body } => Stmt::Let { var, value: f(&value), body },
             Stmt::Launch { var, tag, extent, body } => Stmt::Launch { var, tag, extent: f(&extent), body },
+            Stmt::Wmma(w) => Stmt::Wmma(Box::new(w.map_exprs(f))),
             s => s,
         }
     }
@@ -610,6 +641,7 @@ impl Stmt {
         self.walk(&mut |s| {
             match s {
                 Stmt::Allocate { buffer, .. } | Stmt::Store { buffer, .. } => f(buffer),
+                Stmt::Wmma(w) => w.tiles.iter().for_each(|t| f(&t.buffer)),
                 Stmt::Block(r) => {
                     r.block.alloc_buffers.iter().for_each(&mut *f);
                     r.block.reads.iter().chain(&r.block.writes).for_each(|reg| f(&reg.buffer));

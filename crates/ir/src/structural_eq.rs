@@ -169,6 +169,24 @@ impl Eq {
             ) => t1 == t2 && self.expr(e1, e2) && self.var(v1, v2) && self.stmt(b1, b2),
             (Stmt::Barrier, Stmt::Barrier) | (Stmt::AsyncCommit, Stmt::AsyncCommit) | (Stmt::NoOp, Stmt::NoOp) => true,
             (Stmt::AsyncWait(x), Stmt::AsyncWait(y)) => x == y,
+            (Stmt::Wmma(x), Stmt::Wmma(y)) => {
+                x.op == y.op
+                    && x.tiles.len() == y.tiles.len()
+                    && x.tiles.iter().zip(&y.tiles).all(|(s, t)| {
+                        self.buf(&s.buffer, &t.buffer)
+                            && self.exprs(&s.indices, &t.indices)
+                            && match (&s.ldm, &t.ldm) {
+                                (Some(a), Some(b)) => self.expr(a, b),
+                                (None, None) => true,
+                                _ => false,
+                            }
+                    })
+                    && match (&x.value, &y.value) {
+                        (Some(a), Some(b)) => self.expr(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            }
             _ => false,
         }
     }

@@ -47,6 +47,12 @@ fn swap_targets(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
     let swap = |b: &Buffer| map.iter().find(|(x, _)| x == b).map_or(b.clone(), |(_, y)| y.clone());
     match s.map_children(|c| swap_targets(c, map)) {
         Stmt::Store { buffer, indices, value } => Stmt::Store { buffer: swap(&buffer), indices, value },
+        Stmt::Wmma(mut w) => {
+            for t in &mut w.tiles {
+                t.buffer = swap(&t.buffer);
+            }
+            Stmt::Wmma(w)
+        }
         Stmt::Block(mut r) => {
             for reg in r.block.reads.iter_mut().chain(r.block.writes.iter_mut()) {
                 reg.buffer = swap(&reg.buffer);

@@ -236,10 +236,13 @@ pub struct MatmulShape {
     pub a: usize,
     pub b: usize,
     pub c: usize,
+    /// float16 A and B (widened to float32 in the product), float32 C.
+    pub half: bool,
 }
 
 /// The shape when the function is `C[i, j] += A[i, k] * B[k, j]` over
-/// float32 buffers A (M, K), B (K, N), C (M, N).
+/// float32 buffers A (M, K), B (K, N), C (M, N), or float16 A and B widened
+/// (`T.Cast("float32", ..)`) into a float32 C.
 pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
     use tirc_ir::{BinOp, Expr, IterKind};
     let blocks: Vec<_> = f.body.blocks().into_iter().filter(|r| r.block.name != "root").collect();
@@ -262,18 +265,28 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
         return None;
     }
     let Expr::Binary(BinOp::Mul, p, q) = &**prod else { return None };
-    let (Expr::Load(ab, ai), Expr::Load(bb, bi)) = (&**p, &**q) else { return None };
+    // float16 operands widened to float32 (`T.Cast`), or float32 as they are.
+    let widened = |e: &Expr| match e {
+        Expr::Cast(tirc_ir::DType::Float(32), x) if matches!(&**x, Expr::Load(b, _) if b.dtype() == tirc_ir::DType::F16) => {
+            (**x).clone()
+        }
+        e => e.clone(),
+    };
+    let (p, q) = (widened(p), widened(q));
+    let (Expr::Load(ab, ai), Expr::Load(bb, bi)) = (&p, &q) else { return None };
     let (ab, ai, bb, bi) = if is(&ai[0], vi) { (ab, ai, bb, bi) } else { (bb, bi, ab, ai) };
     if ai.len() != 2 || bi.len() != 2 || !is(&ai[0], vi) || !is(&ai[1], vk) || !is(&bi[0], vk) || !is(&bi[1], vj) {
         return None;
     }
-    if [ab, bb, c].iter().any(|x| x.dtype() != tirc_ir::DType::F32) {
+    let half = ab.dtype() == tirc_ir::DType::F16;
+    let input = if half { tirc_ir::DType::F16 } else { tirc_ir::DType::F32 };
+    if ab.dtype() != input || bb.dtype() != input || c.dtype() != tirc_ir::DType::F32 {
         return None;
     }
     let m = c.const_shape()?;
     let k = ab.const_shape()?[1];
     let pos = |x: &Buffer| f.params.iter().position(|p| p == x);
-    Some(MatmulShape { m: m[0] as usize, n: m[1] as usize, k: k as usize, a: pos(ab)?, b: pos(bb)?, c: pos(c)? })
+    Some(MatmulShape { m: m[0] as usize, n: m[1] as usize, k: k as usize, a: pos(ab)?, b: pos(bb)?, c: pos(c)?, half })
 }
 
 /// Times cuBLAS SGEMM on the matmul's inputs (already on the GPU as
@@ -287,7 +300,7 @@ pub fn cublas(
     repeat: usize,
 ) -> Result<(f64, HostData), String> {
     let cb = g.upload(c_host)?;
-    let t = g.cublas_sgemm(s.m, s.n, s.k, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
+    let t = g.cublas_gemm(s.m, s.n, s.k, s.half, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
     let mut out = c_host.clone();
     g.download(&cb, &mut out)?;
     Ok((median(t), out))

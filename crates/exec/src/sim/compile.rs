@@ -13,7 +13,7 @@
 
 use super::value::Precision;
 use std::collections::HashMap;
-use tirc_ir::{BinOp, Buffer, DType, Expr, Intrinsic, IterKind, PrimFunc, Scope, Stmt, ThreadTag};
+use tirc_ir::{BinOp, Buffer, DType, Expr, Intrinsic, IterKind, PrimFunc, Scope, Stmt, ThreadTag, WmmaOp};
 
 /// A slot of the integer or of the float variable table.
 pub(super) type Slot = usize;
@@ -85,8 +85,27 @@ pub(super) enum Node {
         body: Box<Node>,
     },
     Block(Box<BlockNode>),
+    /// A warp-wide tensor-core operation (`tirc_ir::wmma`).
+    Wmma(Box<WmmaNode>),
     /// An error reported when the statement runs.
     Fail(String),
+}
+
+/// A tensor-core operation: its tiles (`tiles[0]` written), the value a
+/// fill writes, and the rounding of the written tile's type.
+pub(super) struct WmmaNode {
+    pub op: WmmaOp,
+    pub tiles: Vec<TileNode>,
+    pub value: Option<FExpr>,
+    pub round: Precision,
+}
+
+/// A 16×16 tile: element `(r, c)` is element `base + r * stride + c` of its
+/// memory (row-major, `base` the first element's index).
+pub(super) struct TileNode {
+    pub mem: usize,
+    pub base: Index,
+    pub stride: IExpr,
 }
 
 /// A block realize: its variables bound, its predicate, its init run where
@@ -345,6 +364,32 @@ impl Compiler {
             },
             Stmt::Allocate { buffer, body } => self.allocate(std::slice::from_ref(buffer), body),
             Stmt::Launch { .. } => Node::Fail("a launch inside the kernel body".into()),
+            Stmt::Wmma(w) => {
+                let mut tiles = Vec::new();
+                for t in &w.tiles {
+                    let stride = match &t.ldm {
+                        Some(l) => self.expr(l).int(),
+                        None => match t.buffer.const_shape().and_then(|s| s.last().copied()) {
+                            Some(n) => IExpr::Const(n),
+                            None => {
+                                return Node::Fail(format!("tile of {} has no constant row length", t.buffer.name()))
+                            }
+                        },
+                    };
+                    let base = match self.index(&t.buffer, &t.indices) {
+                        Ok(i) => i,
+                        Err(e) => return Node::Fail(e),
+                    };
+                    let mem = match self.memory(&t.buffer) {
+                        Ok(m) => m,
+                        Err(e) => return Node::Fail(e),
+                    };
+                    tiles.push(TileNode { mem, base, stride });
+                }
+                let value = w.value.as_ref().map(|v| self.expr(v).float());
+                let round = Precision::of(w.tiles[0].buffer.dtype(), self.f64_storage);
+                Node::Wmma(Box::new(WmmaNode { op: w.op.clone(), tiles, value, round }))
+            }
             Stmt::Block(r) => {
                 let mut binds = Vec::new();
                 for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {

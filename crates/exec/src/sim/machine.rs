@@ -7,13 +7,14 @@
 //! active threads (thread ids in increasing order); columns are indexed by
 //! position in it, variable tables by thread id.
 
-use super::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Program, Term};
+use super::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Program, Term, WmmaNode};
 use super::race::{Conflict, RaceTable};
 use super::value::{intrinsic, wrap_to};
 use super::{SimError, SimOptions, SimStats};
 use std::collections::VecDeque;
 use tirc_ir::expr::{floor_div, floor_mod};
-use tirc_ir::{BinOp, DType, Scope};
+use tirc_ir::wmma::TILE;
+use tirc_ir::{BinOp, DType, Scope, WmmaOp};
 
 mod scalar;
 
@@ -433,7 +434,11 @@ impl<'p> Machine<'p> {
                 let decl = &self.prog.mems[*mem];
                 let elements = decl.elements.clone()?;
                 let (per_thread, shared, size) = match decl.scope {
-                    Scope::Local => (elements, false, elements * self.n),
+                    // A fragment is a warp's: kept as a thread's local array,
+                    // that of the warp's first thread (`Machine::wmma`).
+                    Scope::Local | Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator => {
+                        (elements, false, elements * self.n)
+                    }
                     Scope::Shared => (0, true, elements),
                     Scope::Global => (0, false, elements),
                 };
@@ -456,6 +461,7 @@ impl<'p> Machine<'p> {
                 r?;
             }
             Node::Block(b) => self.block(b, act)?,
+            Node::Wmma(w) => self.wmma(w, act)?,
             Node::Fail(m) => return Err(m.clone()),
         }
         Ok(())
@@ -486,6 +492,108 @@ impl<'p> Machine<'p> {
         self.ipool.push(v);
         self.ipool.push(start);
         self.exec(&b.body, &on)
+    }
+
+    /// A tensor-core operation, once per warp of `act`: every thread of a
+    /// warp takes part (a warp with some threads inactive is an error) and
+    /// names the same tiles. A fragment is held in the local array of the
+    /// warp's first thread. Products are exact and summed in f64, the
+    /// result rounded to the accumulator's type once per operation.
+    fn wmma(&mut self, w: &WmmaNode, act: &[u32]) -> R {
+        const WARP: usize = 32;
+        const T: usize = TILE as usize;
+        let n = act.len();
+        let mut bases = Vec::new();
+        let mut strides = Vec::new();
+        for t in &w.tiles {
+            let mut b = self.itake(n);
+            self.index(&t.base, act, &mut b)?;
+            let mut s = self.itake(n);
+            self.ie(&t.stride, act, &mut s)?;
+            bases.push(b);
+            strides.push(s);
+        }
+        let mut value = self.ftake(n);
+        if let Some(v) = &w.value {
+            self.fe(v, act, &mut value)?;
+        }
+        let mut k = 0;
+        while k < n {
+            let warp = act[k] as usize / WARP;
+            let leader = (warp * WARP) as u32;
+            let lanes = (self.n - warp * WARP).min(WARP);
+            let end = k + act[k..].iter().take_while(|&&t| t as usize / WARP == warp).count();
+            if end - k != lanes {
+                return Err(format!(
+                    "a tensor-core operation ({}) is reached by {} of the {lanes} threads of warp {warp}: every thread of a warp must take part",
+                    op_name(&w.op),
+                    end - k
+                ));
+            }
+            for (b, s) in bases.iter().zip(&strides) {
+                if b[k..end].iter().any(|&x| x != b[k]) || s[k..end].iter().any(|&x| x != s[k]) {
+                    return Err(format!(
+                        "the threads of warp {warp} name different tiles in a tensor-core operation ({})",
+                        op_name(&w.op)
+                    ));
+                }
+            }
+            // The 256 addresses of each tile.
+            let mut addr: Vec<[usize; T * T]> = Vec::new();
+            for (i, t) in w.tiles.iter().enumerate() {
+                let mut a = [0usize; T * T];
+                for r in 0..T {
+                    for c in 0..T {
+                        let e = bases[i][k] + r as i64 * strides[i][k] + c as i64;
+                        a[r * T + c] = self.address(t.mem, e, leader)?;
+                    }
+                }
+                addr.push(a);
+            }
+            let read = |m: &mut Self, i: usize| -> Result<[f64; T * T], SimError> {
+                let mut v = [0.0; T * T];
+                for (x, &a) in v.iter_mut().zip(&addr[i]) {
+                    m.touch(w.tiles[i].mem, a, leader, None)?;
+                    *x = m.mems[w.tiles[i].mem].data[a];
+                }
+                Ok(v)
+            };
+            let out: [f64; T * T] = match w.op {
+                WmmaOp::Fill => [w.round.round(value[k]); T * T],
+                WmmaOp::Load { col_major } => {
+                    let src = read(self, 1)?;
+                    let mut v = [0.0; T * T];
+                    for r in 0..T {
+                        for c in 0..T {
+                            v[r * T + c] = if col_major { src[c * T + r] } else { src[r * T + c] };
+                        }
+                    }
+                    v
+                }
+                WmmaOp::Mma => {
+                    let (acc, a, b) = (read(self, 0)?, read(self, 1)?, read(self, 2)?);
+                    let mut v = [0.0; T * T];
+                    for r in 0..T {
+                        for c in 0..T {
+                            let dot: f64 = (0..T).map(|x| a[r * T + x] * b[x * T + c]).sum();
+                            v[r * T + c] = w.round.round(acc[r * T + c] + dot);
+                        }
+                    }
+                    v
+                }
+                WmmaOp::Store => read(self, 1)?.map(|x| w.round.round(x)),
+            };
+            for (&a, &v) in addr[0].iter().zip(&out) {
+                self.touch(w.tiles[0].mem, a, leader, Some(v))?;
+                self.mems[w.tiles[0].mem].data[a] = v;
+            }
+            k = end;
+        }
+        for b in bases.into_iter().chain(strides) {
+            self.ipool.push(b);
+        }
+        self.fpool.push(value);
+        Ok(())
     }
 
     /// The element indices of an access, each dimension checked.
@@ -930,6 +1038,10 @@ impl<'p> Machine<'p> {
         }
         Ok(())
     }
+}
+
+fn op_name(op: &WmmaOp) -> &'static str {
+    op.name()
 }
 
 #[cold]

@@ -637,6 +637,7 @@ impl FuncResolver<'_> {
                 _ => Err(Diagnostic::at(e.span, "T.evaluate takes one expression")),
             },
             "T.tvm_storage_sync" => Ok(Stmt::Barrier),
+            n if n.strip_prefix("T.").and_then(crate::wmma::WmmaOp::from_name).is_some() => self.wmma(e, n, args),
             "T.ptx_commit_group" => match &args[..] {
                 [] => Ok(Stmt::AsyncCommit),
                 _ => Err(Diagnostic::at(e.span, "T.ptx_commit_group takes no arguments")),
@@ -672,6 +673,58 @@ impl FuncResolver<'_> {
                 ],
             )),
         }
+    }
+
+    /// `T.wmma_<op>(tile, .., [value], ["row_major"], [ldm=[..]])`, as the
+    /// printer writes a tensor-core operation (`crate::wmma`): each tile an
+    /// access to its first element.
+    fn wmma(&mut self, e: &ast::Expr, name: &str, args: &[Arg]) -> R<Stmt> {
+        use crate::wmma::{Tile, Wmma, WmmaOp};
+        let mut op = WmmaOp::from_name(&name[2..]).unwrap_or(WmmaOp::Fill);
+        let mut tiles = Vec::new();
+        let mut value = None;
+        let mut ldm = None;
+        for a in args {
+            match a {
+                Arg::Positional(x) if tiles.len() < op.arity() => match self.expr(x)? {
+                    Expr::Load(buffer, indices) => tiles.push(Tile { buffer, indices, ldm: None }),
+                    _ => {
+                        return Err(Diagnostic::at(
+                            x.span,
+                            format!("{name} takes its tiles as `B[i, j]`, the tile's first element"),
+                        ))
+                    }
+                },
+                Arg::Positional(x) => match (&x.kind, &op) {
+                    (ExprKind::Str(l), WmmaOp::Load { .. }) if l == "row_major" || l == "col_major" => {
+                        op = WmmaOp::Load { col_major: l == "col_major" }
+                    }
+                    (_, WmmaOp::Fill) if value.is_none() => value = Some(self.expr(x)?),
+                    _ => return Err(Diagnostic::at(x.span, format!("{name} does not take this argument"))),
+                },
+                Arg::Keyword(k, x) if k.name == "ldm" => {
+                    let ExprKind::List(items) = &x.kind else {
+                        return Err(Diagnostic::at(x.span, "ldm is a list, one row stride per tile"));
+                    };
+                    ldm = Some(items.iter().map(|i| self.expr(i)).collect::<R<Vec<_>>>()?);
+                }
+                _ => return Err(Diagnostic::at(e.span, format!("{name} does not take this argument"))),
+            }
+        }
+        if let Some(ldm) = ldm {
+            if ldm.len() != tiles.len() {
+                return Err(Diagnostic::at(e.span, "ldm gives one row stride per tile"));
+            }
+            for (t, l) in tiles.iter_mut().zip(ldm) {
+                t.ldm = Some(l);
+            }
+        }
+        if op == WmmaOp::Fill && value.is_none() {
+            return Err(Diagnostic::at(e.span, format!("{name} takes the value to fill with")));
+        }
+        let w = Wmma { op, tiles, value };
+        w.check().map_err(|m| Diagnostic::at(e.span, m))?;
+        Ok(Stmt::Wmma(Box::new(w)))
     }
 
     fn assign(&mut self, s: &ast::Stmt, targets: &[ast::Expr], value: &ast::Expr) -> R<Stmt> {

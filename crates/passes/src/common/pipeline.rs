@@ -7,7 +7,7 @@
 //! the loop from the `Plan` (see its file for the semantics).
 
 use std::collections::HashSet;
-use tirc_ir::{Attr, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Scope, Stmt};
+use tirc_ir::{Attr, Buffer, BufferId, Diagnostic, For, ForKind, Scope, Stmt};
 
 pub const STAGE: &str = "software_pipeline_stage";
 pub const ORDER: &str = "software_pipeline_order";
@@ -40,17 +40,13 @@ fn statements(s: &Stmt, hoisted: &mut Vec<Buffer>, out: &mut Vec<Stmt>) {
 /// The buffers a statement reads and writes.
 pub fn accesses(s: &Stmt) -> (HashSet<Buffer>, HashSet<Buffer>) {
     let (mut r, mut w) = (HashSet::new(), HashSet::new());
-    s.walk(&mut |x| {
-        if let Stmt::Store { buffer, .. } = x {
-            w.insert(buffer.clone());
+    // Loads, stores and tensor-core tiles alike.
+    s.for_each_access(&mut |b, _, store| {
+        if store {
+            w.insert(b.clone());
+        } else {
+            r.insert(b.clone());
         }
-        x.for_each_expr(|e| {
-            e.walk(&mut |y| {
-                if let Expr::Load(b, _) = y {
-                    r.insert(b.clone());
-                }
-            })
-        });
     });
     (r, w)
 }

@@ -41,7 +41,7 @@ use crate::common::tree::{block_and_buffer_names, fresh_name, get_loop, loop_nam
 use tirc_ir::region::{coefficient, infer_block_regions};
 use tirc_ir::stmt::BufferRegion;
 use tirc_ir::subst::{substitute, substitute_stmt};
-use tirc_ir::{Block, BlockRealize, Expr, For, IterKind, IterVar, Range, Stmt, Var};
+use tirc_ir::{BinOp, Block, BlockRealize, Expr, For, IterKind, IterVar, Range, Stmt, Var};
 
 pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> Result<BlockRV> {
     // 1.
@@ -274,35 +274,58 @@ fn divide(e: &Expr, inner: &[For]) -> Option<(Expr, Expr, Option<i64>)> {
     Some((outer, inner_part?, Some(span)))
 }
 
-/// `e / k` for an affine `e` whose coefficients and constant are multiples
-/// of `k`.
+/// `e / k` for a sum `e` whose terms each have a literal coefficient that
+/// is a multiple of `k` (a term is any expression times a literal: a
+/// variable, or a division of outer loops such as `f // 2 * 32`).
 fn divided(e: &Expr, k: i64) -> Option<Expr> {
     let t = e.dtype();
-    let mut vars: Vec<Var> = Vec::new();
-    e.walk(&mut |x| {
-        if let Expr::Var(v) = x {
-            if !vars.contains(v) {
-                vars.push(v.clone());
-            }
-        }
-    });
-    let zeroed: Vec<(Var, Expr)> = vars.iter().map(|v| (v.clone(), Expr::Int(0, v.dtype()))).collect();
-    let constant = Analyzer::new().simplify(&substitute(e, &zeroed)).as_int()?;
-    if constant % k != 0 {
-        return None;
-    }
-    let mut out = Expr::Int(constant / k, t);
-    for v in &vars {
-        let c = coefficient(e, v)?;
+    let mut terms: Vec<(i64, Expr)> = Vec::new();
+    additive_terms(e, 1, &mut terms);
+    let mut constant = 0i64;
+    let mut out: Option<Expr> = None;
+    for (c, x) in terms {
         if c % k != 0 {
             return None;
         }
-        if c != 0 {
-            let term = if c == k { Expr::var(v) } else { Expr::var(v) * Expr::Int(c / k, t) };
-            out = if out.as_int() == Some(0) { term } else { out + term };
+        match x.as_int() {
+            Some(v) => constant += c / k * v,
+            None if c == 0 => {}
+            None => {
+                let term = if c == k { x } else { x * Expr::Int(c / k, t) };
+                out = Some(match out {
+                    None => term,
+                    Some(o) => o + term,
+                });
+            }
         }
     }
-    Some(out)
+    Some(match out {
+        None => Expr::Int(constant, t),
+        Some(o) if constant == 0 => o,
+        Some(o) => o + Expr::Int(constant, t),
+    })
+}
+
+/// `e` as `sum(c * term)` over its top-level `+`, `-` and products with a
+/// literal; a literal is a term of its own (coefficient `c`, term 1).
+fn additive_terms(e: &Expr, sign: i64, out: &mut Vec<(i64, Expr)>) {
+    match e {
+        Expr::Binary(BinOp::Add, a, b) => {
+            additive_terms(a, sign, out);
+            additive_terms(b, sign, out);
+        }
+        Expr::Binary(BinOp::Sub, a, b) => {
+            additive_terms(a, sign, out);
+            additive_terms(b, -sign, out);
+        }
+        Expr::Binary(BinOp::Mul, a, b) => match (a.as_int(), b.as_int()) {
+            (Some(c), _) => additive_terms(b, sign * c, out),
+            (_, Some(c)) => additive_terms(a, sign * c, out),
+            _ => out.push((sign, e.clone())),
+        },
+        Expr::Int(v, t) => out.push((sign * v, Expr::Int(1, *t))),
+        _ => out.push((sign, e.clone())),
+    }
 }
 
 /// Whether every variable of `e` is one of the loops `ls`.

@@ -139,7 +139,9 @@ fn pick(bufs: &[Buffer], index: i64, block: &str, what: &str) -> Result<Buffer> 
 /// A new buffer `<buf>_<scope>` (made unique) and the copy block's name.
 fn new_copy(sch: &Schedule, buf: &Buffer, sc: Scope) -> (Buffer, String) {
     let taken = block_and_buffer_names(&sch.func);
-    let name = fresh_name(&taken, &format!("{}_{}", buf.name(), sc.name()));
+    // A scope with a dot (`wmma.accumulator`) names a Python identifier
+    // with an underscore.
+    let name = fresh_name(&taken, &format!("{}_{}", buf.name(), sc.name().replace('.', "_")));
     let copy = buf.derive(|n| {
         n.name = name.clone();
         n.scope = sc;

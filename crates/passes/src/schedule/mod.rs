@@ -26,6 +26,7 @@ pub mod reorder;
 pub mod rfactor;
 pub mod split;
 pub mod storage_align;
+pub mod tensorize;
 pub mod transform_layout;
 
 use tirc_ir::{PrimFunc, Var};

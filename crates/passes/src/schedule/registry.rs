@@ -19,7 +19,7 @@
 use super::loop_kind::Target;
 use super::{
     bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder,
-    rfactor, split, storage_align, transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    rfactor, split, storage_align, tensorize, transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -276,7 +276,7 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
 }
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-pub const NOT_YET: [&str; 2] = ["tensorize", "reindex"];
+pub const NOT_YET: [&str; 1] = ["reindex"];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
     r.map(|_| Out::None)
@@ -467,6 +467,16 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[req("target", Kind::Loop), opt("preserve_unit_iters", Kind::Bool)],
         step: true,
         apply: |s, a| blockize::blockize(s, a.lp(0)?, a.opt_bool(1, true)?).map(Out::Block),
+    },
+    Primitive {
+        name: "tensorize",
+        params: &[
+            req("block_or_loop", Kind::BlockOrLoop),
+            req("tensor_intrin", Kind::Str),
+            opt("preserve_unit_iters", Kind::Bool),
+        ],
+        step: true,
+        apply: |s, a| none(tensorize::tensorize(s, a.target(0)?, a.str(1)?, a.opt_bool(2, true)?)),
     },
     Primitive {
         name: "transform_layout",

@@ -17,7 +17,9 @@
 //! GPU block, since the GPU reuses one array for every iteration. A dimension whose region has no constant size
 //! keeps its full extent. Runs after `lower_blocks`, on multi-dimensional
 //! indices. A buffer's stride padding (`dim_align`) is kept: it applies to
-//! the compacted shape, as TVM's `storage_align` does.
+//! the compacted shape, as TVM's `storage_align` does. A tensor-core
+//! fragment (`wmma.*` scopes) is compacted as a local buffer, per warp; a
+//! tensor-core tile counts as its 16×16 box.
 
 use crate::bounds::{relax, to_range, union, Relaxed};
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
@@ -68,6 +70,20 @@ fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
             exprs(value, loops, out);
             if buffer == b {
                 out.push(Access { indices: indices.clone(), loops: loops.clone() });
+            }
+        }
+        // A tensor-core tile covers 16×16 elements from its first: its
+        // first and last elements stand for it.
+        Stmt::Wmma(w) => {
+            s.for_each_expr(|e| exprs(e, loops, out));
+            for t in w.tiles.iter().filter(|t| &t.buffer == b) {
+                let mut last = t.indices.clone();
+                let n = last.len();
+                for i in last.iter_mut().skip(n.saturating_sub(2)) {
+                    *i = i.clone() + Expr::int(tirc_ir::wmma::TILE - 1);
+                }
+                out.push(Access { indices: t.indices.clone(), loops: loops.clone() });
+                out.push(Access { indices: last, loops: loops.clone() });
             }
         }
         _ => {
@@ -155,7 +171,8 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
         // buffer is smaller (a register tile of 8 rows of a 1-row matrix, its
         // extra rows never touched): its index then loses the thread's
         // offset, and it stays in registers.
-        let local_tile = b.scope() == Scope::Local && range.as_ref().is_some_and(|rg| rg.extent.as_int().is_some());
+        let per_thread = b.scope() == Scope::Local || b.scope().is_fragment();
+        let local_tile = per_thread && range.as_ref().is_some_and(|rg| rg.extent.as_int().is_some());
         match range {
             Some(rg) if local_tile || rg.extent.as_int() < full.as_int() || full.as_int().is_none() => {
                 shape.push(rg.extent);
@@ -215,6 +232,13 @@ fn retarget_stores(s: &Stmt, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) ->
     match s.map_children(|c| retarget_stores(c, b, nb, shift)) {
         Stmt::Store { buffer, indices, value } if &buffer == b => {
             Stmt::Store { buffer: nb.clone(), indices: shift(&indices), value }
+        }
+        Stmt::Wmma(mut w) => {
+            for t in w.tiles.iter_mut().filter(|t| &t.buffer == b) {
+                t.buffer = nb.clone();
+                t.indices = shift(&t.indices);
+            }
+            Stmt::Wmma(w)
         }
         s => s,
     }

@@ -8,6 +8,9 @@
 //! laid out with them: `S[i, j]` of a `(32, 32)` buffer whose row stride is
 //! padded to 33 becomes `S[i * 33 + j]` of a `(1056,)` buffer (the outermost
 //! stride times the outermost extent). Its shape must be constant then.
+//!
+//! A tensor-core tile (`tirc_ir::wmma`) becomes the offset of its first
+//! element and gets its row stride (`ldm`), which the shape held until now.
 
 use tirc_ir::{Buffer, Diagnostic, Expr, PrimFunc, Stmt};
 
@@ -62,6 +65,17 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
+/// The distance between consecutive rows (the second-to-last index) of `b`.
+fn row_stride(b: &Buffer) -> Option<Expr> {
+    if b.ndim() < 2 {
+        return None;
+    }
+    if let (false, Some(strides)) = (b.dim_align().is_empty(), b.strides()) {
+        return Some(Expr::int(strides[strides.len() - 2]));
+    }
+    b.shape().last().cloned()
+}
+
 fn linear(b: &Buffer, idx: &[Expr]) -> Vec<Expr> {
     if let (false, Some(strides)) = (b.dim_align().is_empty(), b.strides()) {
         let terms = idx.iter().zip(strides).map(|(i, s)| if s == 1 { i.clone() } else { i.clone() * Expr::int(s) });
@@ -105,6 +119,21 @@ fn rewrite_accesses(s: &Stmt, map: &[(Buffer, Buffer)]) -> Stmt {
             Some((_, n)) => Stmt::Allocate { buffer: n.clone(), body },
             None => Stmt::Allocate { buffer, body },
         },
+        // A tensor-core tile: its first element's offset, and the distance
+        // between its rows made explicit.
+        Stmt::Wmma(mut w) => {
+            for t in &mut w.tiles {
+                t.indices = t.indices.iter().map(|i| expr(i, map)).collect();
+                if let Some((o, n)) = map.iter().find(|(o, _)| *o == t.buffer) {
+                    if t.ldm.is_none() {
+                        t.ldm = row_stride(o);
+                    }
+                    t.indices = linear(o, &t.indices);
+                    t.buffer = n.clone();
+                }
+            }
+            Stmt::Wmma(w)
+        }
         s => s,
     };
     // Expressions of this statement only; children are done.

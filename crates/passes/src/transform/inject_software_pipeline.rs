@@ -94,21 +94,10 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     let body = reallocate(&body, &versioned);
     let old: HashSet<Buffer> = versioned.iter().map(|(o, _)| o.clone()).collect();
     let mut stray = None;
-    body.walk(&mut |s| {
-        if let Stmt::Store { buffer, .. } = s {
-            if old.contains(buffer) {
-                stray.get_or_insert_with(|| buffer.clone());
-            }
+    body.for_each_access(&mut |b, _, _| {
+        if old.contains(b) {
+            stray.get_or_insert_with(|| b.clone());
         }
-        s.for_each_expr(|e| {
-            e.walk(&mut |x| {
-                if let Expr::Load(b, _) = x {
-                    if old.contains(b) {
-                        stray.get_or_insert_with(|| b.clone());
-                    }
-                }
-            })
-        });
     });
     if let Some(b) = stray {
         return Err(Diagnostic::new(format!(
@@ -311,6 +300,15 @@ fn retarget(s: &Stmt, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> Expr)
             }
             None => Stmt::Store { buffer, indices, value },
         },
+        Stmt::Wmma(mut w) => {
+            for t in &mut w.tiles {
+                if let Some((_, nb, v)) = map.iter().find(|(o, _, _)| *o == t.buffer) {
+                    t.indices.insert(0, slot(*v));
+                    t.buffer = nb.clone();
+                }
+            }
+            Stmt::Wmma(w)
+        }
         s => s,
     }
 }
@@ -393,7 +391,8 @@ fn double_buffer(body: &Stmt, id: BufferId, versioned: &mut Vec<(Buffer, Buffer)
     // loop the copies alternate on.
     let mut common: Option<Vec<For>> = None;
     fn uses(s: &Stmt, b: &Buffer) -> bool {
-        let mut hit = matches!(s, Stmt::Store { buffer, .. } if buffer == b);
+        let mut hit = matches!(s, Stmt::Store { buffer, .. } if buffer == b)
+            || matches!(s, Stmt::Wmma(w) if w.tiles.iter().any(|t| t.buffer == *b));
         s.for_each_expr(|e| e.walk(&mut |x| hit |= matches!(x, Expr::Load(lb, _) if lb == b)));
         hit
     }

@@ -119,6 +119,14 @@ fn accesses(s: &Stmt, cx: &Cx) -> (HashSet<Buffer>, HashSet<Buffer>) {
                 w.insert(buffer.clone());
             }
         }
+        // A tensor-core operation reads and writes whole tiles, across the
+        // threads of a warp.
+        if let Stmt::Wmma(op) = x {
+            r.extend(op.reads().iter().map(|t| &t.buffer).filter(|b| cx.tracked(b)).cloned());
+            if cx.tracked(&op.write().buffer) {
+                w.insert(op.write().buffer.clone());
+            }
+        }
     });
     (r, w)
 }

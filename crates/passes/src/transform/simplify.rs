@@ -89,6 +89,7 @@ pub fn stmt(s: &Stmt, an: &mut Analyzer) -> Stmt {
             r2.block.body = stmt(&r.block.body, an);
             Stmt::Block(Box::new(r2))
         }
+        Stmt::Wmma(w) => Stmt::Wmma(Box::new(w.map_exprs(&mut |e| an.simplify(e)))),
         Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => s.clone(),
     }
 }

@@ -315,6 +315,21 @@ impl Verifier {
                 self.stmt(body);
                 self.unbind(var.key());
             }
+            Stmt::Wmma(w) => {
+                w.exprs().for_each(|e| self.expr(e));
+                for t in &w.tiles {
+                    self.access(&t.buffer, &t.indices, "a tensor-core tile of");
+                    if self.flat && t.ldm.is_none() {
+                        self.fail(format!(
+                            "a tensor-core tile of {} has no row stride after flatten_buffers",
+                            t.buffer.name()
+                        ));
+                    }
+                }
+                if let Err(m) = w.check() {
+                    self.fail(m);
+                }
+            }
             Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => {}
         }
     }

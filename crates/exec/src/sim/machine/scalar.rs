@@ -68,7 +68,7 @@ impl Machine<'_> {
             }
             Node::Block(b) => self.block1(b, t)?,
             Node::Fail(m) => return Err(m.clone()),
-            Node::Barrier | Node::AsyncCommit | Node::AsyncWait(_) | Node::Alloc { .. } => {
+            Node::Barrier | Node::AsyncCommit | Node::AsyncWait(_) | Node::Alloc { .. } | Node::Wmma(_) => {
                 self.exec_columns(s, &[t])?
             }
         }

@@ -1,0 +1,328 @@
+//! `tensorize(block_or_loop, tensor_intrin)`: a 16×16 tile of work replaced
+//! by one warp-wide tensor-core operation, TVM's primitive of that name
+//! with TVM 0.27's registered `wmma_*` intrinsics.
+//!
+//! Given a loop, the loop is blockized first (`blockize`); given a block,
+//! the block must be such an outer block already. Under it, the loops and
+//! the one inner block must compute what the intrinsic describes, on tiles
+//! whose last two indices are `origin + v` for the inner block's variables
+//! `v` (each over 0..16, bound to the loops in order). Each intrinsic:
+//!
+//! | name | inner block | becomes |
+//! |---|---|---|
+//! | `wmma_fill_16x16x16_f32`, `_f16` | `C[i, j] = c` | fill of the accumulator tile |
+//! | `wmma_load_16x16x16_f16_a_shared` (`_dyn`) | `A_frag[i, j] = A_s[i, j]` | load into a `wmma.matrix_a` tile |
+//! | `wmma_load_16x16x16_f16_b_shared` (`_dyn`) | `B_frag[i, j] = B_s[i, j]` | load into a `wmma.matrix_b` tile |
+//! | `wmma_sync_16x16x16_f16f16f32` | `C[i, j] = C[i, j] + f32(A[i, k]) * f32(B[k, j])` | `mma_sync` |
+//! | `wmma_sync_16x16x16_f16f16f16` | the same in float16, no casts | `mma_sync` |
+//! | `wmma_store_16x16x16_f32_global`, `_shared` (`_f16_`) | `D[i, j] = C_acc[i, j]` | store of the accumulator tile |
+//!
+//! The outer block keeps its variables and regions; its body becomes the
+//! operation (`tirc_ir::wmma`), the tiles named by their first elements.
+//!
+//! Preconditions, checked in this order:
+//! 1. The intrinsic is one of the above.
+//! 2. The block (or the block blockize makes) holds a nest of 16×16 (×16
+//!    for sync) loops and one inner block, with no init (decompose the
+//!    reduction first) and no predicate (a tile must be whole).
+//! 3. The inner block computes what the intrinsic describes: its store,
+//!    operand buffers' scopes and types.
+//! 4. Each tile's origin is a multiple of 16 in its last two dimensions
+//!    (tensor cores need 32-byte aligned tiles).
+
+use super::loop_kind::Target;
+use super::{BlockRV, Result, Schedule, ScheduleError};
+use crate::arith::Analyzer;
+use crate::common::tree::get_loop;
+use tirc_ir::subst::substitute;
+use tirc_ir::wmma::TILE;
+use tirc_ir::{BinOp, Buffer, DType, Expr, IterKind, Scope, Stmt, Tile, Var, Wmma, WmmaOp};
+
+/// What an intrinsic matches and becomes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Fill(DType),
+    LoadA,
+    LoadB,
+    Sync { acc: DType },
+    Store { acc: DType, to: Scope },
+}
+
+/// TVM's registered name, and what it is.
+const INTRINSICS: &[(&str, Kind)] = &[
+    ("wmma_fill_16x16x16_f32", Kind::Fill(DType::F32)),
+    ("wmma_fill_16x16x16_f16", Kind::Fill(DType::F16)),
+    ("wmma_load_16x16x16_f16_a_shared", Kind::LoadA),
+    ("wmma_load_16x16x16_f16_a_shared_dyn", Kind::LoadA),
+    ("wmma_load_16x16x16_f16_b_shared", Kind::LoadB),
+    ("wmma_load_16x16x16_f16_b_shared_dyn", Kind::LoadB),
+    ("wmma_sync_16x16x16_f16f16f32", Kind::Sync { acc: DType::F32 }),
+    ("wmma_sync_16x16x16_f16f16f16", Kind::Sync { acc: DType::F16 }),
+    ("wmma_store_16x16x16_f32_global", Kind::Store { acc: DType::F32, to: Scope::Global }),
+    ("wmma_store_16x16x16_f32_shared", Kind::Store { acc: DType::F32, to: Scope::Shared }),
+    ("wmma_store_16x16x16_f32_shared_dyn", Kind::Store { acc: DType::F32, to: Scope::Shared }),
+    ("wmma_store_16x16x16_f16_global", Kind::Store { acc: DType::F16, to: Scope::Global }),
+    ("wmma_store_16x16x16_f16_shared", Kind::Store { acc: DType::F16, to: Scope::Shared }),
+    ("wmma_store_16x16x16_f16_shared_dyn", Kind::Store { acc: DType::F16, to: Scope::Shared }),
+];
+
+/// The names `tensorize` knows, for its error message.
+pub fn intrinsic_names() -> Vec<&'static str> {
+    INTRINSICS.iter().map(|(n, _)| *n).collect()
+}
+
+pub fn tensorize(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters: bool) -> Result<()> {
+    // A refusal leaves the function as it was, the blockize included.
+    let before = sch.func.clone();
+    let r = apply(sch, target, intrin, preserve_unit_iters);
+    if r.is_err() {
+        sch.func = before;
+    }
+    r
+}
+
+fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters: bool) -> Result<()> {
+    // 1.
+    let Some(&(_, kind)) = INTRINSICS.iter().find(|(n, _)| *n == intrin) else {
+        return Err(ScheduleError::bad_argument(format!("tirc knows no tensor intrinsic `{intrin}`"))
+            .help(format!("the intrinsics tirc has: {}", intrinsic_names().join(", "))));
+    };
+    let block: BlockRV = match target {
+        Target::Block(b) => b.clone(),
+        Target::Loop(l) => {
+            get_loop(&sch.func.body, l)?;
+            super::blockize::blockize(sch, l, preserve_unit_iters)?
+        }
+    };
+    // 2.
+    let r = sch
+        .func
+        .body
+        .find_block(&block)
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is not in the function")))?
+        .clone();
+    let rank = if matches!(kind, Kind::Sync { .. }) { 3 } else { 2 };
+    let refuse = |why: String| ScheduleError::new(format!("block `{block}` does not match `{intrin}`: {why}"));
+    if r.block.init.is_some() {
+        return Err(refuse("it has an init".into()).help("decompose_reduction first, and tensorize the init apart"));
+    }
+    let mut loops = Vec::new();
+    let mut s = &r.block.body;
+    let inner = loop {
+        match s {
+            Stmt::For(l) => {
+                loops.push(l);
+                s = &l.body;
+            }
+            Stmt::Block(b) => break b,
+            _ => return Err(refuse("it does not hold a nest of loops around one block".into())),
+        }
+    };
+    let extents: Vec<Option<i64>> = loops.iter().map(|l| l.extent.as_int()).collect();
+    if loops.len() != rank
+        || extents.iter().any(|e| *e != Some(TILE))
+        || loops.iter().any(|l| l.min.as_int() != Some(0))
+    {
+        let want = if rank == 3 { "16×16×16" } else { "16×16" };
+        let got: Vec<String> = extents.iter().map(|e| e.map_or("?".into(), |x| x.to_string())).collect();
+        return Err(refuse(format!("its loops are not a {want} nest (they are {})", got.join("×")))
+            .help("split the loops by 16 and blockize (or tensorize) the first loop of the tile"));
+    }
+    if inner.predicate.as_bool() != Some(true) {
+        return Err(refuse("its tile is partial (the inner block has a predicate)".into())
+            .help("pad the shapes to multiples of 16 (pad_einsum) or tile only where 16 divides"));
+    }
+    let ivs = &inner.block.iter_vars;
+    let identity = ivs.len() == rank
+        && ivs.iter().zip(&inner.iter_values).zip(&loops).all(|((iv, v), l)| {
+            v.as_var() == Some(&l.var) && iv.dom.min.as_int() == Some(0) && iv.dom.extent.as_int() == Some(TILE)
+        });
+    if !identity {
+        return Err(refuse("the inner block's variables are not bound one to one to its loops".into()));
+    }
+    let kinds: Vec<IterKind> = ivs.iter().map(|iv| iv.kind).collect();
+    let want_kinds = if rank == 3 {
+        vec![IterKind::Spatial, IterKind::Spatial, IterKind::Reduce]
+    } else {
+        vec![IterKind::Spatial; 2]
+    };
+    if kinds != want_kinds {
+        return Err(refuse(
+            "its variables are not of the kinds the intrinsic takes (spatial i, j; reduction k)".into(),
+        ));
+    }
+    let v: Vec<&Var> = ivs.iter().map(|iv| &iv.var).collect();
+    // 3.
+    let Stmt::Store { buffer, indices, value } = &inner.block.body else {
+        return Err(refuse("its inner block is not one store".into()));
+    };
+    let tile = |b: &Buffer, idx: &[Expr], row: &Var, col: &Var| -> Result<Tile> {
+        origin(b, idx, row, col, &v).map_err(&refuse)
+    };
+    let load = |e: &Expr| -> Option<(Buffer, Vec<Expr>)> {
+        match strip_cast(e) {
+            Expr::Load(b, idx) => Some((b.clone(), idx.clone())),
+            _ => None,
+        }
+    };
+    let scoped = |b: &Buffer, s: Scope, dtype: DType| -> Result<()> {
+        if b.scope() != s || b.dtype() != dtype {
+            return Err(refuse(format!(
+                "`{}` is {} in {}, where the intrinsic takes {dtype} in {}",
+                b.name(),
+                b.dtype(),
+                b.scope().name(),
+                s.name()
+            )));
+        }
+        Ok(())
+    };
+    let w = match kind {
+        Kind::Fill(t) => {
+            scoped(buffer, Scope::WmmaAccumulator, t)?;
+            if value.has_var() || value.has_load() {
+                return Err(refuse("it does not store a constant".into()));
+            }
+            Wmma { op: WmmaOp::Fill, tiles: vec![tile(buffer, indices, v[0], v[1])?], value: Some(value.clone()) }
+        }
+        Kind::LoadA | Kind::LoadB => {
+            let s = if kind == Kind::LoadA { Scope::WmmaMatrixA } else { Scope::WmmaMatrixB };
+            scoped(buffer, s, DType::F16)?;
+            let Some((src, sidx)) = load(value).filter(|_| !matches!(value, Expr::Cast(..))) else {
+                return Err(refuse("it does not copy one element".into()));
+            };
+            scoped(&src, Scope::Shared, DType::F16)?;
+            Wmma {
+                op: WmmaOp::Load { col_major: false },
+                tiles: vec![tile(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
+                value: None,
+            }
+        }
+        Kind::Sync { acc } => {
+            scoped(buffer, Scope::WmmaAccumulator, acc)?;
+            let Expr::Binary(BinOp::Add, lhs, prod) = value else {
+                return Err(refuse("it is not C[i, j] = C[i, j] + A[i, k] * B[k, j]".into()));
+            };
+            let (Some((c2, cidx)), Expr::Binary(BinOp::Mul, a, b)) = (load(lhs), prod.as_ref()) else {
+                return Err(refuse("it is not C[i, j] = C[i, j] + A[i, k] * B[k, j]".into()));
+            };
+            let casts_ok = |e: &Expr| match e {
+                Expr::Cast(t, _) => *t == acc,
+                _ => acc == DType::F16,
+            };
+            let (Some((ab, aidx)), Some((bb, bidx))) = (load(a), load(b)) else {
+                return Err(refuse("its product is not of two loads".into()));
+            };
+            if c2 != *buffer || !casts_ok(a) || !casts_ok(b) {
+                return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A[i, k]) * {acc}(B[k, j])")));
+            }
+            scoped(&ab, Scope::WmmaMatrixA, DType::F16)?;
+            scoped(&bb, Scope::WmmaMatrixB, DType::F16)?;
+            let c = tile(buffer, indices, v[0], v[1])?;
+            let c_read = tile(&c2, &cidx, v[0], v[1])?;
+            if !same_origin(&c, &c_read) {
+                return Err(refuse("it reads another element of C than it writes".into()));
+            }
+            Wmma {
+                op: WmmaOp::Mma,
+                tiles: vec![c, tile(&ab, &aidx, v[0], v[2])?, tile(&bb, &bidx, v[2], v[1])?],
+                value: None,
+            }
+        }
+        Kind::Store { acc, to } => {
+            if buffer.scope() != to || buffer.dtype() != acc {
+                return Err(refuse(format!(
+                    "`{}` is {} in {}, where the intrinsic stores {acc} to {}",
+                    buffer.name(),
+                    buffer.dtype(),
+                    buffer.scope().name(),
+                    to.name()
+                )));
+            }
+            let Some((src, sidx)) = load(value).filter(|_| !matches!(value, Expr::Cast(..))) else {
+                return Err(refuse("it does not copy one element".into()));
+            };
+            scoped(&src, Scope::WmmaAccumulator, acc)?;
+            Wmma {
+                op: WmmaOp::Store,
+                tiles: vec![tile(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
+                value: None,
+            }
+        }
+    };
+    w.check().map_err(&refuse)?;
+    // 4.
+    let an = Analyzer::new();
+    for t in &w.tiles {
+        let n = t.indices.len();
+        for i in &t.indices[n - 2..] {
+            let rem = an.simplify(&Expr::binary(BinOp::FloorMod, i.clone(), Expr::int(TILE)));
+            if rem.as_int() != Some(0) {
+                return Err(refuse(format!(
+                    "the tile of `{}` starts at index {} of a dimension, not provably a multiple of 16",
+                    t.buffer.name(),
+                    tirc_ir::printer::print_expr(i)
+                ))
+                .help("tensor cores take tiles aligned to 16 elements"));
+            }
+        }
+    }
+    let op = Stmt::Wmma(Box::new(w));
+    sch.func.body = sch.func.body.rewrite(&mut |x| match x {
+        Stmt::Block(b) if b.block.name == block => {
+            let mut b = (**b).clone();
+            b.block.body = op.clone();
+            Some(Stmt::Block(Box::new(b)))
+        }
+        _ => None,
+    });
+    Ok(())
+}
+
+/// `e` without a cast around it.
+fn strip_cast(e: &Expr) -> &Expr {
+    match e {
+        Expr::Cast(_, x) => x,
+        e => e,
+    }
+}
+
+fn same_origin(a: &Tile, b: &Tile) -> bool {
+    a.buffer == b.buffer
+        && a.indices.len() == b.indices.len()
+        && a.indices.iter().zip(&b.indices).all(|(x, y)| tirc_ir::structural_eq::same_expr(x, y))
+}
+
+/// The tile an access names: its last two indices `origin + row` and
+/// `origin + col`, the others free of the inner variables `vars`.
+fn origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std::result::Result<Tile, String> {
+    let n = idx.len();
+    if n < 2 {
+        return Err(format!("`{}` has fewer than two dimensions", b.name()));
+    }
+    let an = Analyzer::new();
+    let zero: Vec<(Var, Expr)> = vars.iter().map(|v| ((*v).clone(), Expr::Int(0, v.dtype()))).collect();
+    let mut out = Vec::new();
+    for (d, e) in idx.iter().enumerate() {
+        let want: Option<&Var> = if d == n - 2 {
+            Some(row)
+        } else if d == n - 1 {
+            Some(col)
+        } else {
+            None
+        };
+        for v in vars {
+            let c = tirc_ir::region::coefficient(e, v);
+            let expected = if want == Some(*v) { 1 } else { 0 };
+            if c != Some(expected) {
+                return Err(format!(
+                    "its access {}[..] does not walk the tile row by row in dimension {d} ({})",
+                    b.name(),
+                    tirc_ir::printer::print_expr(e)
+                ));
+            }
+        }
+        out.push(an.simplify(&substitute(e, &zero)));
+    }
+    Ok(Tile { buffer: b.clone(), indices: out, ldm: None })
+}
