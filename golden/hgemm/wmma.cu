@@ -34,6 +34,22 @@ __device__ __forceinline__ void tirc_wmma_store(float* p, const tirc_frag_f32& f
 __device__ __forceinline__ void tirc_wmma_store(half* p, const tirc_frag_f16& f, int ldm) {
   asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f16 [%0], {%1, %2, %3, %4}, %5;" :: "l"(p), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
 }
+__device__ __forceinline__ void tirc_wmma_load_a_shared(tirc_frag_a& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b_shared(tirc_frag_b& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_store_shared(float* p, const tirc_frag_f32& f, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;" :: "r"(a), "f"(f.x[0]), "f"(f.x[1]), "f"(f.x[2]), "f"(f.x[3]), "f"(f.x[4]), "f"(f.x[5]), "f"(f.x[6]), "f"(f.x[7]), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_store_shared(half* p, const tirc_frag_f16& f, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f16 [%0], {%1, %2, %3, %4}, %5;" :: "r"(a), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
+}
 
 extern "C" __global__ void __launch_bounds__(256) hgemm_kernel(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C) {
   __shared__ __align__(16) half A_shared[5120];
@@ -63,11 +79,11 @@ extern "C" __global__ void __launch_bounds__(256) hgemm_kernel(const half* __res
       tirc_frag_a A_shared_wmma_matrix_a[4];
       #pragma unroll
       for (int ax1_3_0 = 0; ax1_3_0 < 2; ++ax1_3_0) {
-        tirc_wmma_load_b(B_shared_wmma_matrix_b[ax1_3_0], B_shared + k_1 * 2176 + ((int)(threadIdx.y)) % 4 * 32 + ax1_3_0 * 16, 136);
+        tirc_wmma_load_b_shared(B_shared_wmma_matrix_b[ax1_3_0], B_shared + k_1 * 2176 + ((int)(threadIdx.y)) % 4 * 32 + ax1_3_0 * 16, 136);
       }
       #pragma unroll
       for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
-        tirc_wmma_load_a(A_shared_wmma_matrix_a[ax0_2_0], A_shared + ((int)(threadIdx.y)) / 4 * 2560 + ax0_2_0 * 640 + k_1 * 16, 40);
+        tirc_wmma_load_a_shared(A_shared_wmma_matrix_a[ax0_2_0], A_shared + ((int)(threadIdx.y)) / 4 * 2560 + ax0_2_0 * 640 + k_1 * 16, 40);
       }
       #pragma unroll
       for (int i_2 = 0; i_2 < 4; ++i_2) {

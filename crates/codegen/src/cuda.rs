@@ -44,7 +44,9 @@ pub struct CudaKernel {
 }
 
 /// Tensor-core operations (`tirc_ir::wmma`) as PTX `wmma` instructions on
-/// 16x16x16 tiles, float16 operands loaded row-major: fragments are the
+/// 16x16x16 tiles, float16 operands loaded row-major (`_shared`: from a
+/// shared-memory address, so that the loads are shared-memory ones, not
+/// generic): fragments are the
 /// registers PTX names (8 of two halves for A and B, 8 floats or 4 of two
 /// halves for the accumulator), so no CUDA header is needed.
 const WMMA_PRELUDE: &str = r#"struct tirc_frag_a { unsigned x[8]; };
@@ -75,6 +77,22 @@ __device__ __forceinline__ void tirc_wmma_store(float* p, const tirc_frag_f32& f
 }
 __device__ __forceinline__ void tirc_wmma_store(half* p, const tirc_frag_f16& f, int ldm) {
   asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f16 [%0], {%1, %2, %3, %4}, %5;" :: "l"(p), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_a_shared(tirc_frag_a& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b_shared(tirc_frag_b& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_store_shared(float* p, const tirc_frag_f32& f, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;" :: "r"(a), "f"(f.x[0]), "f"(f.x[1]), "f"(f.x[2]), "f"(f.x[3]), "f"(f.x[4]), "f"(f.x[5]), "f"(f.x[6]), "f"(f.x[7]), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_store_shared(half* p, const tirc_frag_f16& f, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f16 [%0], {%1, %2, %3, %4}, %5;" :: "r"(a), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
 }
 "#;
 
@@ -790,7 +808,8 @@ impl Gen {
                 let f = frag(self, &w.tiles[0])?;
                 let (p, ldm) = mem(self, &w.tiles[1])?;
                 let which = if w.tiles[0].buffer.scope() == Scope::WmmaMatrixA { "a" } else { "b" };
-                format!("tirc_wmma_load_{which}({f}, {p}, {ldm});")
+                let space = if w.tiles[1].buffer.scope() == Scope::Shared { "_shared" } else { "" };
+                format!("tirc_wmma_load_{which}{space}({f}, {p}, {ldm});")
             }
             WmmaOp::Mma => {
                 let (c, a, b) = (frag(self, &w.tiles[0])?, frag(self, &w.tiles[1])?, frag(self, &w.tiles[2])?);
@@ -799,7 +818,8 @@ impl Gen {
             WmmaOp::Store => {
                 let (p, ldm) = mem(self, &w.tiles[0])?;
                 let f = frag(self, &w.tiles[1])?;
-                format!("tirc_wmma_store({p}, {f}, {ldm});")
+                let space = if w.tiles[0].buffer.scope() == Scope::Shared { "_shared" } else { "" };
+                format!("tirc_wmma_store{space}({p}, {f}, {ldm});")
             }
         };
         self.line(ind, &line);
