@@ -1,7 +1,8 @@
 //! Bad input gets a diagnostic with a span: every `tests/data/err/*.tir`
 //! must fail to compile, and the whole rendered report (message, source
 //! line, label, help) is a snapshot, so a worse message fails the test. A
-//! first line `# schedule: NAME` picks the schedule to apply.
+//! first line `# schedule: NAME` picks the schedule to apply, a line
+//! `# arch: sm_XX` the GPU to compile for.
 
 use tirc::compile::{compile, Request};
 
@@ -10,7 +11,10 @@ fn bad_inputs_are_explained() {
     insta::glob!("data/err/*.tir", |path| {
         let src = std::fs::read_to_string(path).unwrap_or_default();
         let schedule = src.lines().next().and_then(|l| l.strip_prefix("# schedule: ")).map(|s| s.trim().to_string());
-        let req = Request { schedule, ..Request::default() };
+        let mut req = Request { schedule, ..Request::default() };
+        if let Some(arch) = src.lines().find_map(|l| l.strip_prefix("# arch: ")) {
+            req.target = tirc_ir::target::Target::from_arch(arch.trim()).unwrap_or_else(|e| panic!("{e}"));
+        }
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         let diags = match compile(&src, &req) {
             Ok(_) => panic!("{name} compiled, but it is bad input"),

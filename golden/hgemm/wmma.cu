@@ -50,55 +50,138 @@ __device__ __forceinline__ void tirc_wmma_store_shared(half* p, const tirc_frag_
   unsigned a = (unsigned)__cvta_generic_to_shared(p);
   asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f16 [%0], {%1, %2, %3, %4}, %5;" :: "r"(a), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
 }
+__device__ __forceinline__ void tirc_wmma_load_a_col(tirc_frag_a& f, const void* p, int ldm) {
+  asm volatile("wmma.load.a.sync.aligned.col.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "l"(p), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_a_col_shared(tirc_frag_a& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.a.sync.aligned.col.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b_col(tirc_frag_b& f, const void* p, int ldm) {
+  asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "l"(p), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b_col_shared(tirc_frag_b& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_mma_bt(tirc_frag_f32& c, const tirc_frag_a& a, const tirc_frag_b& b) {
+  asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};" : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3]), "+f"(c.x[4]), "+f"(c.x[5]), "+f"(c.x[6]), "+f"(c.x[7]) : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+__device__ __forceinline__ void tirc_wmma_mma_bt(tirc_frag_f16& c, const tirc_frag_a& a, const tirc_frag_b& b) {
+  asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19}, {%0, %1, %2, %3};" : "+r"(c.x[0]), "+r"(c.x[1]), "+r"(c.x[2]), "+r"(c.x[3]) : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define TIRC_CP_ASYNC 1
+#endif
+template <int N> __device__ __forceinline__ void tirc_cp_async(void* dst, const void* src) {
+#ifdef TIRC_CP_ASYNC
+  unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
+  if constexpr (N == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(s), "l"(src), "n"(N) : "memory");
+  }
+#else
+  struct alignas(N) chunk { unsigned char b[N]; };
+  *static_cast<chunk*>(dst) = *static_cast<const chunk*>(src);
+#endif
+}
+__device__ __forceinline__ void tirc_cp_async_commit() {
+#ifdef TIRC_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void tirc_cp_async_wait() {
+#ifdef TIRC_CP_ASYNC
+  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+#endif
+}
 
-extern "C" __global__ void __launch_bounds__(256) hgemm_kernel(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C) {
-  __shared__ __align__(16) half A_shared[5120];
-  __shared__ __align__(16) half B_shared[4352];
-  tirc_frag_f32 C_wmma_accumulator[8];
+extern "C" __global__ void __launch_bounds__(128) hgemm_kernel(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C) {
+  extern __shared__ __align__(16) unsigned char tirc_dyn_smem[];
+  half* A_shared = reinterpret_cast<half*>(tirc_dyn_smem + 0);
+  half* B_shared = reinterpret_cast<half*>(tirc_dyn_smem + 36864);
+  tirc_frag_f32 C_wmma_accumulator[16];
   #pragma unroll
   for (int i_2_init = 0; i_2_init < 4; ++i_2_init) {
     #pragma unroll
-    for (int j_2_init = 0; j_2_init < 2; ++j_2_init) {
-      tirc_wmma_fill(C_wmma_accumulator[i_2_init * 2 + j_2_init], 0.0f);
+    for (int j_2_init = 0; j_2_init < 4; ++j_2_init) {
+      tirc_wmma_fill(C_wmma_accumulator[i_2_init * 4 + j_2_init], 0.0f);
     }
   }
-  for (int k_0 = 0; k_0 < 128; ++k_0) {
+  __syncthreads();
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1088 + ((int)(threadIdx.y)) * 272 + ((int)(threadIdx.x)) / 16 * 136 + ((int)(threadIdx.x)) % 16 * 8, B + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 16 * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) % 16 * 8);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
+  }
+  tirc_cp_async_commit();
+  for (int k_0 = 1; k_0 < 64; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 2; ++ax0_1_ax1_1_fused_0_1) {
-      *(uint4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 2176 + ((int)(threadIdx.y)) * 272 + ((int)(threadIdx.x)) / 16 * 136 + ((int)(threadIdx.x)) % 16 * 8) = *(const uint4*)(B + k_0 * 131072 + ax0_1_ax1_1_fused_0_1 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 16 * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) % 16 * 8);
+    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
+      tirc_cp_async<16>(B_shared + k_0 % 2 * 8704 + ax0_1_ax1_1_fused_0_1_1 * 1088 + ((int)(threadIdx.y)) * 272 + ((int)(threadIdx.x)) / 16 * 136 + ((int)(threadIdx.x)) % 16 * 8, B + k_0 * 262144 + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 16 * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) % 16 * 8);
     }
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 2; ++ax0_1_ax1_1_fused_0) {
-      *(uint4*)(A_shared + ax0_1_ax1_1_fused_0 * 2560 + ((int)(threadIdx.y)) * 320 + ((int)(threadIdx.x)) / 4 * 40 + ((int)(threadIdx.x)) % 4 * 8) = *(const uint4*)(A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 262144 + ((int)(threadIdx.y)) * 32768 + ((int)(threadIdx.x)) / 4 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 4 * 8);
+    for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
+      tirc_cp_async<16>(A_shared + k_0 % 2 * 9216 + ax0_1_ax1_1_fused_0_2 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
     }
+    tirc_cp_async_commit();
+    tirc_cp_async_wait<1>();
     __syncthreads();
     #pragma unroll
-    for (int k_1 = 0; k_1 < 2; ++k_1) {
-      tirc_frag_b B_shared_wmma_matrix_b[2];
+    for (int k_1 = 0; k_1 < 4; ++k_1) {
+      tirc_frag_b B_shared_wmma_matrix_b[4];
       tirc_frag_a A_shared_wmma_matrix_a[4];
       #pragma unroll
-      for (int ax1_3_0 = 0; ax1_3_0 < 2; ++ax1_3_0) {
-        tirc_wmma_load_b_shared(B_shared_wmma_matrix_b[ax1_3_0], B_shared + k_1 * 2176 + ((int)(threadIdx.y)) % 4 * 32 + ax1_3_0 * 16, 136);
+      for (int ax1_3_0 = 0; ax1_3_0 < 4; ++ax1_3_0) {
+        tirc_wmma_load_b_shared(B_shared_wmma_matrix_b[ax1_3_0], B_shared + (k_0 + 1) % 2 * 8704 + k_1 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0 * 16, 136);
       }
       #pragma unroll
       for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
-        tirc_wmma_load_a_shared(A_shared_wmma_matrix_a[ax0_2_0], A_shared + ((int)(threadIdx.y)) / 4 * 2560 + ax0_2_0 * 640 + k_1 * 16, 40);
+        tirc_wmma_load_a_shared(A_shared_wmma_matrix_a[ax0_2_0], A_shared + (k_0 + 1) % 2 * 9216 + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0 * 1152 + k_1 * 16, 72);
       }
       #pragma unroll
       for (int i_2 = 0; i_2 < 4; ++i_2) {
         #pragma unroll
-        for (int j_2 = 0; j_2 < 2; ++j_2) {
-          tirc_wmma_mma(C_wmma_accumulator[i_2 * 2 + j_2], A_shared_wmma_matrix_a[i_2], B_shared_wmma_matrix_b[j_2]);
+        for (int j_2 = 0; j_2 < 4; ++j_2) {
+          tirc_wmma_mma(C_wmma_accumulator[i_2 * 4 + j_2], A_shared_wmma_matrix_a[i_2], B_shared_wmma_matrix_b[j_2]);
         }
       }
     }
   }
+  tirc_cp_async_commit();
+  tirc_cp_async_wait<1>();
+  __syncthreads();
+  #pragma unroll
+  for (int k_1_1 = 0; k_1_1 < 4; ++k_1_1) {
+    tirc_frag_b B_shared_wmma_matrix_b_1[4];
+    tirc_frag_a A_shared_wmma_matrix_a_1[4];
+    #pragma unroll
+    for (int ax1_3_0_1 = 0; ax1_3_0_1 < 4; ++ax1_3_0_1) {
+      tirc_wmma_load_b_shared(B_shared_wmma_matrix_b_1[ax1_3_0_1], B_shared + k_1_1 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0_1 * 16 + 8704, 136);
+    }
+    #pragma unroll
+    for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
+      tirc_wmma_load_a_shared(A_shared_wmma_matrix_a_1[ax0_2_0_1], A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_1 * 1152 + k_1_1 * 16 + 9216, 72);
+    }
+    #pragma unroll
+    for (int i_2_1 = 0; i_2_1 < 4; ++i_2_1) {
+      #pragma unroll
+      for (int j_2_1 = 0; j_2_1 < 4; ++j_2_1) {
+        tirc_wmma_mma(C_wmma_accumulator[i_2_1 * 4 + j_2_1], A_shared_wmma_matrix_a_1[i_2_1], B_shared_wmma_matrix_b_1[j_2_1]);
+      }
+    }
+  }
+  tirc_cp_async_wait<0>();
   #pragma unroll
   for (int ax0_0 = 0; ax0_0 < 4; ++ax0_0) {
     #pragma unroll
-    for (int ax1_0 = 0; ax1_0 < 2; ++ax1_0) {
-      tirc_wmma_store(C + ((int)(blockIdx.y)) * 524288 + ((int)(threadIdx.y)) / 4 * 262144 + ax0_0 * 65536 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.y)) % 4 * 32 + ax1_0 * 16, C_wmma_accumulator[ax0_0 * 2 + ax1_0], 4096);
+    for (int ax1_0 = 0; ax1_0 < 4; ++ax1_0) {
+      tirc_wmma_store(C + ((int)(blockIdx.y)) * 524288 + ((int)(threadIdx.y)) / 2 * 262144 + ax0_0 * 65536 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.y)) % 2 * 64 + ax1_0 * 16, C_wmma_accumulator[ax0_0 * 4 + ax1_0], 4096);
     }
   }
 }

@@ -44,7 +44,8 @@ pub struct CudaKernel {
 }
 
 /// Tensor-core operations (`tirc_ir::wmma`) as PTX `wmma` instructions on
-/// 16x16x16 tiles, float16 operands loaded row-major (`_shared`: from a
+/// 16x16x16 tiles, float16 operands loaded row-major or (`_col`) column-major
+/// and multiplied as A·B or (`_bt`) A·Bᵀ (`_shared`: from a
 /// shared-memory address, so that the loads are shared-memory ones, not
 /// generic): fragments are the
 /// registers PTX names (8 of two halves for A and B, 8 floats or 4 of two
@@ -93,6 +94,26 @@ __device__ __forceinline__ void tirc_wmma_store_shared(float* p, const tirc_frag
 __device__ __forceinline__ void tirc_wmma_store_shared(half* p, const tirc_frag_f16& f, int ldm) {
   unsigned a = (unsigned)__cvta_generic_to_shared(p);
   asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f16 [%0], {%1, %2, %3, %4}, %5;" :: "r"(a), "r"(f.x[0]), "r"(f.x[1]), "r"(f.x[2]), "r"(f.x[3]), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_a_col(tirc_frag_a& f, const void* p, int ldm) {
+  asm volatile("wmma.load.a.sync.aligned.col.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "l"(p), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_a_col_shared(tirc_frag_a& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.a.sync.aligned.col.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b_col(tirc_frag_b& f, const void* p, int ldm) {
+  asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "l"(p), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_load_b_col_shared(tirc_frag_b& f, const void* p, int ldm) {
+  unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;" : "=r"(f.x[0]), "=r"(f.x[1]), "=r"(f.x[2]), "=r"(f.x[3]), "=r"(f.x[4]), "=r"(f.x[5]), "=r"(f.x[6]), "=r"(f.x[7]) : "r"(a), "r"(ldm) : "memory");
+}
+__device__ __forceinline__ void tirc_wmma_mma_bt(tirc_frag_f32& c, const tirc_frag_a& a, const tirc_frag_b& b) {
+  asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};" : "+f"(c.x[0]), "+f"(c.x[1]), "+f"(c.x[2]), "+f"(c.x[3]), "+f"(c.x[4]), "+f"(c.x[5]), "+f"(c.x[6]), "+f"(c.x[7]) : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
+}
+__device__ __forceinline__ void tirc_wmma_mma_bt(tirc_frag_f16& c, const tirc_frag_a& a, const tirc_frag_b& b) {
+  asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19}, {%0, %1, %2, %3};" : "+r"(c.x[0]), "+r"(c.x[1]), "+r"(c.x[2]), "+r"(c.x[3]) : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(a.x[4]), "r"(a.x[5]), "r"(a.x[6]), "r"(a.x[7]), "r"(b.x[0]), "r"(b.x[1]), "r"(b.x[2]), "r"(b.x[3]), "r"(b.x[4]), "r"(b.x[5]), "r"(b.x[6]), "r"(b.x[7]));
 }
 "#;
 
@@ -398,18 +419,32 @@ fn flat_tile(t: &Tile) -> Result<(Expr, Expr), Diagnostic> {
 }
 
 /// The fragment type (`WMMA_PRELUDE`) of a fragment buffer allocated over
-/// `body`: float16 operands loaded row-major, a float32 or float16
-/// accumulator.
+/// `body`: float16 operands, a float32 or float16 accumulator. An A
+/// operand is loaded row-major; a B operand row-major for products with B
+/// as it is, column-major for products with B transposed (`b_trans`), one
+/// of the two for all its uses (the PTX instructions fix the layout).
 fn fragment_type(b: &Buffer, body: &Stmt) -> Result<&'static str, Diagnostic> {
-    let mut col_major = false;
+    let (mut loads, mut products) = (Vec::new(), Vec::new());
     body.walk(&mut |s| {
         if let Stmt::Wmma(w) = s {
-            col_major |= matches!(w.op, WmmaOp::Load { col_major: true }) && w.tiles[0].buffer == *b;
+            match w.op {
+                WmmaOp::Load { col_major } if w.tiles[0].buffer == *b => loads.push(col_major),
+                WmmaOp::Mma { b_trans } if w.tiles[2].buffer == *b => products.push(b_trans),
+                _ => {}
+            }
         }
     });
-    if col_major {
+    let col = loads.iter().chain(&products).any(|&x| x);
+    let mixed = loads.iter().chain(&products).any(|&x| x != col);
+    if b.scope() == Scope::WmmaMatrixA && col {
         return Err(Diagnostic::new(format!(
-            "fragment `{}` is loaded column-major, which tirc's code generation does not emit yet",
+            "fragment `{}` (matrix_a) is loaded column-major, which tirc's code generation does not emit",
+            b.name()
+        )));
+    }
+    if mixed {
+        return Err(Diagnostic::new(format!(
+            "fragment `{}` is loaded or multiplied both as B and as B transposed; one fragment has one layout",
             b.name()
         )));
     }
@@ -808,12 +843,14 @@ impl Gen {
                 let f = frag(self, &w.tiles[0])?;
                 let (p, ldm) = mem(self, &w.tiles[1])?;
                 let which = if w.tiles[0].buffer.scope() == Scope::WmmaMatrixA { "a" } else { "b" };
+                let col = if w.op == (WmmaOp::Load { col_major: true }) { "_col" } else { "" };
                 let space = if w.tiles[1].buffer.scope() == Scope::Shared { "_shared" } else { "" };
-                format!("tirc_wmma_load_{which}{space}({f}, {p}, {ldm});")
+                format!("tirc_wmma_load_{which}{col}{space}({f}, {p}, {ldm});")
             }
-            WmmaOp::Mma => {
+            WmmaOp::Mma { b_trans } => {
                 let (c, a, b) = (frag(self, &w.tiles[0])?, frag(self, &w.tiles[1])?, frag(self, &w.tiles[2])?);
-                format!("tirc_wmma_mma({c}, {a}, {b});")
+                let bt = if b_trans { "_bt" } else { "" };
+                format!("tirc_wmma_mma{bt}({c}, {a}, {b});")
             }
             WmmaOp::Store => {
                 let (p, ldm) = mem(self, &w.tiles[0])?;

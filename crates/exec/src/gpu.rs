@@ -874,12 +874,13 @@ impl Gpu {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, String> {
-        self.cublas_gemm(m, n, k, false, a, b, c, warmup, reps)
+        self.cublas_gemm(m, n, k, false, false, a, b, c, warmup, reps)
     }
 
     /// [`Gpu::cublas_sgemm`], or with `half` inputs (`cublasGemmEx`,
     /// float16 A and B, float32 C and accumulation, tensor cores allowed as
-    /// cuBLAS chooses).
+    /// cuBLAS chooses); `b_trans`: B is stored `n x k` and the product is
+    /// `A @ B^T` (`gemm(T, N, n, m, k, 1, B, k, A, k, 0, C, n)`).
     #[allow(clippy::too_many_arguments)]
     pub fn cublas_gemm(
         &self,
@@ -887,6 +888,7 @@ impl Gpu {
         n: usize,
         k: usize,
         half: bool,
+        b_trans: bool,
         a: &DeviceBuffer,
         b: &DeviceBuffer,
         c: &DeviceBuffer,
@@ -898,7 +900,10 @@ impl Gpu {
             i32::try_from(v).map_err(|_| format!("cuBLAS SGEMM: {what} = {v} does not fit a 32-bit int"))
         };
         let (mi, ni, ki) = (to_int(m, "m")?, to_int(n, "n")?, to_int(k, "k")?);
-        for (buf, rows, cols, what, bytes) in [(a, m, k, "A", in_bytes), (b, k, n, "B", in_bytes), (c, m, n, "C", 4)] {
+        let (b_rows, b_cols) = if b_trans { (n, k) } else { (k, n) };
+        for (buf, rows, cols, what, bytes) in
+            [(a, m, k, "A", in_bytes), (b, b_rows, b_cols, "B", in_bytes), (c, m, n, "C", 4)]
+        {
             let need = rows.checked_mul(cols).and_then(|e| e.checked_mul(bytes));
             if need.is_none_or(|need| buf.bytes < need) {
                 return Err(format!(
@@ -924,6 +929,7 @@ impl Gpu {
             let (pc, _rc) = c.slice.device_ptr(&self.stream);
             let (alpha, beta) = (1.0f32, 0.0f32);
             let op = blas_sys::cublasOperation_t::CUBLAS_OP_N;
+            let (op_b, ld_b) = if b_trans { (blas_sys::cublasOperation_t::CUBLAS_OP_T, ki) } else { (op, ni) };
             let mut call = || {
                 self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
                 if half {
@@ -931,7 +937,7 @@ impl Gpu {
                     return unsafe {
                         blas_result::gemm_ex(
                             handle,
-                            op,
+                            op_b,
                             op,
                             ni,
                             mi,
@@ -939,7 +945,7 @@ impl Gpu {
                             &alpha as *const f32 as *const _,
                             pb as *const _,
                             CUDA_R_16F,
-                            ni.max(1),
+                            ld_b.max(1),
                             pa as *const _,
                             CUDA_R_16F,
                             ki.max(1),
@@ -956,14 +962,14 @@ impl Gpu {
                 unsafe {
                     blas_result::sgemm(
                         handle,
-                        op,
+                        op_b,
                         op,
                         ni,
                         mi,
                         ki,
                         &alpha,
                         pb as *const f32,
-                        ni.max(1),
+                        ld_b.max(1),
                         pa as *const f32,
                         ki.max(1),
                         &beta,

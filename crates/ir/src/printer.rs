@@ -292,6 +292,9 @@ impl Printer {
                 if let crate::wmma::WmmaOp::Load { col_major } = w.op {
                     args.push(format!("\"{}\"", if col_major { "col_major" } else { "row_major" }));
                 }
+                if w.op == (crate::wmma::WmmaOp::Mma { b_trans: true }) {
+                    args.push("\"b_trans\"".into());
+                }
                 let ldm: Vec<String> = w.tiles.iter().filter_map(|t| t.ldm.as_ref()).map(|e| self.expr(e, 0)).collect();
                 if !ldm.is_empty() {
                     args.push(format!("ldm=[{}]", ldm.join(", ")));

@@ -88,6 +88,11 @@ impl Target {
     pub fn has_cp_async(&self) -> bool {
         self.sm >= 80
     }
+
+    /// Tensor cores' `wmma` on float16 tiles: Volta (sm_70) and newer.
+    pub fn has_wmma(&self) -> bool {
+        self.sm >= 70
+    }
 }
 
 #[cfg(test)]

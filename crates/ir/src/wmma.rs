@@ -16,8 +16,13 @@
 //! | op | tiles | computes |
 //! |---|---|---|
 //! | `Fill` | `[c]` | `c[i, j] = value` |
-//! | `Load` | `[frag, src]` | `frag[i, j] = src[i, j]` (`col_major`: `src[j, i]`) |
-//! | `Mma` | `[c, a, b]` | `c[i, j] += sum_k a[i, k] * b[k, j]` |
+//! | `Load` | `[frag, src]` | `frag[i, j] = src[i, j]` |
+//! | `Mma` | `[c, a, b]` | `c[i, j] += sum_k a[i, k] * b[k, j]` (`b_trans`: `b[j, k]`) |
+//!
+//! A fragment buffer holds its tile as the memory it was loaded from lays
+//! it out: a B operand stored `n × k` (`C = A @ B^T`, the layout of a
+//! linear layer's weight) is loaded `col_major` into a `wmma.matrix_b`
+//! buffer of that shape, and multiplied by an `Mma` with `b_trans`.
 //! | `Store` | `[dst, frag]` | `dst[i, j] = frag[i, j]` |
 
 use crate::buffer::{Buffer, Scope};
@@ -30,7 +35,7 @@ pub const TILE: i64 = 16;
 pub enum WmmaOp {
     Fill,
     Load { col_major: bool },
-    Mma,
+    Mma { b_trans: bool },
     Store,
 }
 
@@ -40,7 +45,7 @@ impl WmmaOp {
         match self {
             WmmaOp::Fill => "wmma_fill_fragment",
             WmmaOp::Load { .. } => "wmma_load_matrix_sync",
-            WmmaOp::Mma => "wmma_mma_sync",
+            WmmaOp::Mma { .. } => "wmma_mma_sync",
             WmmaOp::Store => "wmma_store_matrix_sync",
         }
     }
@@ -49,7 +54,7 @@ impl WmmaOp {
         Some(match n {
             "wmma_fill_fragment" => WmmaOp::Fill,
             "wmma_load_matrix_sync" => WmmaOp::Load { col_major: false },
-            "wmma_mma_sync" => WmmaOp::Mma,
+            "wmma_mma_sync" => WmmaOp::Mma { b_trans: false },
             "wmma_store_matrix_sync" => WmmaOp::Store,
             _ => return None,
         })
@@ -60,7 +65,7 @@ impl WmmaOp {
         match self {
             WmmaOp::Fill => 1,
             WmmaOp::Load { .. } | WmmaOp::Store => 2,
-            WmmaOp::Mma => 3,
+            WmmaOp::Mma { .. } => 3,
         }
     }
 
@@ -71,7 +76,9 @@ impl WmmaOp {
             WmmaOp::Fill => vec![Some(Scope::WmmaAccumulator)],
             // The fragment is matrix_a or matrix_b: checked apart.
             WmmaOp::Load { .. } => vec![None, None],
-            WmmaOp::Mma => vec![Some(Scope::WmmaAccumulator), Some(Scope::WmmaMatrixA), Some(Scope::WmmaMatrixB)],
+            WmmaOp::Mma { .. } => {
+                vec![Some(Scope::WmmaAccumulator), Some(Scope::WmmaMatrixA), Some(Scope::WmmaMatrixB)]
+            }
             WmmaOp::Store => vec![None, Some(Scope::WmmaAccumulator)],
         }
     }
@@ -110,7 +117,7 @@ impl Wmma {
         match self.op {
             WmmaOp::Fill => &[],
             WmmaOp::Load { .. } | WmmaOp::Store => &self.tiles[1..],
-            WmmaOp::Mma => &self.tiles[..],
+            WmmaOp::Mma { .. } => &self.tiles[..],
         }
     }
 
@@ -180,7 +187,7 @@ impl Wmma {
                     ));
                 }
             }
-            WmmaOp::Mma => {
+            WmmaOp::Mma { .. } => {
                 let (c, a, b) = (&self.tiles[0], &self.tiles[1], &self.tiles[2]);
                 if a.buffer.dtype() != b.buffer.dtype() || !operand(&a.buffer.dtype()) || !acc(&c.buffer.dtype()) {
                     return Err(format!(

@@ -238,10 +238,12 @@ pub struct MatmulShape {
     pub c: usize,
     /// float16 A and B (widened to float32 in the product), float32 C.
     pub half: bool,
+    /// B is stored N x K and read transposed.
+    pub b_trans: bool,
 }
 
 /// The shape when the function is `C[i, j] += A[i, k] * B[k, j]` over
-/// float32 buffers A (M, K), B (K, N), C (M, N), or float16 A and B widened
+/// float32 buffers A (M, K), B (K, N) (or B (N, K) read as `B[j, k]`), C (M, N), or float16 A and B widened
 /// (`T.Cast("float32", ..)`) into a float32 C.
 pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
     use tirc_ir::{BinOp, Expr, IterKind};
@@ -275,9 +277,15 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
     let (p, q) = (widened(p), widened(q));
     let (Expr::Load(ab, ai), Expr::Load(bb, bi)) = (&p, &q) else { return None };
     let (ab, ai, bb, bi) = if is(&ai[0], vi) { (ab, ai, bb, bi) } else { (bb, bi, ab, ai) };
-    if ai.len() != 2 || bi.len() != 2 || !is(&ai[0], vi) || !is(&ai[1], vk) || !is(&bi[0], vk) || !is(&bi[1], vj) {
+    if ai.len() != 2 || bi.len() != 2 || !is(&ai[0], vi) || !is(&ai[1], vk) {
         return None;
     }
+    // B[k, j], or B[j, k]: B stored N x K (`C = A @ B^T`).
+    let b_trans = match (is(&bi[0], vk) && is(&bi[1], vj), is(&bi[0], vj) && is(&bi[1], vk)) {
+        (true, _) => false,
+        (_, true) => true,
+        _ => return None,
+    };
     let half = ab.dtype() == tirc_ir::DType::F16;
     let input = if half { tirc_ir::DType::F16 } else { tirc_ir::DType::F32 };
     if ab.dtype() != input || bb.dtype() != input || c.dtype() != tirc_ir::DType::F32 {
@@ -286,7 +294,16 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
     let m = c.const_shape()?;
     let k = ab.const_shape()?[1];
     let pos = |x: &Buffer| f.params.iter().position(|p| p == x);
-    Some(MatmulShape { m: m[0] as usize, n: m[1] as usize, k: k as usize, a: pos(ab)?, b: pos(bb)?, c: pos(c)?, half })
+    Some(MatmulShape {
+        m: m[0] as usize,
+        n: m[1] as usize,
+        k: k as usize,
+        a: pos(ab)?,
+        b: pos(bb)?,
+        c: pos(c)?,
+        half,
+        b_trans,
+    })
 }
 
 /// Times cuBLAS SGEMM on the matmul's inputs (already on the GPU as
@@ -300,7 +317,7 @@ pub fn cublas(
     repeat: usize,
 ) -> Result<(f64, HostData), String> {
     let cb = g.upload(c_host)?;
-    let t = g.cublas_gemm(s.m, s.n, s.k, s.half, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
+    let t = g.cublas_gemm(s.m, s.n, s.k, s.half, s.b_trans, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
     let mut out = c_host.clone();
     g.download(&cb, &mut out)?;
     Ok((median(t), out))

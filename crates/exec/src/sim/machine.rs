@@ -502,6 +502,15 @@ impl<'p> Machine<'p> {
     fn wmma(&mut self, w: &WmmaNode, act: &[u32]) -> R {
         const WARP: usize = 32;
         const T: usize = TILE as usize;
+        // A function not yet lowered runs its loops bound to threads in
+        // one thread; a launched kernel runs the warps the GPU would.
+        if !self.n.is_multiple_of(WARP) && !self.prog.launch.is_empty() {
+            return Err(format!(
+                "a tensor-core operation ({}) in a block of {} threads: it needs whole warps of {WARP}",
+                op_name(&w.op),
+                self.n
+            ));
+        }
         let n = act.len();
         let mut bases = Vec::new();
         let mut strides = Vec::new();
@@ -560,22 +569,16 @@ impl<'p> Machine<'p> {
             };
             let out: [f64; T * T] = match w.op {
                 WmmaOp::Fill => [w.round.round(value[k]); T * T],
-                WmmaOp::Load { col_major } => {
-                    let src = read(self, 1)?;
-                    let mut v = [0.0; T * T];
-                    for r in 0..T {
-                        for c in 0..T {
-                            v[r * T + c] = if col_major { src[c * T + r] } else { src[r * T + c] };
-                        }
-                    }
-                    v
-                }
-                WmmaOp::Mma => {
+                // The fragment holds the tile as memory lays it out; the
+                // layout only tells the hardware how to read it.
+                WmmaOp::Load { .. } => read(self, 1)?,
+                WmmaOp::Mma { b_trans } => {
                     let (acc, a, b) = (read(self, 0)?, read(self, 1)?, read(self, 2)?);
+                    let bk = |x: usize, c: usize| if b_trans { b[c * T + x] } else { b[x * T + c] };
                     let mut v = [0.0; T * T];
                     for r in 0..T {
                         for c in 0..T {
-                            let dot: f64 = (0..T).map(|x| a[r * T + x] * b[x * T + c]).sum();
+                            let dot: f64 = (0..T).map(|x| a[r * T + x] * bk(x, c)).sum();
                             v[r * T + c] = w.round.round(acc[r * T + c] + dot);
                         }
                     }

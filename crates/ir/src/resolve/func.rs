@@ -675,7 +675,7 @@ impl FuncResolver<'_> {
         }
     }
 
-    /// `T.wmma_<op>(tile, .., [value], ["row_major"], [ldm=[..]])`, as the
+    /// `T.wmma_<op>(tile, .., [value], ["row_major"], ["b_trans"], [ldm=[..]])`, as the
     /// printer writes a tensor-core operation (`crate::wmma`): each tile an
     /// access to its first element.
     fn wmma(&mut self, e: &ast::Expr, name: &str, args: &[Arg]) -> R<Stmt> {
@@ -699,6 +699,7 @@ impl FuncResolver<'_> {
                     (ExprKind::Str(l), WmmaOp::Load { .. }) if l == "row_major" || l == "col_major" => {
                         op = WmmaOp::Load { col_major: l == "col_major" }
                     }
+                    (ExprKind::Str(l), WmmaOp::Mma { .. }) if l == "b_trans" => op = WmmaOp::Mma { b_trans: true },
                     (_, WmmaOp::Fill) if value.is_none() => value = Some(self.expr(x)?),
                     _ => return Err(Diagnostic::at(x.span, format!("{name} does not take this argument"))),
                 },

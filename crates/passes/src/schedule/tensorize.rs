@@ -13,8 +13,10 @@
 //! | `wmma_fill_16x16x16_f32`, `_f16` | `C[i, j] = c` | fill of the accumulator tile |
 //! | `wmma_load_16x16x16_f16_a_shared` (`_dyn`) | `A_frag[i, j] = A_s[i, j]` | load into a `wmma.matrix_a` tile |
 //! | `wmma_load_16x16x16_f16_b_shared` (`_dyn`) | `B_frag[i, j] = B_s[i, j]` | load into a `wmma.matrix_b` tile |
+//! | `wmma_load_16x16x16_f16_b_trans_shared` (`_dyn`) | `B_frag[j, k] = B_s[j, k]` | column-major load of a B stored `n × k` |
 //! | `wmma_sync_16x16x16_f16f16f32` | `C[i, j] = C[i, j] + f32(A[i, k]) * f32(B[k, j])` | `mma_sync` |
 //! | `wmma_sync_16x16x16_f16f16f16` | the same in float16, no casts | `mma_sync` |
+//! | `wmma_sync_16x16x16_f16f16f32_trans` (`f16f16f16`) | `… + f32(A[i, k]) * f32(B[j, k])` | `mma_sync`, B transposed |
 //! | `wmma_store_16x16x16_f32_global`, `_shared` (`_f16_`) | `D[i, j] = C_acc[i, j]` | store of the accumulator tile |
 //!
 //! The outer block keeps its variables and regions; its body becomes the
@@ -44,8 +46,17 @@ enum Kind {
     Fill(DType),
     LoadA,
     LoadB,
-    Sync { acc: DType },
-    Store { acc: DType, to: Scope },
+    /// B stored `n × k`, loaded column-major for a product with B
+    /// transposed.
+    LoadBTrans,
+    Sync {
+        acc: DType,
+        b_trans: bool,
+    },
+    Store {
+        acc: DType,
+        to: Scope,
+    },
 }
 
 /// TVM's registered name, and what it is.
@@ -56,8 +67,12 @@ const INTRINSICS: &[(&str, Kind)] = &[
     ("wmma_load_16x16x16_f16_a_shared_dyn", Kind::LoadA),
     ("wmma_load_16x16x16_f16_b_shared", Kind::LoadB),
     ("wmma_load_16x16x16_f16_b_shared_dyn", Kind::LoadB),
-    ("wmma_sync_16x16x16_f16f16f32", Kind::Sync { acc: DType::F32 }),
-    ("wmma_sync_16x16x16_f16f16f16", Kind::Sync { acc: DType::F16 }),
+    ("wmma_load_16x16x16_f16_b_trans_shared", Kind::LoadBTrans),
+    ("wmma_load_16x16x16_f16_b_trans_shared_dyn", Kind::LoadBTrans),
+    ("wmma_sync_16x16x16_f16f16f32", Kind::Sync { acc: DType::F32, b_trans: false }),
+    ("wmma_sync_16x16x16_f16f16f16", Kind::Sync { acc: DType::F16, b_trans: false }),
+    ("wmma_sync_16x16x16_f16f16f32_trans", Kind::Sync { acc: DType::F32, b_trans: true }),
+    ("wmma_sync_16x16x16_f16f16f16_trans", Kind::Sync { acc: DType::F16, b_trans: true }),
     ("wmma_store_16x16x16_f32_global", Kind::Store { acc: DType::F32, to: Scope::Global }),
     ("wmma_store_16x16x16_f32_shared", Kind::Store { acc: DType::F32, to: Scope::Shared }),
     ("wmma_store_16x16x16_f32_shared_dyn", Kind::Store { acc: DType::F32, to: Scope::Shared }),
@@ -102,6 +117,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is not in the function")))?
         .clone();
     let rank = if matches!(kind, Kind::Sync { .. }) { 3 } else { 2 };
+    let col_major = kind == Kind::LoadBTrans;
     let refuse = |why: String| ScheduleError::new(format!("block `{block}` does not match `{intrin}`: {why}"));
     if r.block.init.is_some() {
         return Err(refuse("it has an init".into()).help("decompose_reduction first, and tensorize the init apart"));
@@ -185,7 +201,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             }
             Wmma { op: WmmaOp::Fill, tiles: vec![tile(buffer, indices, v[0], v[1])?], value: Some(value.clone()) }
         }
-        Kind::LoadA | Kind::LoadB => {
+        Kind::LoadA | Kind::LoadB | Kind::LoadBTrans => {
             let s = if kind == Kind::LoadA { Scope::WmmaMatrixA } else { Scope::WmmaMatrixB };
             scoped(buffer, s, DType::F16)?;
             let Some((src, sidx)) = load(value).filter(|_| !matches!(value, Expr::Cast(..))) else {
@@ -193,12 +209,12 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             };
             scoped(&src, Scope::Shared, DType::F16)?;
             Wmma {
-                op: WmmaOp::Load { col_major: false },
+                op: WmmaOp::Load { col_major },
                 tiles: vec![tile(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
                 value: None,
             }
         }
-        Kind::Sync { acc } => {
+        Kind::Sync { acc, b_trans } => {
             scoped(buffer, Scope::WmmaAccumulator, acc)?;
             let Expr::Binary(BinOp::Add, lhs, prod) = value else {
                 return Err(refuse("it is not C[i, j] = C[i, j] + A[i, k] * B[k, j]".into()));
@@ -213,8 +229,9 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             let (Some((ab, aidx)), Some((bb, bidx))) = (load(a), load(b)) else {
                 return Err(refuse("its product is not of two loads".into()));
             };
+            let bk = if b_trans { "B[j, k]" } else { "B[k, j]" };
             if c2 != *buffer || !casts_ok(a) || !casts_ok(b) {
-                return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A[i, k]) * {acc}(B[k, j])")));
+                return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A[i, k]) * {acc}({bk})")));
             }
             scoped(&ab, Scope::WmmaMatrixA, DType::F16)?;
             scoped(&bb, Scope::WmmaMatrixB, DType::F16)?;
@@ -223,9 +240,11 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             if !same_origin(&c, &c_read) {
                 return Err(refuse("it reads another element of C than it writes".into()));
             }
+            // B[k, j], or B[j, k] for the transposed product.
+            let (brow, bcol) = if b_trans { (v[1], v[2]) } else { (v[2], v[1]) };
             Wmma {
-                op: WmmaOp::Mma,
-                tiles: vec![c, tile(&ab, &aidx, v[0], v[2])?, tile(&bb, &bidx, v[2], v[1])?],
+                op: WmmaOp::Mma { b_trans },
+                tiles: vec![c, tile(&ab, &aidx, v[0], v[2])?, tile(&bb, &bidx, brow, bcol)?],
                 value: None,
             }
         }

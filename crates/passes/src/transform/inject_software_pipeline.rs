@@ -353,9 +353,9 @@ fn fold_constants(e: &Expr) -> Expr {
     }
 }
 
-/// `s` with a new variable for each loop and `let` it defines, so that the
-/// copies of one statement in the prologue, the steady state and the
-/// epilogue do not share variables.
+/// `s` with a new variable for each loop and `let` it defines, and a new
+/// buffer for each allocation, so that the copies of one statement in the
+/// prologue, the steady state and the epilogue share neither.
 fn fresh_loops(s: &Stmt) -> Stmt {
     let s = s.map_children(fresh_loops);
     match s {
@@ -369,6 +369,14 @@ fn fresh_loops(s: &Stmt) -> Stmt {
             let v = var.renamed(var.name());
             let body = Box::new(substitute_stmt(&body, &[(var, Expr::var(&v))]));
             Stmt::Let { var: v, value, body }
+        }
+        // A buffer allocated inside (a register tile, the fragments of a
+        // tensor-core step) is allocated once per copy: each copy its own
+        // buffer, of the same identity for the facts passes keep.
+        Stmt::Allocate { buffer, body } => {
+            let nb = buffer.with(|_| {});
+            let body = Box::new(tirc_ir::subst::replace_buffers_stmt(&body, &[(buffer, nb.clone())]));
+            Stmt::Allocate { buffer: nb, body }
         }
         s => s,
     }

@@ -27,7 +27,7 @@ pub mod verify_ir;
 pub mod verify_local_indices;
 
 use tirc_ir::target::Target;
-use tirc_ir::{Diagnostic, PrimFunc};
+use tirc_ir::{Diagnostic, PrimFunc, Stmt};
 
 /// What every pass may read besides the function: the target it compiles
 /// for. (What one pass tells a later one about the function travels with
@@ -73,6 +73,7 @@ pub fn lower(
 ) -> Result<PrimFunc, Diagnostic> {
     split_kernels::check_one_kernel(&func)?;
     check_local_buffers::run(&func)?;
+    check_tensor_cores(&func, &ctx.target)?;
     for p in PIPELINE {
         let axes = verify_ir::Axes::of(&func);
         func = (p.run)(func, ctx)?;
@@ -80,10 +81,84 @@ pub fn lower(
         axes.covered_by(p.name, &func)?;
         observe(p.name, &func);
     }
+    // A tensor-core operation is executed by a whole warp together.
+    let mut wmma = false;
+    func.body.walk(&mut |s| wmma |= matches!(s, Stmt::Wmma(_)));
+    let threads = tirc_ir::launch::launch_config(&func).threads_per_block();
+    if wmma && threads % ctx.target.warp_size != 0 {
+        return Err(Diagnostic::new(format!(
+            "the kernel launches {threads} threads per block, but its tensor-core operations need whole warps of {}",
+            ctx.target.warp_size
+        ))
+        .help("bind a loop of 32 (the copies into shared memory, typically) to threadIdx.x"));
+    }
     Ok(func)
 }
 
 /// The names of the passes, for `--print-after` and its error message.
 pub fn pass_names() -> Vec<&'static str> {
     PIPELINE.iter().map(|p| p.name).collect()
+}
+
+/// A function with tensor-core operations needs a GPU that has them, and a
+/// fragment (`wmma.*` scope) is touched only by them: its layout across a
+/// warp's registers is the hardware's, so an element-wise access has no
+/// meaning. The refusal points at the block in question.
+fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<(), Diagnostic> {
+    let (mut misuse, mut op) = (None, None);
+    scan_fragments(&f.body, None, &mut misuse, &mut op);
+    if let Some((name, block)) = misuse {
+        return Err(Diagnostic::new(format!(
+            "`{name}` is a tensor-core fragment, read or written element by element here: only tensor-core \
+             operations (tensorize) may touch it"
+        ))
+        .help("tensorize the block that copies into or out of the fragment, or give the buffer another scope")
+        .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this block"));
+    }
+    match op {
+        Some(block) if !target.has_wmma() => Err(Diagnostic::new(format!(
+            "tensor-core operations (wmma) need sm_70 or newer; {} has none",
+            target.arch()
+        ))
+        .help("compile for sm_70 or newer (--arch), or leave the tiles untensorized")
+        .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
+        _ => Ok(()),
+    }
+}
+
+/// The first element-wise access to a fragment and the first tensor-core
+/// operation under `s`, each with the innermost block around it.
+fn scan_fragments<'a>(
+    s: &'a Stmt,
+    block: Option<&'a tirc_ir::Block>,
+    misuse: &mut Option<(String, Option<&'a tirc_ir::Block>)>,
+    op: &mut Option<Option<&'a tirc_ir::Block>>,
+) {
+    let block = match s {
+        Stmt::Block(r) => Some(&r.block),
+        _ => block,
+    };
+    if let Stmt::Wmma(_) = s {
+        op.get_or_insert(block);
+        return;
+    }
+    if misuse.is_none() {
+        let mut bad = match s {
+            Stmt::Store { buffer, .. } if buffer.scope().is_fragment() => Some(buffer.name().to_string()),
+            _ => None,
+        };
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let tirc_ir::Expr::Load(b, _) = x {
+                    if b.scope().is_fragment() && bad.is_none() {
+                        bad = Some(b.name().to_string());
+                    }
+                }
+            })
+        });
+        if let Some(n) = bad {
+            *misuse = Some((n, block));
+        }
+    }
+    s.for_each_child(|c| scan_fragments(c, block, misuse, op));
 }
