@@ -20,8 +20,10 @@
 //! A binding that is not affine in the inner loops is taken whole by the
 //! inner block when it uses no outer loop, and whole by the outer block when
 //! it uses no inner loop. The parts of the block's predicate that use no
-//! inner loop go to the outer block, the others stay with the inner one.
-//! A reduction's init moves to the outer block, as `<name>_init` under
+//! inner loop go to the outer block, the others stay with the inner one; a
+//! bound `outer * E + inner < n` with `n` a multiple of `E` is the outer
+//! block's, as `outer * E < n` (it holds for the whole tile or for none of
+//! it). A reduction's init moves to the outer block, as `<name>_init` under
 //! copies of the inner loops its spatial variables use; the inner block has
 //! none. The outer block's read and write regions are the inner block's,
 //! over the inner loops' ranges.
@@ -134,8 +136,13 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
         };
         sub.push((iv.var.clone(), replacement));
     }
-    let (inner_pred, outer_pred): (Vec<Expr>, Vec<Expr>) =
-        conjuncts(&realize.predicate).into_iter().partition(is_inner);
+    // A bound `outer * E + inner < n` whose `n` is a multiple of the inner
+    // span `E` holds for the whole tile or for none of it: it becomes
+    // `outer * E < n`, a condition of the outer block (a tile of 16 in a
+    // size that 16 divides but the block's tile does not).
+    let conjs: Vec<Expr> =
+        conjuncts(&realize.predicate).into_iter().map(|c| tile_bound(&c, &inner_loops).unwrap_or(c)).collect();
+    let (inner_pred, outer_pred): (Vec<Expr>, Vec<Expr>) = conjs.into_iter().partition(is_inner);
     // The inner block's predicate speaks of the outer block's variables
     // rather than of the loops above it, where a variable is bound to
     // exactly such a loop.
@@ -272,6 +279,26 @@ fn divide(e: &Expr, inner: &[For]) -> Option<(Expr, Expr, Option<i64>)> {
     let rest = Analyzer::new().simplify(&substitute(e, &zeroed));
     let outer = if span == 1 { rest } else { divided(&rest, span)? };
     Some((outer, inner_part?, Some(span)))
+}
+
+/// `lhs < n` with `lhs = outer * E + inner` over the inner loops and `n` a
+/// multiple of `E` (free of the inner loops): the same condition as
+/// `outer * E < n`, which it returns.
+fn tile_bound(c: &Expr, inner: &[For]) -> Option<Expr> {
+    let Expr::Binary(BinOp::Lt, lhs, n) = c else { return None };
+    if inner.iter().any(|l| n.uses(&l.var)) || !inner.iter().any(|l| lhs.uses(&l.var)) {
+        return None;
+    }
+    let (outer, _, Some(span)) = divide(lhs, inner)? else { return None };
+    if span <= 1 {
+        return None;
+    }
+    let t = lhs.dtype();
+    let rem = Analyzer::new().simplify(&Expr::binary(BinOp::FloorMod, (**n).clone(), Expr::Int(span, t)));
+    if rem.as_int() != Some(0) {
+        return None;
+    }
+    Some(Expr::binary(BinOp::Lt, outer * Expr::Int(span, t), (**n).clone()))
 }
 
 /// `e / k` for a sum `e` whose terms each have a literal coefficient that
