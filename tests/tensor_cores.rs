@@ -1,7 +1,8 @@
 //! The tensor-core schedules of `ir-examples/hgemm.tir` at sizes their
 //! default test does not reach, on the simulator: sizes no tile divides
-//! (`PAD=1`: the product on zero-padded copies, four kernels) and the
-//! transposed-B form, each checked against the float64 reference.
+//! (`PAD=1`: the product on zero-padded copies, four kernels), sizes only
+//! 16 divides, and the transposed-B form, each checked against the float64
+//! reference.
 
 use tirc::compile::{compile, Request};
 use tirc_tests::{read, root};
@@ -31,6 +32,14 @@ fn padded_tensor_core_tiles_handle_sizes_no_tile_divides() {
     check("wmma", [100, 90, 70], &p, 4);
     // Sizes the tiles divide need no padding: one kernel.
     check("wmma", [128, 64, 64], &p, 1);
+}
+
+/// Sizes 16 divides but the block tiles do not: whole 16x16 tiles are
+/// skipped where they fall outside, no padding needed.
+#[test]
+fn tiles_of_16_handle_sizes_16_divides() {
+    check("wmma", [160, 176, 80], SMALL, 1);
+    check("wmma_nt", [176, 160, 48], SMALL, 1);
 }
 
 #[test]
