@@ -507,7 +507,7 @@ impl<'p> Machine<'p> {
         if !self.n.is_multiple_of(WARP) && !self.prog.launch.is_empty() {
             return Err(format!(
                 "a tensor-core operation ({}) in a block of {} threads: it needs whole warps of {WARP}",
-                op_name(&w.op),
+                w.op.name(),
                 self.n
             ));
         }
@@ -535,7 +535,7 @@ impl<'p> Machine<'p> {
             if end - k != lanes {
                 return Err(format!(
                     "a tensor-core operation ({}) is reached by {} of the {lanes} threads of warp {warp}: every thread of a warp must take part",
-                    op_name(&w.op),
+                    w.op.name(),
                     end - k
                 ));
             }
@@ -543,7 +543,7 @@ impl<'p> Machine<'p> {
                 if b[k..end].iter().any(|&x| x != b[k]) || s[k..end].iter().any(|&x| x != s[k]) {
                     return Err(format!(
                         "the threads of warp {warp} name different tiles in a tensor-core operation ({})",
-                        op_name(&w.op)
+                        w.op.name()
                     ));
                 }
             }
@@ -1041,10 +1041,6 @@ impl<'p> Machine<'p> {
         }
         Ok(())
     }
-}
-
-fn op_name(op: &WmmaOp) -> &'static str {
-    op.name()
 }
 
 #[cold]

@@ -159,7 +159,9 @@ fn run_split(
     let initial: Vec<Vec<f64>> = params.iter().map(|m| m.data.clone()).collect();
     let ranges: Vec<(i64, i64)> =
         (0..workers as i64).map(|w| (total * w / workers as i64, total * (w + 1) / workers as i64)).collect();
-    let run_range = |mems: Vec<Mem>, (lo, hi): (i64, i64)| -> (Machine<'_>, Result<(), SimError>) {
+    // Runs one range of blocks; `report` hears how many blocks all the
+    // workers have done.
+    let run_range = |mems: Vec<Mem>, (lo, hi): (i64, i64), report: &mut dyn FnMut(i64)| {
         let mut m = Machine::new(prog, opts, cfg.block, mems);
         let mut r = Ok(());
         for b in lo..hi {
@@ -167,32 +169,27 @@ fn run_split(
             if r.is_err() {
                 break;
             }
-            done.fetch_add(1, Ordering::Relaxed);
+            report(done.fetch_add(1, Ordering::Relaxed) + 1);
         }
         (m, r)
     };
     let copies: Vec<Vec<Mem>> = (1..workers).map(|_| params.iter().map(Mem::copy_of).collect()).collect();
     let (first, rest) = std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            copies.into_iter().zip(&ranges[1..]).map(|(mems, &r)| scope.spawn(move || run_range(mems, r))).collect();
+        let handles: Vec<_> = copies
+            .into_iter()
+            .zip(&ranges[1..])
+            .map(|(mems, &r)| scope.spawn(move || run_range(mems, r, &mut |_| {})))
+            .collect();
         // This thread runs the first range and reports everyone's progress.
-        let mut m = Machine::new(prog, opts, cfg.block, params);
-        let mut r = Ok(());
-        for b in ranges[0].0..ranges[0].1 {
-            r = m.run_block(cfg.block_index(b));
-            if r.is_err() {
-                break;
-            }
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-        }
-        let rest: Vec<_> =
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a simulator worker panicked"))).collect();
-        ((m, r), rest)
+        let first = run_range(params, ranges[0], &mut |d| progress(d, total));
+        let rest: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        (first, rest)
     });
     let (mut main, r) = first;
     r?;
     let mut stats = main.stats;
-    for (m, r) in rest {
+    for worker in rest {
+        let (m, r) = worker.map_err(|_| "a simulator worker stopped unexpectedly".to_string())?;
         r?;
         stats.barriers += m.stats.barriers;
         for ((to, from), init) in main.mems.iter_mut().zip(&m.mems).zip(&initial) {

@@ -170,8 +170,8 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
         body: substitute_stmt(&block.body, &sub),
         span: block.span,
     };
-    let inner_realize = with_regions(inner_block, inner_values, all_of(inner_pred.clone()));
-    let mut body = inner_realize.clone();
+    let ir = with_regions(inner_block, inner_values, all_of(inner_pred.clone()));
+    let mut body = Stmt::Block(Box::new(ir.clone()));
     for l in inner_loops.iter().rev() {
         body = Stmt::For(Box::new(l.with_body(body)));
     }
@@ -179,7 +179,6 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
     // The init, in the outer block, over the inner loops it needs.
     let init = block.init.as_ref().map(|init| {
         let init = substitute_stmt(init, &sub);
-        let Stmt::Block(ir) = &inner_realize else { unreachable!("the inner block was just built") };
         let mut names = loop_names(&sch.func.body);
         let mut init_ivs = Vec::new();
         let mut init_values = Vec::new();
@@ -203,7 +202,7 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
             body: substitute_stmt(&init, &rename),
             span: None,
         };
-        let mut nest = with_regions(init_block, init_values.clone(), all_of(inner_pred));
+        let mut nest = Stmt::Block(Box::new(with_regions(init_block, init_values.clone(), all_of(inner_pred))));
         let mut loop_sub: Vec<(Var, Expr)> = Vec::new();
         for l in inner_loops.iter().rev() {
             if init_values.iter().any(|v| v.uses(&l.var)) {
@@ -232,7 +231,7 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
         body,
         span: None,
     };
-    let outer = with_regions(outer_block, outer_values, all_of(outer_pred));
+    let outer = Stmt::Block(Box::new(with_regions(outer_block, outer_values, all_of(outer_pred))));
     let mut outer = Some(outer);
     sch.func.body = sch.func.body.rewrite(&mut |x| match x {
         Stmt::For(f) if f.var == *lp => outer.take(),
@@ -368,7 +367,7 @@ fn only_vars(e: &Expr, ls: &[For]) -> bool {
 
 /// A block realize with its read and write regions inferred (and
 /// simplified: an inner variable's lowest value, 0, leaves `+ 0`).
-fn with_regions(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> Stmt {
+fn with_regions(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> BlockRealize {
     let (reads, writes) = infer_block_regions(&block);
     let a = Analyzer::new();
     let tidy = |rs: Vec<BufferRegion>| -> Vec<BufferRegion> {
@@ -381,7 +380,7 @@ fn with_regions(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> St
     };
     block.reads = tidy(reads);
     block.writes = tidy(writes);
-    Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block }))
+    BlockRealize { iter_values, predicate, block }
 }
 
 /// Whether any expression in `s` reads `v`.

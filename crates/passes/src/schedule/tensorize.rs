@@ -193,6 +193,13 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         }
         Ok(())
     };
+    // The element a copy stores, as it is (no conversion).
+    let copied = || -> Result<(Buffer, Vec<Expr>)> {
+        match value {
+            Expr::Load(b, idx) => Ok((b.clone(), idx.clone())),
+            _ => Err(refuse("it does not copy one element".into())),
+        }
+    };
     let w = match kind {
         Kind::Fill(t) => {
             scoped(buffer, Scope::WmmaAccumulator, t)?;
@@ -204,9 +211,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         Kind::LoadA | Kind::LoadB | Kind::LoadBTrans => {
             let s = if kind == Kind::LoadA { Scope::WmmaMatrixA } else { Scope::WmmaMatrixB };
             scoped(buffer, s, DType::F16)?;
-            let Some((src, sidx)) = load(value).filter(|_| !matches!(value, Expr::Cast(..))) else {
-                return Err(refuse("it does not copy one element".into()));
-            };
+            let (src, sidx) = copied()?;
             scoped(&src, Scope::Shared, DType::F16)?;
             Wmma {
                 op: WmmaOp::Load { col_major },
@@ -249,18 +254,8 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             }
         }
         Kind::Store { acc, to } => {
-            if buffer.scope() != to || buffer.dtype() != acc {
-                return Err(refuse(format!(
-                    "`{}` is {} in {}, where the intrinsic stores {acc} to {}",
-                    buffer.name(),
-                    buffer.dtype(),
-                    buffer.scope().name(),
-                    to.name()
-                )));
-            }
-            let Some((src, sidx)) = load(value).filter(|_| !matches!(value, Expr::Cast(..))) else {
-                return Err(refuse("it does not copy one element".into()));
-            };
+            scoped(buffer, to, acc)?;
+            let (src, sidx) = copied()?;
             scoped(&src, Scope::WmmaAccumulator, acc)?;
             Wmma {
                 op: WmmaOp::Store,
