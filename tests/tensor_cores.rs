@@ -40,9 +40,20 @@ fn padded_tensor_core_tiles_handle_sizes_no_tile_divides() {
 fn tiles_of_16_handle_sizes_16_divides() {
     check("wmma", [160, 176, 80], SMALL, 1);
     check("wmma_nt", [176, 160, 48], SMALL, 1);
+    check("mma", [160, 176, 80], SMALL, 1);
+    check("mma_nt", [176, 160, 48], SMALL, 1);
 }
 
 #[test]
 fn transposed_b_runs_on_tensor_cores() {
     check("wmma_nt", [64, 128, 96], SMALL, 1);
+    check("mma_nt", [64, 128, 96], SMALL, 1);
+}
+
+/// The mma.sync path at more warps per block than the default test's and
+/// deeper pipelines.
+#[test]
+fn mma_sync_tiles_run_with_other_block_shapes() {
+    check("mma", [128, 256, 96], &[("BM", "64"), ("BN", "128"), ("WM", "1"), ("WN", "4"), ("STAGES", "3")], 1);
+    check("mma_nt", [128, 128, 64], &[("BM", "128"), ("BN", "64"), ("BK", "64"), ("WM", "4"), ("WN", "1")], 1);
 }

@@ -117,6 +117,69 @@ __device__ __forceinline__ void tirc_wmma_mma_bt(tirc_frag_f16& c, const tirc_fr
 }
 "#;
 
+const MMA_PRELUDE: &str = r#"// mma.sync on warp tiles: a 16x16 tile is 8 elements per lane, in the layout
+// of the PTX fragments of mma.m16n8k16 (half operands as 4 packed registers).
+__device__ __forceinline__ unsigned tirc_lane() { unsigned l; asm("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
+// ldmatrix.x4 of a 16x16 half tile, rows ldm apart: each lane points at one
+// row of 8 halves; STORED_T for a tile stored transposed (A as k x m, B as n x k).
+template <bool TRANS, bool STORED_T>
+__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const half* tile, int ldm) {
+  unsigned lane = tirc_lane();
+  int row = STORED_T ? 8 * (int)(lane >> 4) + (int)(lane & 7) : (int)(lane & 15);
+  int col = STORED_T ? 8 * (int)((lane >> 3) & 1) : 8 * (int)(lane >> 4);
+  unsigned a = (unsigned)__cvta_generic_to_shared(tile + row * ldm + col);
+  if (TRANS) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+  }
+}
+// c += a * b on a 16x16x16 tile: two m16n8k16, one per 8 columns of c.
+__device__ __forceinline__ void tirc_mma_16x16x16(float* c, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2]), "r"(b[3]));
+}
+__device__ __forceinline__ void tirc_mma_16x16x16(unsigned* c, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};" : "+r"(c[0]), "+r"(c[1]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};" : "+r"(c[2]), "+r"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2]), "r"(b[3]));
+}
+__device__ __forceinline__ void tirc_mma_fill(float* c, float v) {
+  for (int i = 0; i < 8; ++i) c[i] = v;
+}
+__device__ __forceinline__ void tirc_mma_fill(unsigned* c, half v) {
+  __half2 h = __halves2half2(v, v);
+  for (int i = 0; i < 4; ++i) c[i] = *reinterpret_cast<unsigned*>(&h);
+}
+// The accumulator tile to memory, rows ldm apart: element e of lane l is
+// row 8 * ((e % 4) / 2) + l / 4, column 8 * (e / 4) + 2 * (l % 4) + e % 2.
+__device__ __forceinline__ void tirc_mma_store(float* p, const float* c, int ldm) {
+  unsigned lane = tirc_lane();
+  for (int e = 0; e < 8; e += 2) {
+    float* q = p + (8 * ((e % 4) / 2) + (int)(lane >> 2)) * ldm + 8 * (e / 4) + 2 * (int)(lane & 3);
+    if ((reinterpret_cast<unsigned long long>(q) & 7) == 0) {
+      *reinterpret_cast<float2*>(q) = make_float2(c[e], c[e + 1]);
+    } else {
+      q[0] = c[e];
+      q[1] = c[e + 1];
+    }
+  }
+}
+__device__ __forceinline__ void tirc_mma_store(half* p, const unsigned* c, int ldm) {
+  unsigned lane = tirc_lane();
+  for (int e = 0; e < 8; e += 2) {
+    half* q = p + (8 * ((e % 4) / 2) + (int)(lane >> 2)) * ldm + 8 * (e / 4) + 2 * (int)(lane & 3);
+    unsigned u = c[e / 2];
+    if ((reinterpret_cast<unsigned long long>(q) & 3) == 0) {
+      *reinterpret_cast<unsigned*>(q) = u;
+    } else {
+      __half2 h = *reinterpret_cast<__half2*>(&u);
+      q[0] = __low2half(h);
+      q[1] = __high2half(h);
+    }
+  }
+}
+"#;
+
 const PRELUDE: &str = "\
 // Floor division and remainder, for dividends that may be negative.
 __device__ __forceinline__ int tirc_floordiv(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
@@ -271,11 +334,19 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
             let _ = writeln!(src, "#include <{h}>");
         }
     }
-    let mut uses_wmma = false;
-    f.body.walk(&mut |s| uses_wmma |= matches!(s, Stmt::Wmma(_)));
+    let (mut uses_wmma, mut uses_mma) = (false, false);
+    f.body.walk(&mut |s| {
+        if let Stmt::Wmma(w) = s {
+            uses_mma |= w.op.is_mma();
+            uses_wmma |= !w.op.is_mma();
+        }
+    });
     src.push_str(PRELUDE);
     if uses_wmma {
         src.push_str(WMMA_PRELUDE);
+    }
+    if uses_mma {
+        src.push_str(MMA_PRELUDE);
     }
     let mut uses_async = false;
     f.body.walk(&mut |s| uses_async |= matches!(s, Stmt::AsyncCommit | Stmt::AsyncWait(_)));
@@ -345,6 +416,9 @@ pub fn translation_unit(kernels: &[&CudaKernel]) -> String {
     src.push_str(PRELUDE);
     if any(WMMA_PRELUDE) {
         src.push_str(WMMA_PRELUDE);
+    }
+    if any(MMA_PRELUDE) {
+        src.push_str(MMA_PRELUDE);
     }
     if any(ASYNC_PRELUDE) {
         src.push_str(ASYNC_PRELUDE);
@@ -456,6 +530,19 @@ fn fragment_type(b: &Buffer, body: &Stmt) -> Result<&'static str, Diagnostic> {
         (s, t) => Err(Diagnostic::new(format!(
             "tirc's code generation has no {} fragment of {t} (`{}`): operands are float16, accumulators float32 or float16",
             s.name(),
+            b.name()
+        ))),
+    }
+}
+
+/// The C type of a warp buffer's registers and the elements in each:
+/// float32 as `float`, float16 two to an `unsigned`.
+fn warp_type(b: &Buffer) -> Result<(&'static str, i64), Diagnostic> {
+    match b.dtype() {
+        DType::Float(32) => Ok(("float", 1)),
+        DType::Float(16) => Ok(("unsigned", 2)),
+        t => Err(Diagnostic::new(format!(
+            "tirc's code generation has no warp buffer of {t} (`{}`): operands are float16, accumulators float32 or float16",
             b.name()
         ))),
     }
@@ -795,6 +882,13 @@ impl Gen {
                         let tile = TILE * TILE;
                         self.line(ind, &format!("{ty} {n}[{}];", (size + tile - 1) / tile));
                     }
+                    // A warp tile: each lane holds 8 of its 256 elements,
+                    // halves packed two to a register.
+                    Scope::Warp => {
+                        let (ty, per) = warp_type(buffer)?;
+                        let lanes = tirc_ir::wmma::LANES;
+                        self.line(ind, &format!("{ty} {n}[{}];", (size + lanes * per - 1) / (lanes * per)));
+                    }
                 }
                 self.stmt(body, ind)?;
             }
@@ -829,6 +923,14 @@ impl Gen {
             let k = g.an.simplify(&(row * ldm16 + col));
             Ok(format!("{}[{}]", g.buf_name(&t.buffer), g.expr(&k)?))
         };
+        // A warp tile: its lane's 8 elements, from the first element's
+        // offset over the 32 lanes (halves two to a register).
+        let warp = |g: &mut Self, t: &Tile| -> Result<String, Diagnostic> {
+            let (flat, _) = flat_tile(t)?;
+            let (_, per) = warp_type(&t.buffer)?;
+            let k = g.an.simplify(&Expr::binary(BinOp::FloorDiv, flat, Expr::int(tirc_ir::wmma::LANES * per)));
+            Ok(format!("{} + {}", g.buf_name(&t.buffer), g.expr(&k)?))
+        };
         let mem = |g: &mut Self, t: &Tile| -> Result<(String, String), Diagnostic> {
             let (flat, ldm) = flat_tile(t)?;
             Ok((format!("{} + {}", g.buf_name(&t.buffer), g.expr(&flat)?), g.expr(&ldm)?))
@@ -857,6 +959,38 @@ impl Gen {
                 let f = frag(self, &w.tiles[1])?;
                 let space = if w.tiles[0].buffer.scope() == Scope::Shared { "_shared" } else { "" };
                 format!("tirc_wmma_store{space}({p}, {f}, {ldm});")
+            }
+            WmmaOp::LdMatrix { b, trans } => {
+                let r = warp(self, &w.tiles[0])?;
+                let (p, ldm) = mem(self, &w.tiles[1])?;
+                // ldmatrix reads rows of 16 bytes: 8 halves.
+                if let Some(l) = w.tiles[1].ldm.as_ref().and_then(|l| l.as_int()) {
+                    if l % 8 != 0 {
+                        return Err(Diagnostic::new(format!(
+                            "ldmatrix reads rows of 16 bytes, but the rows of `{}` are {l} halves apart, not a multiple of 8",
+                            w.tiles[1].buffer.name()
+                        ))
+                        .help("give the shared tile rows of a multiple of 8 halves (storage_align with offset 8)"));
+                    }
+                }
+                // A is read row by row as it is stored; B (k × n) is
+                // transposed by the instruction; stored transposed, the
+                // other way round.
+                format!("tirc_ldmatrix_x4<{}, {trans}>({r}, {p}, {ldm});", b != trans)
+            }
+            WmmaOp::MmaSync { .. } => {
+                let (c, a, b) = (warp(self, &w.tiles[0])?, warp(self, &w.tiles[1])?, warp(self, &w.tiles[2])?);
+                format!("tirc_mma_16x16x16({c}, {a}, {b});")
+            }
+            WmmaOp::MmaFill => {
+                let c = warp(self, &w.tiles[0])?;
+                let v = self.expr(w.value.as_ref().ok_or_else(|| Diagnostic::new("a fill without its value"))?)?;
+                format!("tirc_mma_fill({c}, {v});")
+            }
+            WmmaOp::MmaStore => {
+                let (p, ldm) = mem(self, &w.tiles[0])?;
+                let c = warp(self, &w.tiles[1])?;
+                format!("tirc_mma_store({p}, {c}, {ldm});")
             }
         };
         self.line(ind, &line);

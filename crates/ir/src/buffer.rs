@@ -29,6 +29,11 @@ pub enum Scope {
     WmmaMatrixA,
     WmmaMatrixB,
     WmmaAccumulator,
+    /// TVM's `"warp"`: a buffer whose last two dimensions are a warp's 32
+    /// lanes and each lane's elements, `[.., 32, n]` (`crate::wmma`, the
+    /// `mma.sync` operations). Lane `l` holds `[.., l, :]` in its
+    /// registers; only warp-wide operations touch it.
+    Warp,
 }
 
 impl Scope {
@@ -40,6 +45,7 @@ impl Scope {
             "wmma.matrix_a" => Scope::WmmaMatrixA,
             "wmma.matrix_b" => Scope::WmmaMatrixB,
             "wmma.accumulator" => Scope::WmmaAccumulator,
+            "warp" => Scope::Warp,
             _ => return None,
         })
     }
@@ -52,13 +58,14 @@ impl Scope {
             Scope::WmmaMatrixA => "wmma.matrix_a",
             Scope::WmmaMatrixB => "wmma.matrix_b",
             Scope::WmmaAccumulator => "wmma.accumulator",
+            Scope::Warp => "warp",
         }
     }
 
     /// A tensor-core fragment scope: per warp, touched only by `Wmma`
-    /// statements.
+    /// statements (the `wmma.*` scopes and `warp`).
     pub fn is_fragment(self) -> bool {
-        matches!(self, Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator)
+        matches!(self, Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator | Scope::Warp)
     }
 }
 

@@ -295,6 +295,19 @@ impl Printer {
                 if w.op == (crate::wmma::WmmaOp::Mma { b_trans: true }) {
                     args.push("\"b_trans\"".into());
                 }
+                if let crate::wmma::WmmaOp::MmaSync { trans_a, trans_b } = w.op {
+                    for (flag, name) in [(trans_a, "trans_a"), (trans_b, "trans_b")] {
+                        if flag {
+                            args.push(format!("\"{name}\""));
+                        }
+                    }
+                }
+                if let crate::wmma::WmmaOp::LdMatrix { b, trans } = w.op {
+                    args.push(format!("\"{}\"", if b { "b" } else { "a" }));
+                    if trans {
+                        args.push("\"trans\"".into());
+                    }
+                }
                 let ldm: Vec<String> = w.tiles.iter().filter_map(|t| t.ldm.as_ref()).map(|e| self.expr(e, 0)).collect();
                 if !ldm.is_empty() {
                     args.push(format!("ldm=[{}]", ldm.join(", ")));

@@ -93,6 +93,12 @@ impl Target {
     pub fn has_wmma(&self) -> bool {
         self.sm >= 70
     }
+
+    /// `mma.sync.m16n8k16` on float16 (with `ldmatrix`): Ampere (sm_80)
+    /// and newer.
+    pub fn has_mma_m16n8k16(&self) -> bool {
+        self.sm >= 80
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,27 @@
 //! linear layer's weight) is loaded `col_major` into a `wmma.matrix_b`
 //! buffer of that shape, and multiplied by an `Mma` with `b_trans`.
 //! | `Store` | `[dst, frag]` | `dst[i, j] = frag[i, j]` |
+//!
+//! The `mma.sync` family (TVM's `mma_*` intrinsics) works on *warp* tiles
+//! instead: a buffer of scope `warp` whose last two dimensions are the 32
+//! lanes of a warp and the 8 elements each lane holds, a 16×16 tile spread
+//! as the PTX ISA lays out the fragments of `mma.sync.m16n8k16`. TVM names
+//! the layout by the index map `shared_16x16_to_ldmatrix_32x8_layout`:
+//! element `(i, j)` of the tile is `[4 * (i % 8) + (j % 8) // 2,
+//! 4 * (j // 8) + 2 * (i // 8) + j % 2]` (for the A operand and the
+//! accumulator that is where the hardware keeps it; for B, the registers
+//! `ldmatrix` fills and `mma.sync` reads, whatever they hold, stand for it).
+//!
+//! | op | tiles | computes |
+//! |---|---|---|
+//! | `LdMatrix` | `[warp, src]` | `warp[map(i, j)] = src[i, j]` (`ldmatrix.x4`) |
+//! | `MmaSync` | `[c, a, b]` | `c[map(i, j)] += sum_k a[map(i, k)] * b[map(k, j)]` (two `m16n8k16`; `trans_a`: `a[map(k, i)]`, `trans_b`: `b[map(j, k)]`) |
+//! | `MmaFill` | `[c]` | `c[l, e] = value` |
+//! | `MmaStore` | `[dst, c]` | `dst[i, j] = c[map(i, j)]` |
+//!
+//! `LdMatrix` names the operand (`b`) and whether its tile is stored
+//! transposed (`trans`: A as `k × m`, B as `n × k`); the instruction's
+//! `.trans` and the rows each lane points at follow from the two.
 
 use crate::buffer::{Buffer, Scope};
 use crate::expr::Expr;
@@ -31,12 +52,49 @@ use crate::expr::Expr;
 /// The tile size of every operation: m = n = k = 16.
 pub const TILE: i64 = 16;
 
+/// A warp's lanes, and the elements of a 16×16 tile each lane holds in a
+/// `warp` buffer.
+pub const LANES: i64 = 32;
+pub const PER_LANE: i64 = 8;
+
+/// Where element `(i, j)` of a 16×16 tile lives in a `[32, 8]` warp tile
+/// (TVM's `shared_16x16_to_ldmatrix_32x8_layout`): `(lane, element)`.
+pub fn warp_layout(i: i64, j: i64) -> (i64, i64) {
+    (4 * (i % 8) + (j % 8) / 2, 4 * (j / 8) + 2 * (i / 8) + j % 2)
+}
+
+/// The inverse of `warp_layout`: the `(row, column)` of the tile that
+/// element `e` of lane `l` holds.
+pub fn warp_layout_inverse(l: i64, e: i64) -> (i64, i64) {
+    (8 * ((e % 4) / 2) + l / 4, 8 * (e / 4) + 2 * (l % 4) + e % 2)
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum WmmaOp {
     Fill,
-    Load { col_major: bool },
-    Mma { b_trans: bool },
+    Load {
+        col_major: bool,
+    },
+    Mma {
+        b_trans: bool,
+    },
     Store,
+    /// `ldmatrix` of a shared 16×16 tile into a warp tile: the A or the B
+    /// operand, stored as the product reads it or transposed.
+    LdMatrix {
+        b: bool,
+        trans: bool,
+    },
+    /// The product, its operands' warp tiles holding them as stored
+    /// (`trans_a`: A as `k × m`; `trans_b`: B as `n × k`). The
+    /// instruction is the same; the flags say which element of the
+    /// operand each warp-tile element is.
+    MmaSync {
+        trans_a: bool,
+        trans_b: bool,
+    },
+    MmaFill,
+    MmaStore,
 }
 
 impl WmmaOp {
@@ -47,6 +105,10 @@ impl WmmaOp {
             WmmaOp::Load { .. } => "wmma_load_matrix_sync",
             WmmaOp::Mma { .. } => "wmma_mma_sync",
             WmmaOp::Store => "wmma_store_matrix_sync",
+            WmmaOp::LdMatrix { .. } => "mma_ldmatrix",
+            WmmaOp::MmaSync { .. } => "mma_sync",
+            WmmaOp::MmaFill => "mma_fill",
+            WmmaOp::MmaStore => "mma_store",
         }
     }
 
@@ -56,6 +118,10 @@ impl WmmaOp {
             "wmma_load_matrix_sync" => WmmaOp::Load { col_major: false },
             "wmma_mma_sync" => WmmaOp::Mma { b_trans: false },
             "wmma_store_matrix_sync" => WmmaOp::Store,
+            "mma_ldmatrix" => WmmaOp::LdMatrix { b: false, trans: false },
+            "mma_sync" => WmmaOp::MmaSync { trans_a: false, trans_b: false },
+            "mma_fill" => WmmaOp::MmaFill,
+            "mma_store" => WmmaOp::MmaStore,
             _ => return None,
         })
     }
@@ -63,9 +129,9 @@ impl WmmaOp {
     /// How many tiles it takes.
     pub fn arity(&self) -> usize {
         match self {
-            WmmaOp::Fill => 1,
-            WmmaOp::Load { .. } | WmmaOp::Store => 2,
-            WmmaOp::Mma { .. } => 3,
+            WmmaOp::Fill | WmmaOp::MmaFill => 1,
+            WmmaOp::Load { .. } | WmmaOp::Store | WmmaOp::LdMatrix { .. } | WmmaOp::MmaStore => 2,
+            WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } => 3,
         }
     }
 
@@ -80,7 +146,16 @@ impl WmmaOp {
                 vec![Some(Scope::WmmaAccumulator), Some(Scope::WmmaMatrixA), Some(Scope::WmmaMatrixB)]
             }
             WmmaOp::Store => vec![None, Some(Scope::WmmaAccumulator)],
+            WmmaOp::LdMatrix { .. } => vec![Some(Scope::Warp), None],
+            WmmaOp::MmaSync { .. } => vec![Some(Scope::Warp); 3],
+            WmmaOp::MmaFill => vec![Some(Scope::Warp)],
+            WmmaOp::MmaStore => vec![None, Some(Scope::Warp)],
         }
+    }
+
+    /// Whether it is of the `mma.sync` family, on warp tiles.
+    pub fn is_mma(&self) -> bool {
+        matches!(self, WmmaOp::LdMatrix { .. } | WmmaOp::MmaSync { .. } | WmmaOp::MmaFill | WmmaOp::MmaStore)
     }
 }
 
@@ -99,6 +174,16 @@ impl Tile {
     pub fn row_stride(&self) -> Option<Expr> {
         self.ldm.clone().or_else(|| self.buffer.shape().last().cloned())
     }
+
+    /// The rows and columns it covers from its first element: 32 lanes of
+    /// 8 elements for a warp tile, else 16×16.
+    pub fn extent(&self) -> (i64, i64) {
+        if self.buffer.scope() == Scope::Warp {
+            (LANES, PER_LANE)
+        } else {
+            (TILE, TILE)
+        }
+    }
 }
 
 /// One warp-wide operation: `tiles[0]` is written, the others read (and
@@ -115,9 +200,9 @@ impl Wmma {
     /// The tiles it reads.
     pub fn reads(&self) -> &[Tile] {
         match self.op {
-            WmmaOp::Fill => &[],
-            WmmaOp::Load { .. } | WmmaOp::Store => &self.tiles[1..],
-            WmmaOp::Mma { .. } => &self.tiles[..],
+            WmmaOp::Fill | WmmaOp::MmaFill => &[],
+            WmmaOp::Load { .. } | WmmaOp::Store | WmmaOp::LdMatrix { .. } | WmmaOp::MmaStore => &self.tiles[1..],
+            WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } => &self.tiles[..],
         }
     }
 
@@ -155,13 +240,40 @@ impl Wmma {
         }
         let operand = |t: &DType| matches!(t, DType::Float(16));
         let acc = |t: &DType| matches!(t, DType::Float(32) | DType::Float(16));
+        // A warp tile is `[.., 32, 8]` until flattened.
+        for t in &self.tiles {
+            if scope_of(t) == Scope::Warp && t.ldm.is_none() {
+                let shape = t.buffer.const_shape().unwrap_or_default();
+                if shape.len() < 2 || shape[shape.len() - 2..] != [LANES, PER_LANE] {
+                    return Err(format!(
+                        "the warp buffer `{}` must end in the dimensions [32, 8] (the lanes and each lane's elements)",
+                        name(t)
+                    ));
+                }
+            }
+        }
         match self.op {
-            WmmaOp::Fill => {
+            WmmaOp::Fill | WmmaOp::MmaFill => {
                 if !acc(&self.tiles[0].buffer.dtype()) {
                     return Err(format!(
                         "the accumulator `{}` is {}, not float32 or float16",
                         name(&self.tiles[0]),
                         self.tiles[0].buffer.dtype()
+                    ));
+                }
+            }
+            WmmaOp::LdMatrix { .. } => {
+                let (f, m) = (&self.tiles[0], &self.tiles[1]);
+                if scope_of(m) != Scope::Shared {
+                    return Err(format!("ldmatrix reads shared memory, not `{}` in {}", name(m), scope_of(m).name()));
+                }
+                if f.buffer.dtype() != m.buffer.dtype() || !operand(&f.buffer.dtype()) {
+                    return Err(format!(
+                        "ldmatrix copies float16 as it is: `{}` is {}, `{}` {}",
+                        name(m),
+                        m.buffer.dtype(),
+                        name(f),
+                        f.buffer.dtype()
                     ));
                 }
             }
@@ -187,7 +299,7 @@ impl Wmma {
                     ));
                 }
             }
-            WmmaOp::Mma { .. } => {
+            WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } => {
                 let (c, a, b) = (&self.tiles[0], &self.tiles[1], &self.tiles[2]);
                 if a.buffer.dtype() != b.buffer.dtype() || !operand(&a.buffer.dtype()) || !acc(&c.buffer.dtype()) {
                     return Err(format!(
@@ -196,7 +308,7 @@ impl Wmma {
                     ));
                 }
             }
-            WmmaOp::Store => {
+            WmmaOp::Store | WmmaOp::MmaStore => {
                 let (d, f) = (&self.tiles[0], &self.tiles[1]);
                 if d.buffer.dtype() != f.buffer.dtype() {
                     return Err(format!(

@@ -178,6 +178,8 @@ pub enum ExprKind {
         step: Option<Box<Expr>>,
     },
     Tuple(Vec<Expr>),
+    /// `*e` as an element of a tuple: its items unpacked in place.
+    Starred(Box<Expr>),
     List(Vec<Expr>),
     Dict(Vec<(Expr, Expr)>),
     Unary {
@@ -291,7 +293,7 @@ impl Expr {
             ExprKind::Slice { lo, hi, step } => [lo, hi, step].into_iter().flatten().map(|e| &**e).collect(),
             ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().collect(),
             ExprKind::Dict(items) => items.iter().flat_map(|(k, v)| [k, v]).collect(),
-            ExprKind::Unary { operand, .. } => vec![operand],
+            ExprKind::Unary { operand, .. } | ExprKind::Starred(operand) => vec![operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
             ExprKind::Compare { first, rest } => {
                 let mut v = vec![&**first];

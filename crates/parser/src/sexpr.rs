@@ -201,6 +201,7 @@ pub fn expr(e: &Expr) -> String {
             format!("(slice {} {} {})", opt(lo), opt(hi), opt(step))
         }
         ExprKind::Tuple(items) => list("tuple", items),
+        ExprKind::Starred(e) => format!("(star {})", expr(e)),
         ExprKind::List(items) => list("list", items),
         ExprKind::Dict(items) => {
             let items: Vec<String> = items.iter().map(|(k, v)| format!("({} {})", expr(k), expr(v))).collect();

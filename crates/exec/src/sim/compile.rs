@@ -106,6 +106,9 @@ pub(super) struct TileNode {
     pub mem: usize,
     pub base: Index,
     pub stride: IExpr,
+    /// The rows and columns it covers: 16×16, or a warp tile's 32 lanes
+    /// of 8 elements.
+    pub extent: (usize, usize),
 }
 
 /// A block realize: its variables bound, its predicate, its init run where
@@ -384,7 +387,8 @@ impl Compiler {
                         Ok(m) => m,
                         Err(e) => return Node::Fail(e),
                     };
-                    tiles.push(TileNode { mem, base, stride });
+                    let (rows, cols) = t.extent();
+                    tiles.push(TileNode { mem, base, stride, extent: (rows as usize, cols as usize) });
                 }
                 let value = w.value.as_ref().map(|v| self.expr(v).float());
                 let round = Precision::of(w.tiles[0].buffer.dtype(), self.f64_storage);

@@ -436,7 +436,7 @@ impl<'p> Machine<'p> {
                 let (per_thread, shared, size) = match decl.scope {
                     // A fragment is a warp's: kept as a thread's local array,
                     // that of the warp's first thread (`Machine::wmma`).
-                    Scope::Local | Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator => {
+                    Scope::Local | Scope::WmmaMatrixA | Scope::WmmaMatrixB | Scope::WmmaAccumulator | Scope::Warp => {
                         (elements, false, elements * self.n)
                     }
                     Scope::Shared => (0, true, elements),
@@ -547,14 +547,15 @@ impl<'p> Machine<'p> {
                     ));
                 }
             }
-            // The 256 addresses of each tile.
+            // The 256 addresses of each tile (16×16, or 32 lanes × 8).
             let mut addr: Vec<[usize; T * T]> = Vec::new();
             for (i, t) in w.tiles.iter().enumerate() {
                 let mut a = [0usize; T * T];
-                for r in 0..T {
-                    for c in 0..T {
+                let (rows, cols) = t.extent;
+                for r in 0..rows {
+                    for c in 0..cols {
                         let e = bases[i][k] + r as i64 * strides[i][k] + c as i64;
-                        a[r * T + c] = self.address(t.mem, e, leader)?;
+                        a[r * cols + c] = self.address(t.mem, e, leader)?;
                     }
                 }
                 addr.push(a);
@@ -585,6 +586,26 @@ impl<'p> Machine<'p> {
                     v
                 }
                 WmmaOp::Store => read(self, 1)?.map(|x| w.round.round(x)),
+                // Warp tiles, lane by lane: element (i, j) of the 16×16
+                // tile is element `warp_layout(i, j)` of the warp tile.
+                WmmaOp::LdMatrix { .. } => to_warp(&read(self, 1)?),
+                WmmaOp::MmaFill => [w.round.round(value[k]); T * T],
+                WmmaOp::MmaStore => from_warp(&read(self, 1)?).map(|x| w.round.round(x)),
+                WmmaOp::MmaSync { trans_a, trans_b } => {
+                    let acc = from_warp(&read(self, 0)?);
+                    // The operands as stored: A[i, k] or A[k, i], B[k, j] or B[j, k].
+                    let (a, b) = (from_warp(&read(self, 1)?), from_warp(&read(self, 2)?));
+                    let at = |i: usize, x: usize| if trans_a { a[x * T + i] } else { a[i * T + x] };
+                    let bt = |x: usize, j: usize| if trans_b { b[j * T + x] } else { b[x * T + j] };
+                    let mut v = [0.0; T * T];
+                    for r in 0..T {
+                        for c in 0..T {
+                            let dot: f64 = (0..T).map(|x| at(r, x) * bt(x, c)).sum();
+                            v[r * T + c] = w.round.round(acc[r * T + c] + dot);
+                        }
+                    }
+                    to_warp(&v)
+                }
             };
             for (&a, &v) in addr[0].iter().zip(&out) {
                 self.touch(w.tiles[0].mem, a, leader, Some(v))?;
@@ -1148,4 +1169,25 @@ fn wrap_all(op: BinOp, t: DType, out: &mut [i64]) {
     if !(op.is_compare() || op.is_logical()) {
         wrap_to(t, out);
     }
+}
+
+/// A 16×16 tile, row by row, as the warp tile that holds it: lane by lane,
+/// 8 elements each (`tirc_ir::wmma::warp_layout`).
+fn to_warp(tile: &[f64; 256]) -> [f64; 256] {
+    let mut out = [0.0; 256];
+    for (i, x) in out.iter_mut().enumerate() {
+        let (r, c) = tirc_ir::wmma::warp_layout_inverse(i as i64 / 8, i as i64 % 8);
+        *x = tile[(r * 16 + c) as usize];
+    }
+    out
+}
+
+/// The 16×16 tile a warp tile holds, row by row.
+fn from_warp(warp: &[f64; 256]) -> [f64; 256] {
+    let mut out = [0.0; 256];
+    for (i, x) in out.iter_mut().enumerate() {
+        let (l, e) = tirc_ir::wmma::warp_layout(i as i64 / 16, i as i64 % 16);
+        *x = warp[(l * 8 + e) as usize];
+    }
+    out
 }

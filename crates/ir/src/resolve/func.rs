@@ -675,7 +675,8 @@ impl FuncResolver<'_> {
         }
     }
 
-    /// `T.wmma_<op>(tile, .., [value], ["row_major"], ["b_trans"], [ldm=[..]])`, as the
+    /// `T.wmma_<op>(tile, .., [value], ["row_major"], ["b_trans"], [ldm=[..]])`
+    /// or `T.mma_<op>(tile, .., [value], ["a" | "b"], ["trans"], ["trans_a"], ["trans_b"], [ldm=[..]])`, as the
     /// printer writes a tensor-core operation (`crate::wmma`): each tile an
     /// access to its first element.
     fn wmma(&mut self, e: &ast::Expr, name: &str, args: &[Arg]) -> R<Stmt> {
@@ -700,7 +701,17 @@ impl FuncResolver<'_> {
                         op = WmmaOp::Load { col_major: l == "col_major" }
                     }
                     (ExprKind::Str(l), WmmaOp::Mma { .. }) if l == "b_trans" => op = WmmaOp::Mma { b_trans: true },
-                    (_, WmmaOp::Fill) if value.is_none() => value = Some(self.expr(x)?),
+                    (ExprKind::Str(l), WmmaOp::MmaSync { trans_a, trans_b }) if l == "trans_a" || l == "trans_b" => {
+                        op =
+                            WmmaOp::MmaSync { trans_a: *trans_a || l == "trans_a", trans_b: *trans_b || l == "trans_b" }
+                    }
+                    (ExprKind::Str(l), WmmaOp::LdMatrix { trans, .. }) if l == "a" || l == "b" => {
+                        op = WmmaOp::LdMatrix { b: l == "b", trans: *trans }
+                    }
+                    (ExprKind::Str(l), WmmaOp::LdMatrix { b, .. }) if l == "trans" => {
+                        op = WmmaOp::LdMatrix { b: *b, trans: true }
+                    }
+                    (_, WmmaOp::Fill | WmmaOp::MmaFill) if value.is_none() => value = Some(self.expr(x)?),
                     _ => return Err(Diagnostic::at(x.span, format!("{name} does not take this argument"))),
                 },
                 Arg::Keyword(k, x) if k.name == "ldm" => {
@@ -720,7 +731,7 @@ impl FuncResolver<'_> {
                 t.ldm = Some(l);
             }
         }
-        if op == WmmaOp::Fill && value.is_none() {
+        if matches!(op, WmmaOp::Fill | WmmaOp::MmaFill) && value.is_none() {
             return Err(Diagnostic::at(e.span, format!("{name} takes the value to fill with")));
         }
         let w = Wmma { op, tiles, value };

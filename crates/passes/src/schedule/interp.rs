@@ -323,8 +323,19 @@ impl Interp<'_> {
         }
     }
 
+    /// The values of a tuple's or a list's items, `*e` unpacked in place.
     fn exprs(&mut self, v: &[ast::Expr]) -> R<Vec<Value>> {
-        v.iter().map(|x| self.expr(x)).collect()
+        let mut out = Vec::new();
+        for x in v {
+            match &x.kind {
+                ExprKind::Starred(inner) => match self.expr(inner)? {
+                    Value::List(items) | Value::Tuple(items) => out.extend(items),
+                    o => return Err(Diagnostic::at(x.span, format!("cannot unpack {} with `*`", o.kind()))),
+                },
+                _ => out.push(self.expr(x)?),
+            }
+        }
+        Ok(out)
     }
 
     fn subscript(&mut self, v: Value, idx: &ast::Expr) -> R<Value> {
@@ -384,8 +395,43 @@ impl Interp<'_> {
             ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
             _ => vec![body],
         };
-        let results = items.into_iter().map(|e| self.index_expr(e, &vars)).collect::<R<Vec<_>>>()?;
+        let mut results = Vec::new();
+        for e in items {
+            match &e.kind {
+                ExprKind::Starred(inner) => results.extend(self.layout_call(inner, &vars)?),
+                _ => results.push(self.index_expr(e, &vars)?),
+            }
+        }
         Ok(IndexMap { params: vars, results })
+    }
+
+    /// `*shared_16x16_to_ldmatrix_32x8_layout(i, j)` in an index map (TVM's
+    /// `tvm.tir.tensor_intrin.cuda` helper, under any module path): the
+    /// lane and the element of a 16×16 tile's `(i, j)` in a `[32, 8]` warp
+    /// tile (`tirc_ir::wmma::warp_layout`); or `*(a, b)`.
+    fn layout_call(&self, e: &ast::Expr, vars: &[Var]) -> R<Vec<Expr>> {
+        const LAYOUT: &str = "shared_16x16_to_ldmatrix_32x8_layout";
+        match &e.kind {
+            ExprKind::Tuple(items) => items.iter().map(|x| self.index_expr(x, vars)).collect(),
+            ExprKind::Call { func, args } if matches!(&func.kind, ExprKind::Name(n) | ExprKind::Attribute { attr: tirc_parser::ast::Ident { name: n, .. }, .. } if n == LAYOUT) =>
+            {
+                let [ast::Arg::Positional(i), ast::Arg::Positional(j)] = &args[..] else {
+                    return Err(Diagnostic::at(e.span, format!("{LAYOUT} takes two indices, (i, j) of a 16x16 tile")));
+                };
+                let (i, j) = (self.index_expr(i, vars)?, self.index_expr(j, vars)?);
+                let f = |op, a: Expr, b: i64| Expr::folded(op, a, Expr::int(b));
+                let lane = f(BinOp::Mul, f(BinOp::FloorMod, i.clone(), 8), 4)
+                    + f(BinOp::FloorDiv, f(BinOp::FloorMod, j.clone(), 8), 2);
+                let elem = f(BinOp::Mul, f(BinOp::FloorDiv, j.clone(), 8), 4)
+                    + f(BinOp::Mul, f(BinOp::FloorDiv, i, 8), 2)
+                    + f(BinOp::FloorMod, j, 2);
+                Ok(vec![lane, elem])
+            }
+            _ => Err(Diagnostic::at(
+                e.span,
+                format!("an index map unpacks (`*`) a tuple or {LAYOUT}(i, j), nothing else"),
+            )),
+        }
     }
 
     fn index_expr(&self, e: &ast::Expr, vars: &[Var]) -> R<Expr> {

@@ -18,6 +18,16 @@
 //! | `wmma_sync_16x16x16_f16f16f16` | the same in float16, no casts | `mma_sync` |
 //! | `wmma_sync_16x16x16_f16f16f32_trans` (`f16f16f16`) | `… + f32(A[i, k]) * f32(B[j, k])` | `mma_sync`, B transposed |
 //! | `wmma_store_16x16x16_f32_global`, `_shared` (`_f16_`) | `D[i, j] = C_acc[i, j]` | store of the accumulator tile |
+//! | `mma_ldmatrix_f16_a`, `_b` (`_trans`, `_dyn`) | `W[.., map(i, j)] = S[i, j]` | `ldmatrix.x4` into a warp tile |
+//! | `mma_f16f16f32`, `mma_f16f16f16` (`_trans_a`, `_trans_b`) | `C[map(i, j)] += A[map(i, k)] * B[map(k, j)]` on warp tiles | two `mma.sync.m16n8k16` |
+//! | `mma_fill_16x16_f32`, `_f16` | `C[.., map(i, j)] = c` | fill of a warp accumulator tile |
+//! | `mma_store_16x16_f32_global_` (`_f16_`, `_shared_dyn_`, `_simple_`) | `D[i, j] = C[.., map(i, j)]` | store of a warp accumulator tile |
+//!
+//! `map` is TVM's `shared_16x16_to_ldmatrix_32x8_layout` (`tirc_ir::wmma`):
+//! a warp buffer must have been `transform_layout`ed to `[.., 32, 8]`
+//! tiles first, and its accesses are checked element by element against
+//! the map (each of the 256). `_trans` (an operand stored transposed) swaps
+//! the operand's indices: `A[map(k, i)]`, `B[map(j, k)]`.
 //!
 //! The outer block keeps its variables and regions; its body becomes the
 //! operation (`tirc_ir::wmma`), the tiles named by their first elements.
@@ -57,6 +67,22 @@ enum Kind {
         acc: DType,
         to: Scope,
     },
+    /// `mma_ldmatrix_f16_{a,b}[_trans]`: a shared tile into a warp tile.
+    MmaLoad {
+        b: bool,
+        trans: bool,
+    },
+    /// `mma_f16f16{f32,f16}[_trans_a][_trans_b]`.
+    MmaSync {
+        acc: DType,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    MmaFill(DType),
+    MmaStore {
+        acc: DType,
+        to: Scope,
+    },
 }
 
 /// TVM's registered name, and what it is.
@@ -79,6 +105,29 @@ const INTRINSICS: &[(&str, Kind)] = &[
     ("wmma_store_16x16x16_f16_global", Kind::Store { acc: DType::F16, to: Scope::Global }),
     ("wmma_store_16x16x16_f16_shared", Kind::Store { acc: DType::F16, to: Scope::Shared }),
     ("wmma_store_16x16x16_f16_shared_dyn", Kind::Store { acc: DType::F16, to: Scope::Shared }),
+    ("mma_ldmatrix_f16_a", Kind::MmaLoad { b: false, trans: false }),
+    ("mma_ldmatrix_f16_a_dyn", Kind::MmaLoad { b: false, trans: false }),
+    ("mma_ldmatrix_f16_a_trans", Kind::MmaLoad { b: false, trans: true }),
+    ("mma_ldmatrix_f16_a_trans_dyn", Kind::MmaLoad { b: false, trans: true }),
+    ("mma_ldmatrix_f16_b", Kind::MmaLoad { b: true, trans: false }),
+    ("mma_ldmatrix_f16_b_dyn", Kind::MmaLoad { b: true, trans: false }),
+    ("mma_ldmatrix_f16_b_trans", Kind::MmaLoad { b: true, trans: true }),
+    ("mma_ldmatrix_f16_b_trans_dyn", Kind::MmaLoad { b: true, trans: true }),
+    ("mma_f16f16f32", Kind::MmaSync { acc: DType::F32, trans_a: false, trans_b: false }),
+    ("mma_f16f16f32_trans_b", Kind::MmaSync { acc: DType::F32, trans_a: false, trans_b: true }),
+    ("mma_f16f16f32_trans_a", Kind::MmaSync { acc: DType::F32, trans_a: true, trans_b: false }),
+    ("mma_f16f16f32_trans_a_trans_b", Kind::MmaSync { acc: DType::F32, trans_a: true, trans_b: true }),
+    ("mma_f16f16f16", Kind::MmaSync { acc: DType::F16, trans_a: false, trans_b: false }),
+    ("mma_f16f16f16_trans_b", Kind::MmaSync { acc: DType::F16, trans_a: false, trans_b: true }),
+    ("mma_f16f16f16_trans_a", Kind::MmaSync { acc: DType::F16, trans_a: true, trans_b: false }),
+    ("mma_f16f16f16_trans_a_trans_b", Kind::MmaSync { acc: DType::F16, trans_a: true, trans_b: true }),
+    ("mma_fill_16x16_f32", Kind::MmaFill(DType::F32)),
+    ("mma_fill_16x16_f16", Kind::MmaFill(DType::F16)),
+    ("mma_store_16x16_f32_global_", Kind::MmaStore { acc: DType::F32, to: Scope::Global }),
+    ("mma_store_16x16_f16_global_", Kind::MmaStore { acc: DType::F16, to: Scope::Global }),
+    ("mma_store_16x16_f32_shared_dyn_", Kind::MmaStore { acc: DType::F32, to: Scope::Shared }),
+    ("mma_store_16x16_f32_shared_dyn_simple_", Kind::MmaStore { acc: DType::F32, to: Scope::Shared }),
+    ("mma_store_16x16_f16_shared_dyn_simple_", Kind::MmaStore { acc: DType::F16, to: Scope::Shared }),
 ];
 
 /// The names `tensorize` knows, for its error message.
@@ -116,7 +165,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         .find_block(&block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is not in the function")))?
         .clone();
-    let rank = if matches!(kind, Kind::Sync { .. }) { 3 } else { 2 };
+    let rank = if matches!(kind, Kind::Sync { .. } | Kind::MmaSync { .. }) { 3 } else { 2 };
     let col_major = kind == Kind::LoadBTrans;
     let refuse = |why: String| ScheduleError::new(format!("block `{block}` does not match `{intrin}`: {why}"));
     if r.block.init.is_some() {
@@ -174,6 +223,9 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
     };
     let tile = |b: &Buffer, idx: &[Expr], row: &Var, col: &Var| -> Result<Tile> {
         origin(b, idx, row, col, &v).map_err(&refuse)
+    };
+    let warp = |b: &Buffer, idx: &[Expr], row: &Var, col: &Var| -> Result<Tile> {
+        warp_origin(b, idx, row, col, &v).map_err(&refuse)
     };
     let load = |e: &Expr| -> Option<(Buffer, Vec<Expr>)> {
         match strip_cast(e) {
@@ -263,11 +315,74 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 value: None,
             }
         }
+        Kind::MmaLoad { b, trans } => {
+            scoped(buffer, Scope::Warp, DType::F16)?;
+            let (src, sidx) = copied()?;
+            scoped(&src, Scope::Shared, DType::F16)?;
+            Wmma {
+                op: WmmaOp::LdMatrix { b, trans },
+                tiles: vec![warp(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
+                value: None,
+            }
+        }
+        Kind::MmaFill(t) => {
+            scoped(buffer, Scope::Warp, t)?;
+            if value.has_var() || value.has_load() {
+                return Err(refuse("it does not store a constant".into()));
+            }
+            Wmma { op: WmmaOp::MmaFill, tiles: vec![warp(buffer, indices, v[0], v[1])?], value: Some(value.clone()) }
+        }
+        Kind::MmaStore { acc, to } => {
+            scoped(buffer, to, acc)?;
+            let (src, sidx) = copied()?;
+            scoped(&src, Scope::Warp, acc)?;
+            Wmma {
+                op: WmmaOp::MmaStore,
+                tiles: vec![tile(buffer, indices, v[0], v[1])?, warp(&src, &sidx, v[0], v[1])?],
+                value: None,
+            }
+        }
+        Kind::MmaSync { acc, trans_a, trans_b } => {
+            scoped(buffer, Scope::Warp, acc)?;
+            let shape = "C[i, j] = C[i, j] + A[i, k] * B[k, j] on warp tiles";
+            let Expr::Binary(BinOp::Add, lhs, prod) = value else {
+                return Err(refuse(format!("it is not {shape}")));
+            };
+            let (Some((c2, cidx)), Expr::Binary(BinOp::Mul, a, b)) = (load(lhs), prod.as_ref()) else {
+                return Err(refuse(format!("it is not {shape}")));
+            };
+            let casts_ok = |e: &Expr| match e {
+                Expr::Cast(t, _) => *t == acc,
+                _ => acc == DType::F16,
+            };
+            let (Some((ab, aidx)), Some((bb, bidx))) = (load(a), load(b)) else {
+                return Err(refuse("its product is not of two loads".into()));
+            };
+            if c2 != *buffer || !casts_ok(a) || !casts_ok(b) {
+                return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A) * {acc}(B)")));
+            }
+            scoped(&ab, Scope::Warp, DType::F16)?;
+            scoped(&bb, Scope::Warp, DType::F16)?;
+            let c = warp(buffer, indices, v[0], v[1])?;
+            let c_read = warp(&c2, &cidx, v[0], v[1])?;
+            if !same_origin(&c, &c_read) {
+                return Err(refuse("it reads another tile of C than it writes".into()));
+            }
+            // The operands as they are stored: A[i, k] (A[k, i] with
+            // trans_a), B[k, j] (B[j, k] with trans_b).
+            let (ar, ac) = if trans_a { (v[2], v[0]) } else { (v[0], v[2]) };
+            let (br, bc) = if trans_b { (v[1], v[2]) } else { (v[2], v[1]) };
+            Wmma {
+                op: WmmaOp::MmaSync { trans_a, trans_b },
+                tiles: vec![c, warp(&ab, &aidx, ar, ac)?, warp(&bb, &bidx, br, bc)?],
+                value: None,
+            }
+        }
     };
     w.check().map_err(&refuse)?;
     // 4.
     let an = Analyzer::new();
-    for t in &w.tiles {
+    for t in w.tiles.iter().filter(|t| t.buffer.scope() != Scope::Warp) {
         let n = t.indices.len();
         for i in &t.indices[n - 2..] {
             let rem = an.simplify(&Expr::binary(BinOp::FloorMod, i.clone(), Expr::int(TILE)));
@@ -339,4 +454,49 @@ fn origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std:
         out.push(an.simplify(&substitute(e, &zero)));
     }
     Ok(Tile { buffer: b.clone(), indices: out, ldm: None })
+}
+
+/// The warp tile an access names: its last two indices
+/// `warp_layout(row, col)` (TVM's `shared_16x16_to_ldmatrix_32x8_layout`,
+/// checked at each of the 256 elements), the others the same for every
+/// element and free of the inner variables `vars`. The tile's first
+/// element is `[.., 0, 0]`.
+fn warp_origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std::result::Result<Tile, String> {
+    use tirc_ir::wmma::{warp_layout, LANES, PER_LANE};
+    let n = idx.len();
+    let shape = b.const_shape().unwrap_or_default();
+    if n < 2 || shape.len() != n || shape[n - 2..] != [LANES, PER_LANE] {
+        return Err(format!("the warp buffer `{}` does not end in the dimensions [32, 8]", b.name())
+            + " (transform_layout it with shared_16x16_to_ldmatrix_32x8_layout first)");
+    }
+    let others: Vec<&&Var> = vars.iter().filter(|v| **v != row && **v != col).collect();
+    if idx.iter().any(|e| others.iter().any(|v| e.uses(v))) {
+        return Err(format!("its access to `{}` uses a variable of the tile it does not walk", b.name()));
+    }
+    let an = Analyzer::new();
+    let at = |r: i64, c: i64| -> Vec<Expr> {
+        let mut bind: Vec<(Var, Expr)> =
+            vec![(row.clone(), Expr::Int(r, row.dtype())), (col.clone(), Expr::Int(c, col.dtype()))];
+        bind.extend(others.iter().map(|v| ((**v).clone(), Expr::Int(0, v.dtype()))));
+        idx.iter().map(|e| an.simplify(&substitute(e, &bind))).collect()
+    };
+    let first = at(0, 0);
+    for r in 0..TILE {
+        for c in 0..TILE {
+            let got = at(r, c);
+            let (lane, elem) = warp_layout(r, c);
+            let lead_same =
+                got[..n - 2].iter().zip(&first[..n - 2]).all(|(x, y)| tirc_ir::structural_eq::same_expr(x, y));
+            if !lead_same || got[n - 2].as_int() != Some(lane) || got[n - 1].as_int() != Some(elem) {
+                let shown: Vec<String> = got.iter().map(tirc_ir::printer::print_expr).collect();
+                return Err(format!(
+                    "its access to the warp buffer `{}` puts element ({r}, {c}) of the tile at [{}], where the \
+                     intrinsic's layout (shared_16x16_to_ldmatrix_32x8_layout) puts it at [.., {lane}, {elem}]",
+                    b.name(),
+                    shown.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(Tile { buffer: b.clone(), indices: first, ldm: None })
 }

@@ -14,14 +14,17 @@
 //! 1. The block exists and the buffer is one of its reads or writes.
 //! 2. The buffer is allocated inside the function: a parameter's layout
 //!    is what the caller passes.
-//! 3. The buffer's shape is constant, of at most 2^20 elements, and has no
-//!    `storage_align` request (whose axis would lose its meaning: align
-//!    after transforming).
+//! 3. The buffer's shape is constant and has no `storage_align` request
+//!    (whose axis would lose its meaning: align after transforming).
 //! 4. The map takes as many indices as the buffer has dimensions and gives
 //!    integer expressions of them (`+ - * // %`, `min`, `max`, literals).
 //! 5. The map is a bijection from the old shape onto the box of its image:
 //!    every element lands on a distinct new index, each index of the new
-//!    shape `(max + 1 per result)` is reached, none is negative.
+//!    shape `(max + 1 per result)` is reached, none is negative. Up to
+//!    2^20 elements this is checked element by element; a larger buffer
+//!    (a cache of a whole operand, before compaction) is checked on one
+//!    period of the map (`periodic_image`), which must then be a tile
+//!    placed by whole steps along dimensions of its own.
 //!
 //! TVM's `pad_value` (a map onto a larger box, the padding filled) is not
 //! taken yet, nor `assume_injective_transform`.
@@ -114,13 +117,6 @@ pub fn transform_layout(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef,
     let shape: Option<Vec<i64>> = b.shape().iter().map(Expr::as_int).collect();
     let shape = shape
         .ok_or_else(|| ScheduleError::unsupported(format!("`{}` has a shape known only at run time", b.name())))?;
-    let elements = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).unwrap_or(i64::MAX);
-    if elements > MAX_ELEMENTS {
-        return Err(ScheduleError::unsupported(format!(
-            "`{}` has {elements} elements; tirc checks the map element by element, up to {MAX_ELEMENTS}",
-            b.name()
-        )));
-    }
     let mut aligned = false;
     sch.func.body.walk(&mut |s| {
         if let Stmt::Block(x) = s {
@@ -146,7 +142,9 @@ pub fn transform_layout(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef,
         )));
     }
     // 5.
-    let new_shape = image(map, &shape).map_err(|why| {
+    let elements = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).unwrap_or(i64::MAX);
+    let checked = if elements > MAX_ELEMENTS { periodic_image(map, &shape) } else { image(map, &shape) };
+    let new_shape = checked.map_err(|why| {
         ScheduleError::new(format!(
             "the index map `{map}` is not a bijection onto a new shape of `{}`: {why}",
             b.name()
@@ -300,5 +298,201 @@ fn eval(e: &Expr, params: &[Var], at: &[i64]) -> Option<i64> {
             }
         }
         _ => None,
+    }
+}
+
+/// How much `e` grows when parameter `d` grows by `step`, if that is the
+/// same wherever the other parameters are: `x // c` and `x % c` need `x`
+/// to grow by a multiple of `c`.
+fn shift(e: &Expr, d: &Var, step: i64) -> Option<i64> {
+    match e {
+        Expr::Int(..) => Some(0),
+        Expr::Var(v) => Some(if v == d { step } else { 0 }),
+        Expr::Binary(op, a, b) => {
+            let (x, y) = (shift(a, d, step)?, shift(b, d, step)?);
+            match op {
+                BinOp::Add => x.checked_add(y),
+                BinOp::Sub => x.checked_sub(y),
+                BinOp::Mul => match (a.as_int(), b.as_int()) {
+                    (Some(c), _) => y.checked_mul(c),
+                    (_, Some(c)) => x.checked_mul(c),
+                    _ if x == 0 && y == 0 => Some(0),
+                    _ => None,
+                },
+                BinOp::FloorDiv | BinOp::FloorMod => {
+                    let c = b.as_int().filter(|&c| c > 0)?;
+                    if y != 0 || x % c != 0 {
+                        return None;
+                    }
+                    Some(if *op == BinOp::FloorDiv { x / c } else { 0 })
+                }
+                _ if x == 0 && y == 0 => Some(0),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `image` for a buffer too large to enumerate: the map is periodic,
+/// `map(r + q * step) = g(r) + D q` with `r` in a box of one step per
+/// dimension and `q` counting the steps, and that box is enumerated. The
+/// map is a bijection onto its image's box if `g` is injective, each
+/// dimension's step moves exactly one result (its "digit"), and the steps
+/// that move one result are digits apart: each further than the spread of
+/// `g` there plus all the smaller steps of that result. Maps of another
+/// form are refused (tirc cannot prove them bijections without
+/// enumerating every element).
+fn periodic_image(map: &IndexMap, shape: &[i64]) -> std::result::Result<Vec<i64>, String> {
+    let too_big = |why: &str| {
+        format!("tirc checks a map of a buffer over {MAX_ELEMENTS} elements on one period of it, and {why}")
+    };
+    // The smallest step of each dimension that moves every result by a
+    // constant, and that constant per result.
+    let mut steps = Vec::new();
+    let mut deltas: Vec<Vec<i64>> = Vec::new();
+    for (d, &extent) in map.params.iter().zip(shape) {
+        let found = (1..=extent).filter(|s| extent % s == 0).find_map(|s| {
+            let ds: Option<Vec<i64>> = map.results.iter().map(|r| shift(r, d, s)).collect();
+            ds.map(|ds| (s, ds))
+        });
+        let (s, ds) = found.ok_or_else(|| too_big(&format!("`{}` has no period along `{}`", map, d.name())))?;
+        steps.push(s);
+        deltas.push(ds);
+    }
+    let period: i64 = steps.iter().product();
+    if period > MAX_ELEMENTS {
+        return Err(too_big(&format!("one period has {period} elements")));
+    }
+    // The period's image: injective, and its spread per result.
+    let mut lo = vec![i64::MAX; map.results.len()];
+    let mut hi = vec![i64::MIN; map.results.len()];
+    let mut seen = std::collections::HashSet::new();
+    let mut idx = vec![0i64; steps.len()];
+    for _ in 0..period {
+        let p: Vec<i64> = map
+            .results
+            .iter()
+            .map(|r| eval(r, &map.params, &idx))
+            .collect::<Option<Vec<i64>>>()
+            .ok_or_else(|| too_big("its results are not all integer expressions tirc can evaluate"))?;
+        for (k, &v) in p.iter().enumerate() {
+            lo[k] = lo[k].min(v);
+            hi[k] = hi[k].max(v);
+        }
+        if !seen.insert(p.clone()) {
+            return Err(format!("two elements of the first period {steps:?} land on {p:?}"));
+        }
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < steps[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    // Each dimension's steps move one result; per result, its digits.
+    let counts: Vec<i64> = shape.iter().zip(&steps).map(|(e, s)| e / s).collect();
+    let mut digits: Vec<Vec<(i64, i64)>> = vec![Vec::new(); map.results.len()];
+    for (d, ds) in deltas.iter().enumerate() {
+        if counts[d] == 1 {
+            continue;
+        }
+        let moved: Vec<usize> = (0..ds.len()).filter(|&k| ds[k] != 0).collect();
+        match moved[..] {
+            [k] if ds[k] > 0 => digits[k].push((ds[k], counts[d])),
+            _ => {
+                return Err(too_big(&format!(
+                    "a step along `{}` moves the results by {ds:?}, not one result forward",
+                    map.params[d].name()
+                )))
+            }
+        }
+    }
+    let mut new_shape = Vec::new();
+    for (k, ds) in digits.iter_mut().enumerate() {
+        ds.sort();
+        if lo[k] < 0 {
+            return Err(format!("it maps an element to a negative index in dimension {k}"));
+        }
+        // The values the smaller digits and `g` reach: [0, reach).
+        let mut reach = hi[k] + 1;
+        for &(delta, count) in ds.iter() {
+            if delta < reach {
+                return Err(too_big(&format!(
+                    "in result {k} a step of {delta} lands inside the {reach} values below it"
+                )));
+            }
+            reach += delta * (count - 1);
+        }
+        new_shape.push(reach);
+    }
+    let n: i64 = shape.iter().product();
+    let size = new_shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).unwrap_or(i64::MAX);
+    if size != n {
+        return Err(format!(
+            "the image spans {new_shape:?}, {size} elements, where the buffer has {n}: a map onto a larger box \
+             needs padding (pad_value), which tirc does not take yet"
+        ));
+    }
+    Ok(new_shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tirc_ir::DType;
+
+    fn map(f: impl Fn(Expr, Expr) -> Vec<Expr>) -> IndexMap {
+        let (i, j) = (Var::new("i", DType::I32), Var::new("j", DType::I32));
+        let results = f(Expr::var(&i), Expr::var(&j));
+        IndexMap { params: vec![i, j], results }
+    }
+
+    fn div(a: Expr, b: i64) -> Expr {
+        Expr::binary(BinOp::FloorDiv, a, Expr::int(b))
+    }
+
+    fn rem(a: Expr, b: i64) -> Expr {
+        Expr::binary(BinOp::FloorMod, a, Expr::int(b))
+    }
+
+    /// TVM's `(i // 16, j // 16, *shared_16x16_to_ldmatrix_32x8_layout(i % 16, j % 16))`.
+    fn ldmatrix() -> IndexMap {
+        map(|i, j| {
+            let (ii, jj) = (rem(i.clone(), 16), rem(j.clone(), 16));
+            vec![
+                div(i, 16),
+                div(j, 16),
+                rem(ii.clone(), 8) * Expr::int(4) + div(rem(jj.clone(), 8), 2),
+                div(jj.clone(), 8) * Expr::int(4) + div(ii, 8) * Expr::int(2) + rem(jj, 2),
+            ]
+        })
+    }
+
+    #[test]
+    fn large_buffers_are_checked_on_one_period() {
+        assert_eq!(periodic_image(&ldmatrix(), &[4096, 4096]), Ok(vec![256, 256, 32, 8]));
+        // The same answer as element by element where both can run.
+        assert_eq!(periodic_image(&ldmatrix(), &[64, 32]), image(&ldmatrix(), &[64, 32]));
+        let transpose = map(|i, j| vec![j, i]);
+        assert_eq!(periodic_image(&transpose, &[2048, 4096]), Ok(vec![4096, 2048]));
+        let tiles = map(|i, j| vec![div(i.clone(), 16), div(j.clone(), 16), rem(i, 16), rem(j, 16)]);
+        assert_eq!(periodic_image(&tiles, &[4096, 2048]), Ok(vec![256, 128, 16, 16]));
+        // Fused into one dimension, row by row: digits apart.
+        let flat = map(|i, j| vec![i * Expr::int(2048) + j]);
+        assert_eq!(periodic_image(&flat, &[2048, 2048]), Ok(vec![2048 * 2048]));
+    }
+
+    #[test]
+    fn large_maps_that_are_no_bijections_are_refused() {
+        // Two rows onto one.
+        let halve = map(|i, j| vec![div(i, 2), j]);
+        assert!(periodic_image(&halve, &[4096, 4096]).is_err());
+        // Injective, but onto a parallelogram, not a box.
+        let skew = map(|i, j| vec![i.clone() + j.clone(), j]);
+        assert!(periodic_image(&skew, &[2048, 2048]).is_err());
+        let fold = map(|i, j| vec![i * Expr::int(1024) + j]);
+        assert!(periodic_image(&fold, &[2048, 2048]).is_err());
     }
 }

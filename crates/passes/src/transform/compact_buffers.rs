@@ -72,15 +72,16 @@ fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
                 out.push(Access { indices: indices.clone(), loops: loops.clone() });
             }
         }
-        // A tensor-core tile covers 16×16 elements from its first: its
+        // A tensor-core tile covers 16×16 elements (a warp tile 32×8) from its first: its
         // first and last elements stand for it.
         Stmt::Wmma(w) => {
             s.for_each_expr(|e| exprs(e, loops, out));
             for t in w.tiles.iter().filter(|t| &t.buffer == b) {
                 let mut last = t.indices.clone();
                 let n = last.len();
-                for i in last.iter_mut().skip(n.saturating_sub(2)) {
-                    *i = i.clone() + Expr::int(tirc_ir::wmma::TILE - 1);
+                let (rows, cols) = t.extent();
+                for (i, e) in last.iter_mut().skip(n.saturating_sub(2)).zip([rows, cols]) {
+                    *i = i.clone() + Expr::int(e - 1);
                 }
                 out.push(Access { indices: t.indices.clone(), loops: loops.clone() });
                 out.push(Access { indices: last, loops: loops.clone() });

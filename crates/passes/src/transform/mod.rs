@@ -116,11 +116,17 @@ fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<
         .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this block"));
     }
     match op {
-        Some(block) if !target.has_wmma() => Err(Diagnostic::new(format!(
+        Some((block, _)) if !target.has_wmma() => Err(Diagnostic::new(format!(
             "tensor-core operations (wmma) need sm_70 or newer; {} has none",
             target.arch()
         ))
         .help("compile for sm_70 or newer (--arch), or leave the tiles untensorized")
+        .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
+        Some((block, true)) if !target.has_mma_m16n8k16() => Err(Diagnostic::new(format!(
+            "mma.sync.m16n8k16 and ldmatrix (the mma_* intrinsics) need sm_80 or newer; {} has neither",
+            target.arch()
+        ))
+        .help("compile for sm_80 or newer (--arch), or use the wmma_* intrinsics, which sm_70 has")
         .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
         _ => Ok(()),
     }
@@ -132,14 +138,14 @@ fn scan_fragments<'a>(
     s: &'a Stmt,
     block: Option<&'a tirc_ir::Block>,
     misuse: &mut Option<(String, Option<&'a tirc_ir::Block>)>,
-    op: &mut Option<Option<&'a tirc_ir::Block>>,
+    op: &mut Option<(Option<&'a tirc_ir::Block>, bool)>,
 ) {
     let block = match s {
         Stmt::Block(r) => Some(&r.block),
         _ => block,
     };
-    if let Stmt::Wmma(_) = s {
-        op.get_or_insert(block);
+    if let Stmt::Wmma(w) = s {
+        op.get_or_insert((block, false)).1 |= w.op.is_mma();
         return;
     }
     if misuse.is_none() {
