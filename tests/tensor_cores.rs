@@ -57,3 +57,25 @@ fn mma_sync_tiles_run_with_other_block_shapes() {
     check("mma", [128, 256, 96], &[("BM", "64"), ("BN", "128"), ("WM", "1"), ("WN", "4"), ("STAGES", "3")], 1);
     check("mma_nt", [128, 128, 64], &[("BM", "128"), ("BN", "64"), ("BK", "64"), ("WM", "4"), ("WN", "1")], 1);
 }
+
+/// Nested software pipelines: the fragments of the next 16-wide step
+/// loaded into registers while the current ones are multiplied
+/// (`FRAG_STAGES=2` pipelines `k1` inside the pipelined `k0`), with a
+/// steady state (BK = 64: four steps) and without one (BK = 32: two).
+#[test]
+fn fragments_pipelined_inside_the_shared_memory_pipeline() {
+    for bk in ["32", "64"] {
+        for stages in ["2", "3"] {
+            let p = [
+                ("BM", "64"),
+                ("BN", "64"),
+                ("BK", bk),
+                ("WM", "2"),
+                ("WN", "2"),
+                ("STAGES", stages),
+                ("FRAG_STAGES", "2"),
+            ];
+            check("mma", [128, 64, 256], &p, 1);
+        }
+    }
+}

@@ -34,6 +34,11 @@
 //! values from one iteration to the next across stages, when a parameter
 //! would need versions, or when the annotations do not match the body.
 //!
+//! Pipelines nest: a pipelined loop inside another's body is one statement
+//! of the outer body, and each copy of it that the outer expansion writes
+//! (prologue, steady state, epilogue) is expanded in turn, with its own
+//! versions of the buffers allocated inside it.
+//!
 //! `double_buffer_scope` (TVM's `sch.annotate(block, "double_buffer_scope",
 //! i)`, handed on by `lower_blocks` in the function's
 //! `facts.double_buffered`): the buffer gets two versions at least; outside a
@@ -110,13 +115,27 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
-/// Expands the annotated loops of `s`, innermost first.
+/// Expands the annotated loops of `s`, outermost first: a pipelined loop
+/// inside another (the fragments of the next step loaded into registers
+/// while the current ones are multiplied, inside the loop that stages
+/// tiles in shared memory) is one statement of the outer loop's body, and
+/// each copy of it the outer expansion makes is then expanded in turn.
 fn visit(
     s: &Stmt,
     doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
+    let expanded = match s {
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {
+            Some(expand(l, doubled, versioned, synced).map_err(|e| e.or_at_ir(l.span, "this loop"))?)
+        }
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
+            return Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
+        }
+        _ => None,
+    };
+    let s = expanded.as_ref().unwrap_or(s);
     let mut err = None;
     let out = s.map_children(|c| match visit(c, doubled, versioned, synced) {
         Ok(x) => x,
@@ -125,17 +144,9 @@ fn visit(
             c.clone()
         }
     });
-    if let Some(e) = err {
-        return Err(e);
-    }
-    match &out {
-        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {
-            expand(l, doubled, versioned, synced).map_err(|e| e.or_at_ir(l.span, "this loop"))
-        }
-        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
-            Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
-        }
-        _ => Ok(out),
+    match err {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
 }
 
