@@ -11,11 +11,11 @@ __device__ __forceinline__ unsigned tirc_lane() { unsigned l; asm("mov.u32 %0, %
 // ldmatrix.x4 of a 16x16 half tile, rows ldm apart: each lane points at one
 // row of 8 halves; STORED_T for a tile stored transposed (A as k x m, B as n x k).
 template <bool TRANS, bool STORED_T>
-__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const half* tile, int ldm) {
+__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const void* tile, int ldm) {
   unsigned lane = tirc_lane();
   int row = STORED_T ? 8 * (int)(lane >> 4) + (int)(lane & 7) : (int)(lane & 15);
   int col = STORED_T ? 8 * (int)((lane >> 3) & 1) : 8 * (int)(lane >> 4);
-  unsigned a = (unsigned)__cvta_generic_to_shared(tile + row * ldm + col);
+  unsigned a = (unsigned)__cvta_generic_to_shared(reinterpret_cast<const unsigned short*>(tile) + row * ldm + col);
   if (TRANS) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
   } else {
@@ -26,6 +26,10 @@ __device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const half* tile, 
 __device__ __forceinline__ void tirc_mma_16x16x16(float* c, const unsigned* a, const unsigned* b) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2]), "r"(b[3]));
+}
+__device__ __forceinline__ void tirc_mma_16x16x16_bf16(float* c, const unsigned* a, const unsigned* b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2]), "r"(b[3]));
 }
 __device__ __forceinline__ void tirc_mma_16x16x16(unsigned* c, const unsigned* a, const unsigned* b) {
   asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};" : "+r"(c[0]), "+r"(c[1]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

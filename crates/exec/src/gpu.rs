@@ -874,12 +874,12 @@ impl Gpu {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, String> {
-        self.cublas_gemm(m, n, k, false, false, a, b, c, warmup, reps)
+        self.cublas_gemm(m, n, k, tirc_ir::DType::F32, false, a, b, c, warmup, reps)
     }
 
-    /// [`Gpu::cublas_sgemm`], or with `half` inputs (`cublasGemmEx`,
-    /// float16 A and B, float32 C and accumulation, tensor cores allowed as
-    /// cuBLAS chooses); `b_trans`: B is stored `n x k` and the product is
+    /// [`Gpu::cublas_sgemm`] for float32 `input`s, or with float16 or
+    /// bfloat16 A and B (`cublasGemmEx`, float32 C and accumulation, tensor
+    /// cores allowed as cuBLAS chooses); `b_trans`: B is stored `n x k` and the product is
     /// `A @ B^T` (`gemm(T, N, n, m, k, 1, B, k, A, k, 0, C, n)`).
     #[allow(clippy::too_many_arguments)]
     pub fn cublas_gemm(
@@ -887,7 +887,7 @@ impl Gpu {
         m: usize,
         n: usize,
         k: usize,
-        half: bool,
+        input: tirc_ir::DType,
         b_trans: bool,
         a: &DeviceBuffer,
         b: &DeviceBuffer,
@@ -895,7 +895,13 @@ impl Gpu {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, String> {
-        let in_bytes = if half { 2 } else { 4 };
+        use blas_sys::cudaDataType::{CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F};
+        let (in_bytes, in_type) = match input {
+            tirc_ir::DType::F32 => (4, None),
+            tirc_ir::DType::F16 => (2, Some(CUDA_R_16F)),
+            tirc_ir::DType::BFloat16 => (2, Some(CUDA_R_16BF)),
+            t => return Err(format!("cuBLAS GEMM: no {t} inputs (float32, float16 or bfloat16)")),
+        };
         let to_int = |v: usize, what: &str| {
             i32::try_from(v).map_err(|_| format!("cuBLAS SGEMM: {what} = {v} does not fit a 32-bit int"))
         };
@@ -932,8 +938,7 @@ impl Gpu {
             let (op_b, ld_b) = if b_trans { (blas_sys::cublasOperation_t::CUBLAS_OP_T, ki) } else { (op, ni) };
             let mut call = || {
                 self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
-                if half {
-                    use blas_sys::cudaDataType::{CUDA_R_16F, CUDA_R_32F};
+                if let Some(in_type) = in_type {
                     return unsafe {
                         blas_result::gemm_ex(
                             handle,
@@ -944,10 +949,10 @@ impl Gpu {
                             ki,
                             &alpha as *const f32 as *const _,
                             pb as *const _,
-                            CUDA_R_16F,
+                            in_type,
                             ld_b.max(1),
                             pa as *const _,
-                            CUDA_R_16F,
+                            in_type,
                             ki.max(1),
                             &beta as *const f32 as *const _,
                             pc as *mut _,
@@ -957,7 +962,7 @@ impl Gpu {
                             blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                         )
                     }
-                    .map_err(|e| format!("cublasGemmEx ({m}x{n}x{k}, float16 in, float32 out) failed: {e}"));
+                    .map_err(|e| format!("cublasGemmEx ({m}x{n}x{k}, {input} in, float32 out) failed: {e}"));
                 }
                 unsafe {
                     blas_result::sgemm(

@@ -239,6 +239,7 @@ impl Wmma {
             }
         }
         let operand = |t: &DType| matches!(t, DType::Float(16));
+        let mma_operand = |t: &DType| matches!(t, DType::Float(16) | DType::BFloat16);
         let acc = |t: &DType| matches!(t, DType::Float(32) | DType::Float(16));
         // A warp tile is `[.., 32, 8]` until flattened.
         for t in &self.tiles {
@@ -267,9 +268,9 @@ impl Wmma {
                 if scope_of(m) != Scope::Shared {
                     return Err(format!("ldmatrix reads shared memory, not `{}` in {}", name(m), scope_of(m).name()));
                 }
-                if f.buffer.dtype() != m.buffer.dtype() || !operand(&f.buffer.dtype()) {
+                if f.buffer.dtype() != m.buffer.dtype() || !mma_operand(&f.buffer.dtype()) {
                     return Err(format!(
-                        "ldmatrix copies float16 as it is: `{}` is {}, `{}` {}",
+                        "ldmatrix copies float16 or bfloat16 as it is: `{}` is {}, `{}` {}",
                         name(m),
                         m.buffer.dtype(),
                         name(f),
@@ -299,7 +300,22 @@ impl Wmma {
                     ));
                 }
             }
-            WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } => {
+            WmmaOp::MmaSync { .. } => {
+                let (c, a, b) = (&self.tiles[0], &self.tiles[1], &self.tiles[2]);
+                let ok = a.buffer.dtype() == b.buffer.dtype()
+                    && match a.buffer.dtype() {
+                        DType::Float(16) => acc(&c.buffer.dtype()),
+                        DType::BFloat16 => c.buffer.dtype() == DType::F32,
+                        _ => false,
+                    };
+                if !ok {
+                    return Err(format!(
+                        "mma.sync takes float16 operands with a float32 or float16 accumulator, or bfloat16 operands with a float32 one: `{}` is {}, `{}` {}, `{}` {}",
+                        name(a), a.buffer.dtype(), name(b), b.buffer.dtype(), name(c), c.buffer.dtype()
+                    ));
+                }
+            }
+            WmmaOp::Mma { .. } => {
                 let (c, a, b) = (&self.tiles[0], &self.tiles[1], &self.tiles[2]);
                 if a.buffer.dtype() != b.buffer.dtype() || !operand(&a.buffer.dtype()) || !acc(&c.buffer.dtype()) {
                     return Err(format!(

@@ -236,8 +236,9 @@ pub struct MatmulShape {
     pub a: usize,
     pub b: usize,
     pub c: usize,
-    /// float16 A and B (widened to float32 in the product), float32 C.
-    pub half: bool,
+    /// The type of A and B: float32, or float16 or bfloat16 widened to
+    /// float32 in the product (C is float32).
+    pub input: tirc_ir::DType,
     /// B is stored N x K and read transposed.
     pub b_trans: bool,
 }
@@ -267,9 +268,11 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
         return None;
     }
     let Expr::Binary(BinOp::Mul, p, q) = &**prod else { return None };
-    // float16 operands widened to float32 (`T.Cast`), or float32 as they are.
+    // float16 or bfloat16 operands widened to float32 (`T.Cast`), or
+    // float32 as they are.
+    let narrow = |t: tirc_ir::DType| matches!(t, tirc_ir::DType::F16 | tirc_ir::DType::BFloat16);
     let widened = |e: &Expr| match e {
-        Expr::Cast(tirc_ir::DType::Float(32), x) if matches!(&**x, Expr::Load(b, _) if b.dtype() == tirc_ir::DType::F16) => {
+        Expr::Cast(tirc_ir::DType::Float(32), x) if matches!(&**x, Expr::Load(b, _) if narrow(b.dtype())) => {
             (**x).clone()
         }
         e => e.clone(),
@@ -286,9 +289,12 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
         (_, true) => true,
         _ => return None,
     };
-    let half = ab.dtype() == tirc_ir::DType::F16;
-    let input = if half { tirc_ir::DType::F16 } else { tirc_ir::DType::F32 };
-    if ab.dtype() != input || bb.dtype() != input || c.dtype() != tirc_ir::DType::F32 {
+    let input = ab.dtype();
+    if !(narrow(input) || input == tirc_ir::DType::F32)
+        || ab.dtype() != input
+        || bb.dtype() != input
+        || c.dtype() != tirc_ir::DType::F32
+    {
         return None;
     }
     let m = c.const_shape()?;
@@ -301,7 +307,7 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
         a: pos(ab)?,
         b: pos(bb)?,
         c: pos(c)?,
-        half,
+        input,
         b_trans,
     })
 }
@@ -317,7 +323,7 @@ pub fn cublas(
     repeat: usize,
 ) -> Result<(f64, HostData), String> {
     let cb = g.upload(c_host)?;
-    let t = g.cublas_gemm(s.m, s.n, s.k, s.half, s.b_trans, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
+    let t = g.cublas_gemm(s.m, s.n, s.k, s.input, s.b_trans, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
     let mut out = c_host.clone();
     g.download(&cb, &mut out)?;
     Ok((median(t), out))

@@ -18,8 +18,8 @@
 //! | `wmma_sync_16x16x16_f16f16f16` | the same in float16, no casts | `mma_sync` |
 //! | `wmma_sync_16x16x16_f16f16f32_trans` (`f16f16f16`) | `… + f32(A[i, k]) * f32(B[j, k])` | `mma_sync`, B transposed |
 //! | `wmma_store_16x16x16_f32_global`, `_shared` (`_f16_`) | `D[i, j] = C_acc[i, j]` | store of the accumulator tile |
-//! | `mma_ldmatrix_f16_a`, `_b` (`_trans`, `_dyn`) | `W[.., map(i, j)] = S[i, j]` | `ldmatrix.x4` into a warp tile |
-//! | `mma_f16f16f32`, `mma_f16f16f16` (`_trans_a`, `_trans_b`) | `C[map(i, j)] += A[map(i, k)] * B[map(k, j)]` on warp tiles | two `mma.sync.m16n8k16` |
+//! | `mma_ldmatrix_f16_a`, `_b` (`_trans`, `_dyn`; `bf16` for bfloat16) | `W[.., map(i, j)] = S[i, j]` | `ldmatrix.x4` into a warp tile |
+//! | `mma_f16f16f32`, `mma_f16f16f16`, `mma_bf16bf16f32` (`_trans_a`, `_trans_b`) | `C[map(i, j)] += A[map(i, k)] * B[map(k, j)]` on warp tiles | two `mma.sync.m16n8k16` |
 //! | `mma_fill_16x16_f32`, `_f16` | `C[.., map(i, j)] = c` | fill of a warp accumulator tile |
 //! | `mma_store_16x16_f32_global_` (`_f16_`, `_shared_dyn_`, `_simple_`) | `D[i, j] = C[.., map(i, j)]` | store of a warp accumulator tile |
 //!
@@ -27,7 +27,9 @@
 //! a warp buffer must have been `transform_layout`ed to `[.., 32, 8]`
 //! tiles first, and its accesses are checked element by element against
 //! the map (each of the 256). `_trans` (an operand stored transposed) swaps
-//! the operand's indices: `A[map(k, i)]`, `B[map(j, k)]`.
+//! the operand's indices: `A[map(k, i)]`, `B[map(j, k)]`. TVM 0.27
+//! registers no bfloat16 intrinsics; the `bf16` names are those its name
+//! builder (`get_mma_intrin_group`) would give them.
 //!
 //! The outer block keeps its variables and regions; its body becomes the
 //! operation (`tirc_ir::wmma`), the tiles named by their first elements.
@@ -69,11 +71,13 @@ enum Kind {
     },
     /// `mma_ldmatrix_f16_{a,b}[_trans]`: a shared tile into a warp tile.
     MmaLoad {
+        input: DType,
         b: bool,
         trans: bool,
     },
     /// `mma_f16f16{f32,f16}[_trans_a][_trans_b]`.
     MmaSync {
+        input: DType,
         acc: DType,
         trans_a: bool,
         trans_b: bool,
@@ -105,22 +109,49 @@ const INTRINSICS: &[(&str, Kind)] = &[
     ("wmma_store_16x16x16_f16_global", Kind::Store { acc: DType::F16, to: Scope::Global }),
     ("wmma_store_16x16x16_f16_shared", Kind::Store { acc: DType::F16, to: Scope::Shared }),
     ("wmma_store_16x16x16_f16_shared_dyn", Kind::Store { acc: DType::F16, to: Scope::Shared }),
-    ("mma_ldmatrix_f16_a", Kind::MmaLoad { b: false, trans: false }),
-    ("mma_ldmatrix_f16_a_dyn", Kind::MmaLoad { b: false, trans: false }),
-    ("mma_ldmatrix_f16_a_trans", Kind::MmaLoad { b: false, trans: true }),
-    ("mma_ldmatrix_f16_a_trans_dyn", Kind::MmaLoad { b: false, trans: true }),
-    ("mma_ldmatrix_f16_b", Kind::MmaLoad { b: true, trans: false }),
-    ("mma_ldmatrix_f16_b_dyn", Kind::MmaLoad { b: true, trans: false }),
-    ("mma_ldmatrix_f16_b_trans", Kind::MmaLoad { b: true, trans: true }),
-    ("mma_ldmatrix_f16_b_trans_dyn", Kind::MmaLoad { b: true, trans: true }),
-    ("mma_f16f16f32", Kind::MmaSync { acc: DType::F32, trans_a: false, trans_b: false }),
-    ("mma_f16f16f32_trans_b", Kind::MmaSync { acc: DType::F32, trans_a: false, trans_b: true }),
-    ("mma_f16f16f32_trans_a", Kind::MmaSync { acc: DType::F32, trans_a: true, trans_b: false }),
-    ("mma_f16f16f32_trans_a_trans_b", Kind::MmaSync { acc: DType::F32, trans_a: true, trans_b: true }),
-    ("mma_f16f16f16", Kind::MmaSync { acc: DType::F16, trans_a: false, trans_b: false }),
-    ("mma_f16f16f16_trans_b", Kind::MmaSync { acc: DType::F16, trans_a: false, trans_b: true }),
-    ("mma_f16f16f16_trans_a", Kind::MmaSync { acc: DType::F16, trans_a: true, trans_b: false }),
-    ("mma_f16f16f16_trans_a_trans_b", Kind::MmaSync { acc: DType::F16, trans_a: true, trans_b: true }),
+    ("mma_ldmatrix_f16_a", Kind::MmaLoad { input: DType::F16, b: false, trans: false }),
+    ("mma_ldmatrix_f16_a_dyn", Kind::MmaLoad { input: DType::F16, b: false, trans: false }),
+    ("mma_ldmatrix_f16_a_trans", Kind::MmaLoad { input: DType::F16, b: false, trans: true }),
+    ("mma_ldmatrix_f16_a_trans_dyn", Kind::MmaLoad { input: DType::F16, b: false, trans: true }),
+    ("mma_ldmatrix_f16_b", Kind::MmaLoad { input: DType::F16, b: true, trans: false }),
+    ("mma_ldmatrix_f16_b_dyn", Kind::MmaLoad { input: DType::F16, b: true, trans: false }),
+    ("mma_ldmatrix_f16_b_trans", Kind::MmaLoad { input: DType::F16, b: true, trans: true }),
+    ("mma_ldmatrix_f16_b_trans_dyn", Kind::MmaLoad { input: DType::F16, b: true, trans: true }),
+    ("mma_ldmatrix_bf16_a", Kind::MmaLoad { input: DType::BFloat16, b: false, trans: false }),
+    ("mma_ldmatrix_bf16_a_dyn", Kind::MmaLoad { input: DType::BFloat16, b: false, trans: false }),
+    ("mma_ldmatrix_bf16_a_trans", Kind::MmaLoad { input: DType::BFloat16, b: false, trans: true }),
+    ("mma_ldmatrix_bf16_a_trans_dyn", Kind::MmaLoad { input: DType::BFloat16, b: false, trans: true }),
+    ("mma_ldmatrix_bf16_b", Kind::MmaLoad { input: DType::BFloat16, b: true, trans: false }),
+    ("mma_ldmatrix_bf16_b_dyn", Kind::MmaLoad { input: DType::BFloat16, b: true, trans: false }),
+    ("mma_ldmatrix_bf16_b_trans", Kind::MmaLoad { input: DType::BFloat16, b: true, trans: true }),
+    ("mma_ldmatrix_bf16_b_trans_dyn", Kind::MmaLoad { input: DType::BFloat16, b: true, trans: true }),
+    ("mma_f16f16f32", Kind::MmaSync { input: DType::F16, acc: DType::F32, trans_a: false, trans_b: false }),
+    ("mma_f16f16f32_trans_b", Kind::MmaSync { input: DType::F16, acc: DType::F32, trans_a: false, trans_b: true }),
+    ("mma_f16f16f32_trans_a", Kind::MmaSync { input: DType::F16, acc: DType::F32, trans_a: true, trans_b: false }),
+    (
+        "mma_f16f16f32_trans_a_trans_b",
+        Kind::MmaSync { input: DType::F16, acc: DType::F32, trans_a: true, trans_b: true },
+    ),
+    ("mma_f16f16f16", Kind::MmaSync { input: DType::F16, acc: DType::F16, trans_a: false, trans_b: false }),
+    ("mma_f16f16f16_trans_b", Kind::MmaSync { input: DType::F16, acc: DType::F16, trans_a: false, trans_b: true }),
+    ("mma_f16f16f16_trans_a", Kind::MmaSync { input: DType::F16, acc: DType::F16, trans_a: true, trans_b: false }),
+    (
+        "mma_f16f16f16_trans_a_trans_b",
+        Kind::MmaSync { input: DType::F16, acc: DType::F16, trans_a: true, trans_b: true },
+    ),
+    ("mma_bf16bf16f32", Kind::MmaSync { input: DType::BFloat16, acc: DType::F32, trans_a: false, trans_b: false }),
+    (
+        "mma_bf16bf16f32_trans_b",
+        Kind::MmaSync { input: DType::BFloat16, acc: DType::F32, trans_a: false, trans_b: true },
+    ),
+    (
+        "mma_bf16bf16f32_trans_a",
+        Kind::MmaSync { input: DType::BFloat16, acc: DType::F32, trans_a: true, trans_b: false },
+    ),
+    (
+        "mma_bf16bf16f32_trans_a_trans_b",
+        Kind::MmaSync { input: DType::BFloat16, acc: DType::F32, trans_a: true, trans_b: true },
+    ),
     ("mma_fill_16x16_f32", Kind::MmaFill(DType::F32)),
     ("mma_fill_16x16_f16", Kind::MmaFill(DType::F16)),
     ("mma_store_16x16_f32_global_", Kind::MmaStore { acc: DType::F32, to: Scope::Global }),
@@ -315,10 +346,10 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 value: None,
             }
         }
-        Kind::MmaLoad { b, trans } => {
-            scoped(buffer, Scope::Warp, DType::F16)?;
+        Kind::MmaLoad { input, b, trans } => {
+            scoped(buffer, Scope::Warp, input)?;
             let (src, sidx) = copied()?;
-            scoped(&src, Scope::Shared, DType::F16)?;
+            scoped(&src, Scope::Shared, input)?;
             Wmma {
                 op: WmmaOp::LdMatrix { b, trans },
                 tiles: vec![warp(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
@@ -342,7 +373,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 value: None,
             }
         }
-        Kind::MmaSync { acc, trans_a, trans_b } => {
+        Kind::MmaSync { input, acc, trans_a, trans_b } => {
             scoped(buffer, Scope::Warp, acc)?;
             let shape = "C[i, j] = C[i, j] + A[i, k] * B[k, j] on warp tiles";
             let Expr::Binary(BinOp::Add, lhs, prod) = value else {
@@ -361,8 +392,8 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             if c2 != *buffer || !casts_ok(a) || !casts_ok(b) {
                 return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A) * {acc}(B)")));
             }
-            scoped(&ab, Scope::Warp, DType::F16)?;
-            scoped(&bb, Scope::Warp, DType::F16)?;
+            scoped(&ab, Scope::Warp, input)?;
+            scoped(&bb, Scope::Warp, input)?;
             let c = warp(buffer, indices, v[0], v[1])?;
             let c_read = warp(&c2, &cidx, v[0], v[1])?;
             if !same_origin(&c, &c_read) {
