@@ -97,9 +97,10 @@ template <int N> __device__ __forceinline__ void tirc_cp_async_wait() {
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C) {
-  __shared__ __align__(16) half A_shared[10240];
-  __shared__ __align__(16) half B_shared[10240];
+extern "C" __global__ void __launch_bounds__(256) hgemm_nt_kernel(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C) {
+  extern __shared__ __align__(16) unsigned char tirc_dyn_smem[];
+  half* A_shared = reinterpret_cast<half*>(tirc_dyn_smem + 0);
+  half* B_shared = reinterpret_cast<half*>(tirc_dyn_smem + 110592);
   float C_warp[128];
   #pragma unroll
   for (int i_2_init = 0; i_2_init < 4; ++i_2_init) {
@@ -111,37 +112,36 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __
   __syncthreads();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1280 + ((int)(threadIdx.y)) * 320 + ((int)(threadIdx.x)) / 4 * 40 + ((int)(threadIdx.x)) % 4 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1 * 131072 + ((int)(threadIdx.y)) * 32768 + ((int)(threadIdx.x)) / 4 * 4096 + ((int)(threadIdx.x)) % 4 * 8);
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
   }
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 1280 + ((int)(threadIdx.y)) * 320 + ((int)(threadIdx.x)) / 4 * 40 + ((int)(threadIdx.x)) % 4 * 8, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 32768 + ((int)(threadIdx.x)) / 4 * 4096 + ((int)(threadIdx.x)) % 4 * 8);
+  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
   }
   tirc_cp_async_commit();
-  for (int k_0 = 1; k_0 < 128; ++k_0) {
-    __syncthreads();
-    #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-      tirc_cp_async<16>(B_shared + k_0 % 2 * 5120 + ax0_1_ax1_1_fused_0_1_1 * 1280 + ((int)(threadIdx.y)) * 320 + ((int)(threadIdx.x)) / 4 * 40 + ((int)(threadIdx.x)) % 4 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1_1 * 131072 + ((int)(threadIdx.y)) * 32768 + ((int)(threadIdx.x)) / 4 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 4 * 8);
-    }
-    #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-      tirc_cp_async<16>(A_shared + k_0 % 2 * 5120 + ax0_1_ax1_1_fused_0_2 * 1280 + ((int)(threadIdx.y)) * 320 + ((int)(threadIdx.x)) / 4 * 40 + ((int)(threadIdx.x)) % 4 * 8, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 32768 + ((int)(threadIdx.x)) / 4 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 4 * 8);
-    }
-    tirc_cp_async_commit();
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8 + 9216, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8 + 18432, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
+  }
+  tirc_cp_async_commit();
+  for (int k_0 = 2; k_0 < 64; ++k_0) {
     tirc_cp_async_wait<1>();
     __syncthreads();
     #pragma unroll
-    for (int k_1 = 0; k_1 < 2; ++k_1) {
+    for (int k_1 = 0; k_1 < 4; ++k_1) {
       unsigned B_shared_warp[16];
       unsigned A_shared_warp[16];
       #pragma unroll
       for (int ax0_3_0 = 0; ax0_3_0 < 4; ++ax0_3_0) {
-        tirc_ldmatrix_x4<false, true>(B_shared_warp + ax0_3_0 * 4, B_shared + (k_0 + 1) % 2 * 5120 + ((int)(threadIdx.y)) % 2 * 2560 + ax0_3_0 * 640 + k_1 * 16, 40);
+        tirc_ldmatrix_x4<false, true>(B_shared_warp + ax0_3_0 * 4, B_shared + (k_0 + 1) % 3 * 9216 + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0 * 1152 + k_1 * 16, 72);
       }
       #pragma unroll
       for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
-        tirc_ldmatrix_x4<false, false>(A_shared_warp + ax0_2_0 * 4, A_shared + (k_0 + 1) % 2 * 5120 + ((int)(threadIdx.y)) / 2 * 2560 + ax0_2_0 * 640 + k_1 * 16, 40);
+        tirc_ldmatrix_x4<false, false>(A_shared_warp + ax0_2_0 * 4, A_shared + (k_0 + 1) % 3 * 18432 + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0 * 1152 + k_1 * 16, 72);
       }
       #pragma unroll
       for (int i_2 = 0; i_2 < 4; ++i_2) {
@@ -151,21 +151,29 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __
         }
       }
     }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+      tirc_cp_async<16>(B_shared + k_0 % 3 * 9216 + ax0_1_ax1_1_fused_0_1_2 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 8; ++ax0_1_ax1_1_fused_0_3) {
+      tirc_cp_async<16>(A_shared + k_0 % 3 * 18432 + ax0_1_ax1_1_fused_0_3 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
+    }
+    tirc_cp_async_commit();
   }
-  tirc_cp_async_commit();
   tirc_cp_async_wait<1>();
   __syncthreads();
   #pragma unroll
-  for (int k_1_1 = 0; k_1_1 < 2; ++k_1_1) {
+  for (int k_1_1 = 0; k_1_1 < 4; ++k_1_1) {
     unsigned B_shared_warp_1[16];
     unsigned A_shared_warp_1[16];
     #pragma unroll
     for (int ax0_3_0_1 = 0; ax0_3_0_1 < 4; ++ax0_3_0_1) {
-      tirc_ldmatrix_x4<false, true>(B_shared_warp_1 + ax0_3_0_1 * 4, B_shared + ((int)(threadIdx.y)) % 2 * 2560 + ax0_3_0_1 * 640 + k_1_1 * 16 + 5120, 40);
+      tirc_ldmatrix_x4<false, true>(B_shared_warp_1 + ax0_3_0_1 * 4, B_shared + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0_1 * 1152 + k_1_1 * 16 + 18432, 72);
     }
     #pragma unroll
     for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
-      tirc_ldmatrix_x4<false, false>(A_shared_warp_1 + ax0_2_0_1 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 2560 + ax0_2_0_1 * 640 + k_1_1 * 16 + 5120, 40);
+      tirc_ldmatrix_x4<false, false>(A_shared_warp_1 + ax0_2_0_1 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_1 * 1152 + k_1_1 * 16 + 36864, 72);
     }
     #pragma unroll
     for (int i_2_1 = 0; i_2_1 < 4; ++i_2_1) {
@@ -175,12 +183,36 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __
       }
     }
   }
+  tirc_cp_async_commit();
+  tirc_cp_async_wait<1>();
+  __syncthreads();
+  #pragma unroll
+  for (int k_1_2 = 0; k_1_2 < 4; ++k_1_2) {
+    unsigned B_shared_warp_2[16];
+    unsigned A_shared_warp_2[16];
+    #pragma unroll
+    for (int ax0_3_0_2 = 0; ax0_3_0_2 < 4; ++ax0_3_0_2) {
+      tirc_ldmatrix_x4<false, true>(B_shared_warp_2 + ax0_3_0_2 * 4, B_shared + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0_2 * 1152 + k_1_2 * 16, 72);
+    }
+    #pragma unroll
+    for (int ax0_2_0_2 = 0; ax0_2_0_2 < 4; ++ax0_2_0_2) {
+      tirc_ldmatrix_x4<false, false>(A_shared_warp_2 + ax0_2_0_2 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_2 * 1152 + k_1_2 * 16, 72);
+    }
+    #pragma unroll
+    for (int i_2_2 = 0; i_2_2 < 4; ++i_2_2) {
+      #pragma unroll
+      for (int j_2_2 = 0; j_2_2 < 4; ++j_2_2) {
+        tirc_mma_16x16x16(C_warp + i_2_2 * 32 + j_2_2 * 8, A_shared_warp_2 + i_2_2 * 4, B_shared_warp_2 + j_2_2 * 4);
+      }
+    }
+  }
+  tirc_cp_async_commit();
   tirc_cp_async_wait<0>();
   #pragma unroll
   for (int ax0_0 = 0; ax0_0 < 4; ++ax0_0) {
     #pragma unroll
     for (int ax1_0 = 0; ax1_0 < 4; ++ax1_0) {
-      tirc_mma_store(C + ((int)(blockIdx.y)) * 524288 + ((int)(threadIdx.y)) / 2 * 262144 + ax0_0 * 65536 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.y)) % 2 * 64 + ax1_0 * 16, C_warp + ax0_0 * 32 + ax1_0 * 8, 4096);
+      tirc_mma_store(C + ((int)(blockIdx.y)) * 1048576 + ((int)(threadIdx.y)) / 2 * 262144 + ax0_0 * 65536 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.y)) % 2 * 64 + ax1_0 * 16, C_warp + ax0_0 * 32 + ax1_0 * 8, 4096);
     }
   }
 }
