@@ -3,7 +3,7 @@
 //! `golden/<example>/<schedule>.{tir,cu}`.
 //!
 //! Regenerate after a reviewed change with
-//! `TIRC_BLESS=1 cargo test --test golden`, then read the diff.
+//! `TIRC_BLESS=1 cargo test --test it golden::`, then read the diff.
 
 use tirc::compile::{compile, Request};
 use tirc_tests::{bless, examples, golden_path, read};
@@ -31,7 +31,7 @@ fn lowered_tir_and_cuda_match_golden() {
                     let want = std::fs::read_to_string(&path).unwrap_or_default();
                     if want != text {
                         failures.push(format!(
-                            "{} differs (TIRC_BLESS=1 cargo test --test golden rewrites it)",
+                            "{} differs (TIRC_BLESS=1 cargo test --test it golden:: rewrites it)",
                             path.display()
                         ));
                     }

@@ -4,7 +4,7 @@
 //! `<case>.expected.tir` beside it is that function after the pass alone.
 //! For every case the pass must
 //! - give exactly the expected text (read it as the pass's contract by
-//!   example; `TIRC_BLESS=1 cargo test --test lower` rewrites it after a
+//!   example; `TIRC_BLESS=1 cargo test --test it lower::` rewrites it after a
 //!   reviewed change),
 //! - leave the invariants `verify_ir` checks after it, and
 //! - compute what its input computes, on the simulator, from fresh random
@@ -67,7 +67,7 @@ fn each_pass_gives_its_expected_ir_and_keeps_the_result() {
                 std::fs::write(&expected, &text).unwrap_or_else(|e| panic!("{}: {e}", expected.display()));
             } else if std::fs::read_to_string(&expected).unwrap_or_default() != text {
                 failures.push(format!(
-                    "{name}: the IR differs from {} (TIRC_BLESS=1 cargo test --test lower rewrites it)",
+                    "{name}: the IR differs from {} (TIRC_BLESS=1 cargo test --test it lower:: rewrites it)",
                     expected.display()
                 ));
             }
