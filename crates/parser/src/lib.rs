@@ -19,10 +19,28 @@ mod report;
 pub mod sexpr;
 mod support;
 
-lalrpop_util::lalrpop_mod!(
-    #[allow(clippy::all, clippy::pedantic, unused, dead_code)]
-    grammar
-);
+/// The parser lalrpop generated from `grammar.lalrpop`, committed
+/// (`scripts/gen_parser.sh` regenerates it after a grammar change).
+#[allow(clippy::all, clippy::pedantic, unused, dead_code)]
+#[rustfmt::skip]
+mod grammar;
+#[cfg(test)]
+mod fingerprint;
+
+#[cfg(test)]
+mod grammar_is_generated {
+    /// `grammar.rs` was generated from the grammar as it is now.
+    #[test]
+    fn from_the_grammar_as_it_is() {
+        let grammar = include_bytes!("grammar.lalrpop");
+        let recorded = include_str!("grammar.fingerprint").trim();
+        assert_eq!(
+            format!("{:016x}", super::fingerprint::fingerprint(grammar)),
+            recorded,
+            "src/grammar.lalrpop changed but src/grammar.rs was not regenerated: run scripts/gen_parser.sh"
+        );
+    }
+}
 
 pub use error::{line_col, render_errors, ParseError};
 
