@@ -141,3 +141,30 @@ def f(A: T.Buffer((4, 100), "float32"), B: T.Buffer((4, 100), "float32")):
     assert_eq!(selects, 0, "expected the padding test decided in every iteration:\n{}", print_func(&f));
     assert_eq!(loops, vec![(Some(1), Some(99))], "expected the loop from 1 to 99:\n{}", print_func(&f));
 }
+
+/// Rows of an odd length are never 16-byte aligned: the copies of a tile
+/// into shared memory load its elements one by one but still store them as
+/// one `float4`, and the asynchronous copies become these synchronous ones.
+/// (Only where a guard differs from element to element, at the last tile
+/// of a dimension, are the copies scalar.)
+#[test]
+fn copies_from_unaligned_rows_keep_vector_stores_to_shared_memory() {
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    for (schedule, params) in [("step6", vec![]), ("step6_async", vec![("STAGES", "2")])] {
+        let req = Request {
+            schedule: Some(schedule.into()),
+            defines: vec![("M".into(), 129), ("N".into(), 131), ("K".into(), 67)],
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Request::default()
+        };
+        let c = compile(&src, &req).unwrap_or_else(|d| panic!("{schedule}: {}", d[0].message));
+        let cuda = &c.kernels[0].cuda.source;
+        let gathered = |tile: &str| {
+            cuda.lines().filter(|l| l.contains(&format!("(float4*)({tile} + ")) && l.contains("make_float4(")).count()
+        };
+        let (a, b) = (gathered("A_shared"), gathered("B_shared"));
+        let scalar = cuda.matches("tirc_cp_async<4>").count();
+        assert!(a > 0 && b > 0, "{schedule}: copies of A {a}, of B {b} gathered into float4");
+        assert!(scalar < a + b, "{schedule}: {scalar} scalar cp.async against {} gathered copies", a + b);
+    }
+}

@@ -696,14 +696,18 @@ impl Gen {
             if src.dtype() != t || idx.len() != 1 {
                 return Ok(None);
             }
-            let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else { return Ok(None) };
+            let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else {
+                return self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt);
+            };
             let (d, s) = (self.buf_name(dst), self.buf_name(src));
             let (di, si) = (self.expr(&dbase)?, self.expr(&sbase)?);
             return Ok(Some(format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});")));
         }
         let rhs = match value {
             Expr::Load(src, idx) if src.dtype() == t && src.scope() != Scope::Local && idx.len() == 1 => {
-                let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else { return Ok(None) };
+                let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else {
+                    return self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt);
+                };
                 let konst = if self.read_only.contains(src) { "const " } else { "" };
                 format!("*({konst}{vt}*)({} + {})", self.buf_name(src), self.expr(&sbase)?)
             }
@@ -714,6 +718,36 @@ impl Gen {
             _ => return Ok(None),
         };
         Ok(Some(format!("*({vt}*)({} + {}) = {rhs};", self.buf_name(dst), self.expr(&dbase)?)))
+    }
+
+    /// A vector copy into shared memory from a source that is not
+    /// contiguous or not aligned (the rows of a matrix of an odd length):
+    /// the `e` elements loaded one by one into a float vector and stored as
+    /// one, so that the tile keeps its vector stores. An asynchronous copy
+    /// (`cp.async` of 4 bytes an element) becomes a synchronous one there:
+    /// the pipeline stays correct (the data only arrives sooner) and a load
+    /// of 4 bytes beats a `cp.async` of 4 bytes (H100: docs/benchmarks.md).
+    #[allow(clippy::too_many_arguments)]
+    fn gathered_copy(
+        &mut self,
+        l: &For,
+        dst: &Buffer,
+        dbase: &Expr,
+        src: &Buffer,
+        idx: &Expr,
+        e: i64,
+        vt: &str,
+    ) -> Result<Option<String>, Diagnostic> {
+        if dst.scope() != Scope::Shared || src.scope() != Scope::Global || dst.dtype() != DType::F32 {
+            return Ok(None);
+        }
+        let mut elems = Vec::new();
+        for k in 0..e {
+            let i = self.an.simplify(&substitute(idx, &[(l.var.clone(), Expr::int(k))]));
+            elems.push(format!("{}[{}]", self.buf_name(src), self.expr(&i)?));
+        }
+        let d = self.buf_name(dst);
+        Ok(Some(format!("*({vt}*)({d} + {}) = make_{vt}({});", self.expr(dbase)?, elems.join(", "))))
     }
 
     /// Whether `cond` has one value for `v` in `0..e`: each conjunct either
