@@ -27,6 +27,7 @@ pub mod rfactor;
 pub mod split;
 pub mod storage_align;
 pub mod tensorize;
+pub mod transform_block_layout;
 pub mod transform_layout;
 
 use tirc_ir::{PrimFunc, Var};

@@ -19,7 +19,8 @@
 use super::loop_kind::Target;
 use super::{
     bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder,
-    rfactor, split, storage_align, tensorize, transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    rfactor, split, storage_align, tensorize, transform_block_layout, transform_layout, BlockRV, LoopRV, Result,
+    Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -489,6 +490,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         step: true,
         apply: |s, a| none(transform_layout::transform_layout(s, a.block(0)?, a.buffer(1)?, a.index_map(2)?)),
+    },
+    Primitive {
+        name: "transform_block_layout",
+        params: &[req("block", Kind::Block), req("index_map", Kind::IndexMap)],
+        step: true,
+        apply: |s, a| none(transform_block_layout::transform_block_layout(s, a.block(0)?, a.index_map(1)?)),
     },
     Primitive {
         name: "pad_einsum",

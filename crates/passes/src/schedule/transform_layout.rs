@@ -280,7 +280,7 @@ fn image(map: &IndexMap, shape: &[i64]) -> std::result::Result<Vec<i64>, String>
 }
 
 /// The value of `e` with `params` at `at`.
-fn eval(e: &Expr, params: &[Var], at: &[i64]) -> Option<i64> {
+pub(super) fn eval(e: &Expr, params: &[Var], at: &[i64]) -> Option<i64> {
     match e {
         Expr::Int(v, _) => Some(*v),
         Expr::Var(v) => params.iter().position(|p| p == v).map(|k| at[k]),
