@@ -258,12 +258,6 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
     let warp = |b: &Buffer, idx: &[Expr], row: &Var, col: &Var| -> Result<Tile> {
         warp_origin(b, idx, row, col, &v).map_err(&refuse)
     };
-    let load = |e: &Expr| -> Option<(Buffer, Vec<Expr>)> {
-        match strip_cast(e) {
-            Expr::Load(b, idx) => Some((b.clone(), idx.clone())),
-            _ => None,
-        }
-    };
     let scoped = |b: &Buffer, s: Scope, dtype: DType| -> Result<()> {
         if b.scope() != s || b.dtype() != dtype {
             return Err(refuse(format!(
@@ -304,28 +298,14 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         }
         Kind::Sync { acc, b_trans } => {
             scoped(buffer, Scope::WmmaAccumulator, acc)?;
-            let Expr::Binary(BinOp::Add, lhs, prod) = value else {
-                return Err(refuse("it is not C[i, j] = C[i, j] + A[i, k] * B[k, j]".into()));
-            };
-            let (Some((c2, cidx)), Expr::Binary(BinOp::Mul, a, b)) = (load(lhs), prod.as_ref()) else {
-                return Err(refuse("it is not C[i, j] = C[i, j] + A[i, k] * B[k, j]".into()));
-            };
-            let casts_ok = |e: &Expr| match e {
-                Expr::Cast(t, _) => *t == acc,
-                _ => acc == DType::F16,
-            };
-            let (Some((ab, aidx)), Some((bb, bidx))) = (load(a), load(b)) else {
-                return Err(refuse("its product is not of two loads".into()));
-            };
             let bk = if b_trans { "B[j, k]" } else { "B[k, j]" };
-            if c2 != *buffer || !casts_ok(a) || !casts_ok(b) {
-                return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A[i, k]) * {acc}({bk})")));
-            }
+            let (c_read, (ab, aidx), (bb, bidx)) = product(buffer, value, acc).map_err(|why| {
+                refuse(why.unwrap_or_else(|| format!("it is not C[i, j] = C[i, j] + {acc}(A[i, k]) * {acc}({bk})")))
+            })?;
             scoped(&ab, Scope::WmmaMatrixA, DType::F16)?;
             scoped(&bb, Scope::WmmaMatrixB, DType::F16)?;
             let c = tile(buffer, indices, v[0], v[1])?;
-            let c_read = tile(&c2, &cidx, v[0], v[1])?;
-            if !same_origin(&c, &c_read) {
+            if !same_origin(&c, &tile(buffer, &c_read, v[0], v[1])?) {
                 return Err(refuse("it reads another element of C than it writes".into()));
             }
             // B[k, j], or B[j, k] for the transposed product.
@@ -375,28 +355,15 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         }
         Kind::MmaSync { input, acc, trans_a, trans_b } => {
             scoped(buffer, Scope::Warp, acc)?;
-            let shape = "C[i, j] = C[i, j] + A[i, k] * B[k, j] on warp tiles";
-            let Expr::Binary(BinOp::Add, lhs, prod) = value else {
-                return Err(refuse(format!("it is not {shape}")));
-            };
-            let (Some((c2, cidx)), Expr::Binary(BinOp::Mul, a, b)) = (load(lhs), prod.as_ref()) else {
-                return Err(refuse(format!("it is not {shape}")));
-            };
-            let casts_ok = |e: &Expr| match e {
-                Expr::Cast(t, _) => *t == acc,
-                _ => acc == DType::F16,
-            };
-            let (Some((ab, aidx)), Some((bb, bidx))) = (load(a), load(b)) else {
-                return Err(refuse("its product is not of two loads".into()));
-            };
-            if c2 != *buffer || !casts_ok(a) || !casts_ok(b) {
-                return Err(refuse(format!("it is not C[i, j] = C[i, j] + {acc}(A) * {acc}(B)")));
-            }
+            let (c_read, (ab, aidx), (bb, bidx)) = product(buffer, value, acc).map_err(|why| {
+                refuse(
+                    why.unwrap_or_else(|| format!("it is not C[i, j] = C[i, j] + {acc}(A) * {acc}(B) on warp tiles")),
+                )
+            })?;
             scoped(&ab, Scope::Warp, input)?;
             scoped(&bb, Scope::Warp, input)?;
             let c = warp(buffer, indices, v[0], v[1])?;
-            let c_read = warp(&c2, &cidx, v[0], v[1])?;
-            if !same_origin(&c, &c_read) {
+            if !same_origin(&c, &warp(buffer, &c_read, v[0], v[1])?) {
                 return Err(refuse("it reads another tile of C than it writes".into()));
             }
             // The operands as they are stored: A[i, k] (A[k, i] with
@@ -437,6 +404,36 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         _ => None,
     });
     Ok(())
+}
+
+/// A load and its indices.
+type Access = (Buffer, Vec<Expr>);
+
+/// The store's value as `C[..] + acc(A[..]) * acc(B[..])` (the casts to the
+/// accumulator's type, or none in float16) with `C` the stored buffer: the
+/// indices `C` is read at, and the two operands; or `None` where it is
+/// not of that form (the caller says which form it wanted), a reason
+/// where it is but its operands are not loads.
+fn product(c: &Buffer, value: &Expr, acc: DType) -> std::result::Result<(Vec<Expr>, Access, Access), Option<String>> {
+    let load = |e: &Expr| -> Option<Access> {
+        match strip_cast(e) {
+            Expr::Load(b, idx) => Some((b.clone(), idx.clone())),
+            _ => None,
+        }
+    };
+    let Expr::Binary(BinOp::Add, lhs, prod) = value else { return Err(None) };
+    let (Some((c2, cidx)), Expr::Binary(BinOp::Mul, a, b)) = (load(lhs), prod.as_ref()) else { return Err(None) };
+    let (Some(a_load), Some(b_load)) = (load(a), load(b)) else {
+        return Err(Some("its product is not of two loads".into()));
+    };
+    let cast_ok = |e: &Expr| match e {
+        Expr::Cast(t, _) => *t == acc,
+        _ => acc == DType::F16,
+    };
+    if c2 != *c || !cast_ok(a) || !cast_ok(b) {
+        return Err(None);
+    }
+    Ok((cidx, a_load, b_load))
 }
 
 /// `e` without a cast around it.
