@@ -30,6 +30,8 @@ fn padded_tensor_core_tiles_handle_sizes_no_tile_divides() {
     let mut p = SMALL.to_vec();
     p.push(("PAD", "1"));
     check("wmma", [100, 90, 70], &p, 4);
+    check("mma", [100, 90, 70], &p, 4);
+    check("mma_bf16", [70, 100, 90], &p, 4);
     // Sizes the tiles divide need no padding: one kernel.
     check("wmma", [128, 64, 64], &p, 1);
 }
