@@ -63,6 +63,19 @@ pub fn warp_layout(i: i64, j: i64) -> (i64, i64) {
     (4 * (i % 8) + (j % 8) / 2, 4 * (j / 8) + 2 * (i / 8) + j % 2)
 }
 
+/// `warp_layout` as index expressions of `i` and `j`: what TVM's
+/// `shared_16x16_to_ldmatrix_32x8_layout(i, j)` gives in an index map.
+pub fn warp_layout_exprs(i: Expr, j: Expr) -> (Expr, Expr) {
+    use crate::BinOp;
+    let f = |op, a: Expr, b: i64| Expr::folded(op, a, Expr::int(b));
+    let lane =
+        f(BinOp::Mul, f(BinOp::FloorMod, i.clone(), 8), 4) + f(BinOp::FloorDiv, f(BinOp::FloorMod, j.clone(), 8), 2);
+    let elem = f(BinOp::Mul, f(BinOp::FloorDiv, j.clone(), 8), 4)
+        + f(BinOp::Mul, f(BinOp::FloorDiv, i, 8), 2)
+        + f(BinOp::FloorMod, j, 2);
+    (lane, elem)
+}
+
 /// The inverse of `warp_layout`: the `(row, column)` of the tile that
 /// element `e` of lane `l` holds.
 pub fn warp_layout_inverse(l: i64, e: i64) -> (i64, i64) {
@@ -357,6 +370,27 @@ impl Wmma {
                 })
                 .collect(),
             value: self.value.as_ref().map(&mut *f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numeric layout, its expressions and its inverse agree on every
+    /// element of a tile, and the layout is a bijection onto [32, 8].
+    #[test]
+    fn the_warp_layout_is_one_map() {
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..TILE {
+            for j in 0..TILE {
+                let (l, e) = warp_layout(i, j);
+                let (le, ee) = warp_layout_exprs(Expr::int(i), Expr::int(j));
+                assert_eq!((le.as_int(), ee.as_int()), (Some(l), Some(e)));
+                assert_eq!(warp_layout_inverse(l, e), (i, j));
+                assert!((0..LANES).contains(&l) && (0..PER_LANE).contains(&e) && seen.insert((l, e)));
+            }
         }
     }
 }

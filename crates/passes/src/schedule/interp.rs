@@ -419,12 +419,7 @@ impl Interp<'_> {
                     return Err(Diagnostic::at(e.span, format!("{LAYOUT} takes two indices, (i, j) of a 16x16 tile")));
                 };
                 let (i, j) = (self.index_expr(i, vars)?, self.index_expr(j, vars)?);
-                let f = |op, a: Expr, b: i64| Expr::folded(op, a, Expr::int(b));
-                let lane = f(BinOp::Mul, f(BinOp::FloorMod, i.clone(), 8), 4)
-                    + f(BinOp::FloorDiv, f(BinOp::FloorMod, j.clone(), 8), 2);
-                let elem = f(BinOp::Mul, f(BinOp::FloorDiv, j.clone(), 8), 4)
-                    + f(BinOp::Mul, f(BinOp::FloorDiv, i, 8), 2)
-                    + f(BinOp::FloorMod, j, 2);
+                let (lane, elem) = tirc_ir::wmma::warp_layout_exprs(i, j);
                 Ok(vec![lane, elem])
             }
             _ => Err(Diagnostic::at(

@@ -460,13 +460,8 @@ mod tests {
     /// TVM's `(i // 16, j // 16, *shared_16x16_to_ldmatrix_32x8_layout(i % 16, j % 16))`.
     fn ldmatrix() -> IndexMap {
         map(|i, j| {
-            let (ii, jj) = (rem(i.clone(), 16), rem(j.clone(), 16));
-            vec![
-                div(i, 16),
-                div(j, 16),
-                rem(ii.clone(), 8) * Expr::int(4) + div(rem(jj.clone(), 8), 2),
-                div(jj.clone(), 8) * Expr::int(4) + div(ii, 8) * Expr::int(2) + rem(jj, 2),
-            ]
+            let (lane, elem) = tirc_ir::wmma::warp_layout_exprs(rem(i.clone(), 16), rem(j.clone(), 16));
+            vec![div(i, 16), div(j, 16), lane, elem]
         })
     }
 
