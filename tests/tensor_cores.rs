@@ -2,9 +2,11 @@
 //! default test does not reach, on the simulator: sizes no tile divides
 //! (`PAD=1`: the product on zero-padded copies, four kernels), sizes only
 //! 16 divides, and the transposed-B form, each checked against the float64
-//! reference.
+//! reference; and tf32's rounding.
 
 use tirc::compile::{compile, Request};
+use tirc_exec::data::HostData;
+use tirc_exec::sim::{run, SimOptions};
 use tirc_tests::{read, root};
 
 fn check(schedule: &str, sizes: [i64; 3], params: &[(&str, &str)], kernels: usize) {
@@ -32,6 +34,7 @@ fn padded_tensor_core_tiles_handle_sizes_no_tile_divides() {
     check("wmma", [100, 90, 70], &p, 4);
     check("mma", [100, 90, 70], &p, 4);
     check("mma_bf16", [70, 100, 90], &p, 4);
+    check("mma_tf32", [90, 70, 100], &p, 4);
     // Sizes the tiles divide need no padding: one kernel.
     check("wmma", [128, 64, 64], &p, 1);
 }
@@ -44,6 +47,43 @@ fn tiles_of_16_handle_sizes_16_divides() {
     check("wmma_nt", [176, 160, 48], SMALL, 1);
     check("mma", [160, 176, 80], SMALL, 1);
     check("mma_nt", [176, 160, 48], SMALL, 1);
+    check("mma_tf32", [160, 176, 80], SMALL, 1);
+}
+
+/// float32 multiplied as tf32 keeps 10 bits of mantissa in each operand,
+/// rounded to nearest with ties away from zero (`cvt.rna.tf32.f32`):
+/// 1 + 2^-11 is halfway and becomes 1 + 2^-10 (float32 would keep it; ties
+/// to even would give 1), so C = A @ B with A of it and B of ones is
+/// K (1 + 2^-10) exactly.
+#[test]
+fn tf32_products_round_each_operand_to_nearest_ties_away() {
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let n = 32;
+    let req = Request {
+        schedule: Some("mma_tf32".into()),
+        defines: ["M", "N", "K"].iter().map(|d| (d.to_string(), n)).collect(),
+        params: [("BM", "32"), ("BN", "32"), ("BK", "16"), ("WM", "2"), ("WN", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(c.uses_tf32());
+    let len = (n * n) as usize;
+    let mut args = vec![
+        HostData::F32(vec![1.0 + 2f32.powi(-11); len]),
+        HostData::F32(vec![1.0; len]),
+        HostData::F32(vec![0.0; len]),
+    ];
+    for k in &c.kernels {
+        run(&k.lowered, &mut args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let HostData::F32(out) = &args[2] else { panic!("C is float32") };
+    let want = n as f32 * (1.0 + 2f32.powi(-10));
+    assert!(out.iter().all(|&x| x == want), "C[0, 0] = {} where tf32 gives {want}", out[0]);
+    // Its tolerance is float16's, not float32's.
+    assert!(c.tolerance() > 1e-4, "tolerance {}", c.tolerance());
 }
 
 #[test]

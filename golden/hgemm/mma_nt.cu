@@ -35,6 +35,48 @@ __device__ __forceinline__ void tirc_mma_16x16x16(unsigned* c, const unsigned* a
   asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};" : "+r"(c[0]), "+r"(c[1]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   asm("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};" : "+r"(c[2]), "+r"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[2]), "r"(b[3]));
 }
+// tf32: a 16x16 float32 tile is 8 registers a lane, 4 for each 8-wide half
+// q of k, each rounded to tf32 (cvt.rna). A's registers of half q are
+// (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) of rows m and columns
+// 8q + k; B's, for the half h of n, (t, g) and (t + 4, g) of rows 8q + k
+// and columns 8h + n (g = lane / 4, t = lane % 4): mma.m16n8k8's fragments.
+__device__ __forceinline__ float tirc_tf32(float x) {
+  unsigned u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+  return __uint_as_float(u);
+}
+// A stored m x k, or B stored n x k: two ldmatrix.x4 of 16-byte rows (4
+// floats as 8 halves), one per half of k.
+template <bool B>
+__device__ __forceinline__ void tirc_ldmatrix_tf32(float* r, const float* tile, int ldm) {
+  for (int q = 0; q < 2; ++q) {
+    tirc_ldmatrix_x4<false, B>(reinterpret_cast<unsigned*>(r + 4 * q), tile + 8 * q, 2 * ldm);
+  }
+  for (int i = 0; i < 8; ++i) r[i] = tirc_tf32(r[i]);
+}
+// A stored k x m, or B stored k x n, which ldmatrix cannot transpose in
+// 4-byte elements: each lane loads its 8 elements.
+template <bool B, bool STORED_T>
+__device__ __forceinline__ void tirc_load_tf32(float* r, const float* tile, int ldm) {
+  unsigned lane = tirc_lane();
+  int g = (int)(lane >> 2), t = (int)(lane & 3);
+  for (int q = 0; q < 2; ++q) {
+    for (int e = 0; e < 4; ++e) {
+      // Row and column of the operand as the product reads it: A (m, k), B (k, n).
+      int row = B ? 8 * q + t + 4 * (e & 1) : g + 8 * (e & 1);
+      int col = B ? 8 * (e >> 1) + g : 8 * q + t + 4 * (e >> 1);
+      r[4 * q + e] = tirc_tf32(STORED_T ? tile[col * ldm + row] : tile[row * ldm + col]);
+    }
+  }
+}
+// c += a * b on a 16x16x16 float32 tile in tf32: four m16n8k8.
+__device__ __forceinline__ void tirc_mma_16x16x16_tf32(float* c, const float* a, const float* b) {
+  for (int q = 0; q < 2; ++q) {
+    for (int h = 0; h < 2; ++h) {
+      asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : "+f"(c[4 * h]), "+f"(c[4 * h + 1]), "+f"(c[4 * h + 2]), "+f"(c[4 * h + 3]) : "r"(__float_as_uint(a[4 * q])), "r"(__float_as_uint(a[4 * q + 1])), "r"(__float_as_uint(a[4 * q + 2])), "r"(__float_as_uint(a[4 * q + 3])), "r"(__float_as_uint(b[4 * q + 2 * h])), "r"(__float_as_uint(b[4 * q + 2 * h + 1])));
+    }
+  }
+}
 __device__ __forceinline__ void tirc_mma_fill(float* c, float v) {
   for (int i = 0; i < 8; ++i) c[i] = v;
 }

@@ -874,7 +874,7 @@ impl Gpu {
         warmup: usize,
         reps: usize,
     ) -> Result<Vec<f64>, String> {
-        self.cublas_gemm(m, n, k, tirc_ir::DType::F32, false, a, b, c, warmup, reps)
+        self.cublas_gemm(m, n, k, tirc_ir::DType::F32, false, false, a, b, c, warmup, reps)
     }
 
     /// [`Gpu::cublas_sgemm`] for float32 `input`s, or with float16 or
@@ -888,6 +888,7 @@ impl Gpu {
         n: usize,
         k: usize,
         input: tirc_ir::DType,
+        tf32: bool,
         b_trans: bool,
         a: &DeviceBuffer,
         b: &DeviceBuffer,
@@ -896,7 +897,9 @@ impl Gpu {
         reps: usize,
     ) -> Result<Vec<f64>, String> {
         use blas_sys::cudaDataType::{CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F};
+        // float32 through cublasGemmEx with TF32 math when `tf32`, else SGEMM.
         let (in_bytes, in_type) = match input {
+            tirc_ir::DType::F32 if tf32 => (4, Some(CUDA_R_32F)),
             tirc_ir::DType::F32 => (4, None),
             tirc_ir::DType::F16 => (2, Some(CUDA_R_16F)),
             tirc_ir::DType::BFloat16 => (2, Some(CUDA_R_16BF)),
@@ -958,11 +961,18 @@ impl Gpu {
                             pc as *mut _,
                             CUDA_R_32F,
                             ni.max(1),
-                            blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                            if tf32 {
+                                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+                            } else {
+                                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+                            },
                             blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                         )
                     }
-                    .map_err(|e| format!("cublasGemmEx ({m}x{n}x{k}, {input} in, float32 out) failed: {e}"));
+                    .map_err(|e| {
+                        let math = if tf32 { " (TF32 math)" } else { "" };
+                        format!("cublasGemmEx ({m}x{n}x{k}, {input} in, float32 out{math}) failed: {e}")
+                    });
                 }
                 unsafe {
                     blas_result::sgemm(

@@ -45,6 +45,13 @@
 //! `LdMatrix` names the operand (`b`) and whether its tile is stored
 //! transposed (`trans`: A as `k × m`, B as `n × k`); the instruction's
 //! `.trans` and the rows each lane points at follow from the two.
+//!
+//! float32 operands are multiplied as tf32 (`mma.sync.m16n8k8.tf32`, four
+//! to a 16×16×16 tile, each operand rounded to 10 bits of mantissa, to
+//! nearest, ties away from zero, as `cvt.rna.tf32.f32` does); their warp
+//! tiles keep the same `[32, 8]` shape and map, a lane's 8 elements being
+//! its registers of both 8-wide halves of k. The accumulator's layout is
+//! that of `m16n8k16`.
 
 use crate::buffer::{Buffer, Scope};
 use crate::expr::Expr;
@@ -210,6 +217,13 @@ pub struct Wmma {
 }
 
 impl Wmma {
+    /// Whether it multiplies float32 operands as tf32 (10 bits of
+    /// mantissa): the result is that precise, not float32's.
+    pub fn is_tf32(&self) -> bool {
+        matches!(self.op, WmmaOp::MmaSync { .. })
+            && self.tiles.get(1).is_some_and(|a| a.buffer.dtype() == crate::DType::F32)
+    }
+
     /// The tiles it reads.
     pub fn reads(&self) -> &[Tile] {
         match self.op {
@@ -225,8 +239,9 @@ impl Wmma {
     }
 
     /// Whether the operation is well formed: its tiles' scopes and types
-    /// (`Err` says what is wrong). Operands are float16, the
-    /// accumulator float32 or float16.
+    /// (`Err` says what is wrong). Operands are float16 (bfloat16 and
+    /// float32 as tf32 for the `mma.sync` family), the accumulator float32
+    /// or float16.
     pub fn check(&self) -> Result<(), String> {
         use crate::DType;
         if self.tiles.len() != self.op.arity() {
@@ -252,7 +267,8 @@ impl Wmma {
             }
         }
         let operand = |t: &DType| matches!(t, DType::Float(16));
-        let mma_operand = |t: &DType| matches!(t, DType::Float(16) | DType::BFloat16);
+        // float32 operands of mma.sync are multiplied as tf32.
+        let mma_operand = |t: &DType| matches!(t, DType::Float(16) | DType::BFloat16 | DType::Float(32));
         let acc = |t: &DType| matches!(t, DType::Float(32) | DType::Float(16));
         // A warp tile is `[.., 32, 8]` until flattened.
         for t in &self.tiles {
@@ -283,7 +299,7 @@ impl Wmma {
                 }
                 if f.buffer.dtype() != m.buffer.dtype() || !mma_operand(&f.buffer.dtype()) {
                     return Err(format!(
-                        "ldmatrix copies float16 or bfloat16 as it is: `{}` is {}, `{}` {}",
+                        "ldmatrix copies float16, bfloat16 or float32 (for tf32) as it is: `{}` is {}, `{}` {}",
                         name(m),
                         m.buffer.dtype(),
                         name(f),
@@ -318,12 +334,12 @@ impl Wmma {
                 let ok = a.buffer.dtype() == b.buffer.dtype()
                     && match a.buffer.dtype() {
                         DType::Float(16) => acc(&c.buffer.dtype()),
-                        DType::BFloat16 => c.buffer.dtype() == DType::F32,
+                        DType::BFloat16 | DType::Float(32) => c.buffer.dtype() == DType::F32,
                         _ => false,
                     };
                 if !ok {
                     return Err(format!(
-                        "mma.sync takes float16 operands with a float32 or float16 accumulator, or bfloat16 operands with a float32 one: `{}` is {}, `{}` {}, `{}` {}",
+                        "mma.sync takes float16 operands with a float32 or float16 accumulator, or bfloat16 or float32 (tf32) operands with a float32 one: `{}` is {}, `{}` {}, `{}` {}",
                         name(a), a.buffer.dtype(), name(b), b.buffer.dtype(), name(c), c.buffer.dtype()
                     ));
                 }

@@ -66,6 +66,23 @@ impl Compiled {
         &self.kernels[0]
     }
 
+    /// The relative error its result may have: the function's types, and
+    /// what the kernels compute in (tf32 products).
+    pub fn tolerance(&self) -> f64 {
+        let kernels = self.kernels.iter().map(|k| crate::verify::default_tolerance(&k.lowered));
+        kernels.fold(crate::verify::default_tolerance(&self.original), f64::max)
+    }
+
+    /// Whether a kernel multiplies float32 as tf32 (`mma_tf32*`): cuBLAS is
+    /// then compared with its TF32 math.
+    pub fn uses_tf32(&self) -> bool {
+        let mut tf32 = false;
+        for k in &self.kernels {
+            k.lowered.body.walk(&mut |s| tf32 |= matches!(s, tirc_ir::Stmt::Wmma(w) if w.is_tf32()));
+        }
+        tf32
+    }
+
     /// The lowered IR of every kernel, in launch order.
     pub fn lowered_text(&self) -> String {
         self.kernels.iter().map(|k| print_func(&k.lowered)).collect::<Vec<_>>().join("\n")

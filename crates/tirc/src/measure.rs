@@ -241,6 +241,8 @@ pub struct MatmulShape {
     pub input: tirc_ir::DType,
     /// B is stored N x K and read transposed.
     pub b_trans: bool,
+    /// float32 inputs multiplied as tf32 (cuBLAS's TF32 math for them).
+    pub tf32: bool,
 }
 
 /// The shape when the function is `C[i, j] += A[i, k] * B[k, j]` over
@@ -309,6 +311,7 @@ pub fn matmul_shape(f: &PrimFunc) -> Option<MatmulShape> {
         c: pos(c)?,
         input,
         b_trans,
+        tf32: false,
     })
 }
 
@@ -323,7 +326,7 @@ pub fn cublas(
     repeat: usize,
 ) -> Result<(f64, HostData), String> {
     let cb = g.upload(c_host)?;
-    let t = g.cublas_gemm(s.m, s.n, s.k, s.input, s.b_trans, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
+    let t = g.cublas_gemm(s.m, s.n, s.k, s.input, s.tf32, s.b_trans, bufs[s.a], bufs[s.b], &cb, warmup, repeat)?;
     let mut out = c_host.clone();
     g.download(&cb, &mut out)?;
     Ok((median(t), out))

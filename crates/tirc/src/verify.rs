@@ -124,13 +124,15 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
 
 /// The relative error a result may have: by the narrowest float type the
 /// function computes in — its parameters, its intermediate buffers, its
-/// casts (an accumulation in it rounds at every step).
+/// casts (an accumulation in it rounds at every step), and tf32 products
+/// (float16's 10 bits of mantissa).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
     let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();
     f.body.walk(&mut |s| {
         match s {
             Stmt::Block(r) => types.extend(r.block.alloc_buffers.iter().map(|b| b.dtype())),
             Stmt::Allocate { buffer, .. } => types.push(buffer.dtype()),
+            Stmt::Wmma(w) if w.is_tf32() => types.push(tirc_ir::DType::F16),
             _ => {}
         }
         s.for_each_expr(|e| {
@@ -266,7 +268,7 @@ fn check_kernels(
     }
     let reference = reference_sim(original, &start)?;
     let w = crate::measure::worst_error(original, &args, intermediates, &reference)?;
-    Ok((w, default_tolerance(original)))
+    Ok((w, kernels.iter().map(default_tolerance).fold(default_tolerance(original), f64::max)))
 }
 
 /// Buffers the function allocates and reads but nothing writes: what is

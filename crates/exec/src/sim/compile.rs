@@ -92,12 +92,14 @@ pub(super) enum Node {
 }
 
 /// A tensor-core operation: its tiles (`tiles[0]` written), the value a
-/// fill writes, and the rounding of the written tile's type.
+/// fill writes, the rounding of the written tile's type, and whether a
+/// product's operands are first rounded to tf32.
 pub(super) struct WmmaNode {
     pub op: WmmaOp,
     pub tiles: Vec<TileNode>,
     pub value: Option<FExpr>,
     pub round: Precision,
+    pub tf32: bool,
 }
 
 /// A 16×16 tile: element `(r, c)` is element `base + r * stride + c` of its
@@ -392,7 +394,8 @@ impl Compiler {
                 }
                 let value = w.value.as_ref().map(|v| self.expr(v).float());
                 let round = Precision::of(w.tiles[0].buffer.dtype(), self.f64_storage);
-                Node::Wmma(Box::new(WmmaNode { op: w.op.clone(), tiles, value, round }))
+                let tf32 = w.is_tf32() && !self.f64_storage;
+                Node::Wmma(Box::new(WmmaNode { op: w.op.clone(), tiles, value, round, tf32 }))
             }
             Stmt::Block(r) => {
                 let mut binds = Vec::new();

@@ -9,7 +9,7 @@
 
 use super::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Program, Term, WmmaNode};
 use super::race::{Conflict, RaceTable};
-use super::value::{intrinsic, wrap_to};
+use super::value::{intrinsic, tf32, wrap_to};
 use super::{SimError, SimOptions, SimStats};
 use std::collections::VecDeque;
 use tirc_ir::expr::{floor_div, floor_mod};
@@ -594,7 +594,12 @@ impl<'p> Machine<'p> {
                 WmmaOp::MmaSync { trans_a, trans_b } => {
                     let acc = from_warp(&read(self, 0)?);
                     // The operands as stored: A[i, k] or A[k, i], B[k, j] or B[j, k].
-                    let (a, b) = (from_warp(&read(self, 1)?), from_warp(&read(self, 2)?));
+                    let (mut a, mut b) = (from_warp(&read(self, 1)?), from_warp(&read(self, 2)?));
+                    if w.tf32 {
+                        for x in a.iter_mut().chain(b.iter_mut()) {
+                            *x = tf32(*x);
+                        }
+                    }
                     let at = |i: usize, x: usize| if trans_a { a[x * T + i] } else { a[i * T + x] };
                     let bt = |x: usize, j: usize| if trans_b { b[j * T + x] } else { b[x * T + j] };
                     let mut v = [0.0; T * T];

@@ -54,6 +54,16 @@ impl Precision {
     }
 }
 
+/// `x` (a float32) rounded to tf32, 10 bits of mantissa, to nearest with
+/// ties away from zero (`cvt.rna.tf32.f32`); infinities and NaN stay.
+pub(super) fn tf32(x: f64) -> f64 {
+    let f = x as f32;
+    if !f.is_finite() {
+        return f as f64;
+    }
+    f32::from_bits(f.to_bits().wrapping_add(0x1000) & !0x1fff) as f64
+}
+
 /// Every value of `xs` wrapped to the width of integer type `t`, as a GPU's
 /// registers hold it.
 #[inline]
@@ -125,6 +135,12 @@ mod tests {
     fn narrowing_matches_the_types() {
         assert_eq!(Precision::F32.round(0.1), 0.1f32 as f64);
         assert_eq!(Precision::F16.round(65520.0), f64::INFINITY);
+        // tf32: 10 bits of mantissa, to nearest, ties away from zero.
+        assert_eq!(tf32(1.0 + 2f64.powi(-11)), 1.0 + 2f64.powi(-10));
+        assert_eq!(tf32(-(1.0 + 2f64.powi(-11))), -(1.0 + 2f64.powi(-10)));
+        assert_eq!(tf32(1.0 + 2f64.powi(-12)), 1.0);
+        assert_eq!(tf32(1.0 + 3.0 * 2f64.powi(-10)), 1.0 + 3.0 * 2f64.powi(-10));
+        assert!(tf32(f64::NAN).is_nan());
         assert_eq!(Precision::Bool.round(-2.0), 1.0);
         assert_eq!(Precision::Trunc.round(-2.5), -2.0);
         let mut xs = [1 << 31, -1];

@@ -23,13 +23,19 @@
 //! | `mma_fill_16x16_f32`, `_f16` | `C[.., map(i, j)] = c` | fill of a warp accumulator tile |
 //! | `mma_store_16x16_f32_global_` (`_f16_`, `_shared_dyn_`, `_simple_`) | `D[i, j] = C[.., map(i, j)]` | store of a warp accumulator tile |
 //!
+//! | `mma_ldmatrix_tf32_a`, `_b` (`_trans`, `_dyn`) | the same on float32 | `ldmatrix.x4` twice (a B stored `k × n`, an A stored `k × m`: eight 4-byte loads a lane), each element rounded to tf32 |
+//! | `mma_tf32tf32f32` (`_trans_a`, `_trans_b`) | `C[map(i, j)] += A[map(i, k)] * B[map(k, j)]`, all float32 | four `mma.sync.m16n8k8.tf32` |
+//!
 //! `map` is TVM's `shared_16x16_to_ldmatrix_32x8_layout` (`tirc_ir::wmma`):
 //! a warp buffer must have been `transform_layout`ed to `[.., 32, 8]`
 //! tiles first, and its accesses are checked element by element against
 //! the map (each of the 256). `_trans` (an operand stored transposed) swaps
 //! the operand's indices: `A[map(k, i)]`, `B[map(j, k)]`. TVM 0.27
-//! registers no bfloat16 intrinsics; the `bf16` names are those its name
-//! builder (`get_mma_intrin_group`) would give them.
+//! registers no bfloat16 or tf32 intrinsics; the `bf16` and `tf32` names
+//! are those its name builder (`get_mma_intrin_group`) would give them.
+//! A tf32 product is written as the float32 product it approximates: a
+//! float32 block tensorized with the `tf32` intrinsics computes with 10
+//! bits of mantissa in each operand.
 //!
 //! The outer block keeps its variables and regions; its body becomes the
 //! operation (`tirc_ir::wmma`), the tiles named by their first elements.
@@ -151,6 +157,21 @@ const INTRINSICS: &[(&str, Kind)] = &[
     (
         "mma_bf16bf16f32_trans_a_trans_b",
         Kind::MmaSync { input: DType::BFloat16, acc: DType::F32, trans_a: true, trans_b: true },
+    ),
+    ("mma_ldmatrix_tf32_a", Kind::MmaLoad { input: DType::F32, b: false, trans: false }),
+    ("mma_ldmatrix_tf32_a_dyn", Kind::MmaLoad { input: DType::F32, b: false, trans: false }),
+    ("mma_ldmatrix_tf32_a_trans", Kind::MmaLoad { input: DType::F32, b: false, trans: true }),
+    ("mma_ldmatrix_tf32_a_trans_dyn", Kind::MmaLoad { input: DType::F32, b: false, trans: true }),
+    ("mma_ldmatrix_tf32_b", Kind::MmaLoad { input: DType::F32, b: true, trans: false }),
+    ("mma_ldmatrix_tf32_b_dyn", Kind::MmaLoad { input: DType::F32, b: true, trans: false }),
+    ("mma_ldmatrix_tf32_b_trans", Kind::MmaLoad { input: DType::F32, b: true, trans: true }),
+    ("mma_ldmatrix_tf32_b_trans_dyn", Kind::MmaLoad { input: DType::F32, b: true, trans: true }),
+    ("mma_tf32tf32f32", Kind::MmaSync { input: DType::F32, acc: DType::F32, trans_a: false, trans_b: false }),
+    ("mma_tf32tf32f32_trans_b", Kind::MmaSync { input: DType::F32, acc: DType::F32, trans_a: false, trans_b: true }),
+    ("mma_tf32tf32f32_trans_a", Kind::MmaSync { input: DType::F32, acc: DType::F32, trans_a: true, trans_b: false }),
+    (
+        "mma_tf32tf32f32_trans_a_trans_b",
+        Kind::MmaSync { input: DType::F32, acc: DType::F32, trans_a: true, trans_b: true },
     ),
     ("mma_fill_16x16_f32", Kind::MmaFill(DType::F32)),
     ("mma_fill_16x16_f16", Kind::MmaFill(DType::F16)),
@@ -426,9 +447,11 @@ fn product(c: &Buffer, value: &Expr, acc: DType) -> std::result::Result<(Vec<Exp
     let (Some(a_load), Some(b_load)) = (load(a), load(b)) else {
         return Err(Some("its product is not of two loads".into()));
     };
+    // Operands widened to the accumulator's type, or of that type already
+    // (float16 into float16, float32 into float32 for tf32).
     let cast_ok = |e: &Expr| match e {
         Expr::Cast(t, _) => *t == acc,
-        _ => acc == DType::F16,
+        e => e.dtype() == acc,
     };
     if c2 != *c || !cast_ok(a) || !cast_ok(b) {
         return Err(None);

@@ -123,7 +123,7 @@ fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<
         .help("compile for sm_70 or newer (--arch), or leave the tiles untensorized")
         .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
         Some((block, true)) if !target.has_mma_m16n8k16() => Err(Diagnostic::new(format!(
-            "mma.sync.m16n8k16 and ldmatrix (the mma_* intrinsics) need sm_80 or newer; {} has neither",
+            "mma.sync (m16n8k16, and m16n8k8 for tf32) and ldmatrix, the mma_* intrinsics, need sm_80 or newer; {} has neither",
             target.arch()
         ))
         .help("compile for sm_80 or newer (--arch), or use the wmma_* intrinsics, which sm_70 has")

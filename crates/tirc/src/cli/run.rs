@@ -17,7 +17,7 @@
 use super::{report, Common, FAIL, USAGE};
 use crate::compile::{compile, Compiled};
 use crate::measure::{self, matmul_shape, median, passes, prepare, reference_gpu, worst_error, CPU_REFERENCE_LIMIT};
-use crate::verify::{default_tolerance, reference_sim, reference_sim_observed};
+use crate::verify::{reference_sim, reference_sim_observed};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tirc_exec::data::{compare, ErrorStats};
 use tirc_exec::{gpu, npy, reference, sim};
@@ -373,9 +373,10 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
             let t = g.time_all(&ks, &refs, a.warmup, a.repeat)?;
             time_ms = Some(median(t));
             if a.compare == Some(Baseline::Cublas) {
-                let shape = matmul_shape(f).ok_or_else(|| {
+                let mut shape = matmul_shape(f).ok_or_else(|| {
                     "--compare cublas needs a float32 matmul C[i, j] += A[i, k] * B[k, j]".to_string()
                 })?;
+                shape.tf32 = c.uses_tf32();
                 let (t, out) = measure::cublas(&g, shape, &refs, &run_args[shape.c], a.warmup, a.repeat)?;
                 cublas = Some((t, compare(&out, &reference.values[shape.c])));
             }
@@ -386,7 +387,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         }
     }
     // Compare every output buffer; report the worst.
-    let tol = a.tolerance.unwrap_or_else(|| default_tolerance(f));
+    let tol = a.tolerance.unwrap_or_else(|| c.tolerance());
     let stats = worst_error(f, &run_args, &c.intermediates, &reference);
     run_args.truncate(f.params.len());
     write_outputs(a, f, &run_args)?;

@@ -133,6 +133,20 @@ pub struct Checker {
     pub args: Vec<HostData>,
     pub reference: crate::verify::Reference,
     pub tolerance: f64,
+    /// The tolerance was given (`--tolerance`): a candidate's own
+    /// precision (tf32 products) does not loosen it.
+    pub tolerance_given: bool,
+}
+
+impl Checker {
+    /// The tolerance for a candidate whose kernel needs `precision`.
+    fn tolerance_for(&self, precision: f64) -> f64 {
+        if self.tolerance_given {
+            self.tolerance
+        } else {
+            self.tolerance.max(precision)
+        }
+    }
 }
 
 /// Builds and checks a candidate on the simulator.
@@ -162,7 +176,13 @@ pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, 
         t.reason = Some(format!("the simulator stopped the kernel: {e}"));
         return t;
     }
-    judge(&mut t, &chk.original, &args, &chk.reference, chk.tolerance);
+    judge(
+        &mut t,
+        &chk.original,
+        &args,
+        &chk.reference,
+        chk.tolerance_for(crate::verify::default_tolerance(&built.lowered)),
+    );
     t
 }
 
@@ -192,6 +212,9 @@ pub struct Loaded {
     pub kernel: Result<gpu::LoadedKernel, Trial>,
     pub block: [i64; 3],
     pub compile_s: f64,
+    /// The tolerance its kernel's own arithmetic needs (tf32 products),
+    /// `default_tolerance` of the lowered kernel.
+    pub precision: f64,
 }
 
 /// A candidate built for the GPU as far as PTX, or why not, and the
@@ -251,6 +274,7 @@ pub fn gpu_load(g: &gpu::Gpu, p: &ForGpu) -> Loaded {
                 kernel: Err(Trial::rejected(c.clone(), e.clone(), p.build_s)),
                 block: [0; 3],
                 compile_s: p.build_s,
+                precision: 0.0,
             };
         }
     };
@@ -265,7 +289,8 @@ pub fn gpu_load(g: &gpu::Gpu, p: &ForGpu) -> Loaded {
         t.block = Some(built.kernel.launch.block);
         t
     });
-    Loaded { cand: c.clone(), kernel, block: built.kernel.launch.block, compile_s: s }
+    let precision = crate::verify::default_tolerance(&built.lowered);
+    Loaded { cand: c.clone(), kernel, block: built.kernel.launch.block, compile_s: s, precision }
 }
 
 /// The GPU side of a tuning run: inputs on the device, the reference, and
@@ -335,6 +360,7 @@ impl GpuBench<'_> {
     /// Runs the kernel once on poisoned outputs, checks the result, and
     /// times it only when it is right.
     pub fn measure(&self, l: Loaded) -> Measured {
+        let tol = self.chk.tolerance_for(l.precision);
         let k = match l.kernel {
             Ok(k) => k,
             Err(t) => return kept(t),
@@ -388,7 +414,7 @@ impl GpuBench<'_> {
                 }
             }
         }
-        judge(&mut t, &self.chk.original, &out, &self.chk.reference, self.chk.tolerance);
+        judge(&mut t, &self.chk.original, &out, &self.chk.reference, tol);
         if t.status != Status::Ok {
             return kept(t);
         }

@@ -294,8 +294,14 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
         Target::Sim => {
             let (reference, _) = measure::reference(None, &original, &prepared.args)?;
             reference_on = "sim";
-            let chk =
-                Checker { original: original.clone(), sizes: sizes.clone(), args: prepared.args, reference, tolerance };
+            let chk = Checker {
+                original: original.clone(),
+                sizes: sizes.clone(),
+                args: prepared.args,
+                reference,
+                tolerance,
+                tolerance_given: o.tolerance.is_some(),
+            };
             while reached < budget {
                 let n = batch_size(strategy).min(budget - reached);
                 let next = search::propose(strategy, &space, &all, &done, &observed, n, &mut rng);
@@ -364,6 +370,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 args: prepared.args.clone(),
                 reference,
                 tolerance,
+                tolerance_given: o.tolerance.is_some(),
             };
             let benches: Vec<GpuBench> = gpus
                 .iter()
