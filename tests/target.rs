@@ -50,3 +50,30 @@ fn unknown_architectures_are_refused() {
         assert!(Target::from_arch(bad).is_err(), "{bad}");
     }
 }
+
+/// `sch.annotate(loop, "min_blocks_per_sm", n)` on a loop bound to a GPU
+/// axis is `__launch_bounds__(threads, n)`; `n` blocks of the kernel's
+/// threads must fit on one multiprocessor of the target (2048 threads on
+/// sm_90, 1536 on sm_86).
+#[test]
+fn the_occupancy_hint_reaches_launch_bounds_and_is_checked_against_the_target() {
+    let src = read(&root().join("ir-examples/sgemm.tir"));
+    let sgemm = |min_blocks: &str, arch: &str| {
+        let req = Request {
+            schedule: Some("sgemm".into()),
+            params: vec![("MIN_BLOCKS".into(), min_blocks.into())],
+            target: Target::from_arch(arch).unwrap(),
+            ..Request::default()
+        };
+        compile(&src, &req).map_err(|d| d[0].message.clone())
+    };
+    let c = sgemm("2", "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    let cuda = &c.kernels[0].cuda.source;
+    assert!(cuda.contains("__launch_bounds__(256, 2) sgemm_kernel("), "{cuda}");
+    let plain = sgemm("0", "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert!(plain.kernels[0].cuda.source.contains("__launch_bounds__(256) sgemm_kernel("));
+    assert!(sgemm("8", "sm_90").is_ok());
+    assert!(sgemm("6", "sm_86").is_ok());
+    let e = sgemm("7", "sm_86").err().unwrap_or_default();
+    assert!(e.contains("7 blocks of 256 threads") && e.contains("sm_86") && e.contains("1536"), "{e}");
+}

@@ -404,7 +404,12 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         src.push_str(ASYNC_PRELUDE);
     }
     let _ = writeln!(src);
-    let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({threads}) {name}({}) {{", sig.join(", "));
+    // The occupancy hint of `extract_launch`, if the schedule gave one.
+    let bounds = match f.attrs.iter().find(|(k, _)| k == "min_blocks_per_sm").and_then(|(_, v)| v.as_int()) {
+        Some(n) => format!("{threads}, {n}"),
+        None => threads.to_string(),
+    };
+    let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}({}) {{", sig.join(", "));
     src.push_str(&g.out);
     src.push_str("}\n");
     Ok(CudaKernel {

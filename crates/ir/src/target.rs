@@ -22,6 +22,9 @@ pub struct Target {
     pub max_shared_per_block: usize,
     /// Registers one thread may use.
     pub max_registers_per_thread: u32,
+    /// Threads resident on one multiprocessor at once (what bounds
+    /// `__launch_bounds__`'s blocks per multiprocessor).
+    pub max_threads_per_sm: i64,
 }
 
 impl Default for Target {
@@ -34,7 +37,8 @@ impl Target {
     /// The facts of compute capability `sm` (`major * 10 + minor`).
     fn sm(sm: u32) -> Target {
         // CUDA C Programming Guide, "Technical Specifications per Compute
-        // Capability": maximum shared memory per thread block.
+        // Capability": maximum shared memory per thread block, and
+        // threads per multiprocessor below.
         let shared_kib = match sm {
             90.. => 227,
             87 => 163,
@@ -51,6 +55,11 @@ impl Target {
             warp_size: 32,
             max_shared_per_block: shared_kib * 1024,
             max_registers_per_thread: 255,
+            max_threads_per_sm: match sm {
+                75 => 1024,
+                86 | 89 | 120.. => 1536,
+                _ => 2048,
+            },
         }
     }
 

@@ -100,6 +100,24 @@ pub fn annotate(sch: &mut Schedule, target: &Target, key: &str, value: Attr) -> 
     if let (Target::Block(b), "double_buffer_scope") = (target, key) {
         check_double_buffer(sch, b, &value)?;
     }
+    // The occupancy hint of the kernel's launch (`extract_launch` checks
+    // the rest: that a GPU axis runs the loop, and that the blocks fit).
+    if key == "min_blocks_per_sm" {
+        match (target, value.as_int()) {
+            (Target::Block(b), _) => {
+                return Err(ScheduleError::bad_argument(format!(
+                    "`min_blocks_per_sm` is a hint for the kernel's launch: annotate a loop bound to blockIdx or \
+                     threadIdx, not the block `{b}`"
+                )))
+            }
+            (_, Some(n)) if n >= 1 => {}
+            _ => {
+                return Err(ScheduleError::bad_argument(
+                    "`min_blocks_per_sm` is a number of thread blocks on one multiprocessor: a positive integer",
+                ))
+            }
+        }
+    }
     edit_annotations(sch, target, |anns| {
         anns.retain(|(k, _)| k != key);
         anns.push((key.to_string(), value.clone()));

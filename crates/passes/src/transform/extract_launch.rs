@@ -10,6 +10,16 @@
 //! its axis' extent. Refused: a loop longer than the launch of its axis, two
 //! launches of one axis with different extents, and more than 1024 threads
 //! in a block.
+//!
+//! An occupancy hint, the annotation `"min_blocks_per_sm": n` on a loop
+//! bound to a GPU axis (`sch.annotate(loop, "min_blocks_per_sm", 2)`),
+//! becomes the function attribute of that name, which code generation
+//! writes as `__launch_bounds__(threads, n)`: the CUDA compiler then keeps
+//! the registers a thread uses low enough for `n` blocks on one
+//! multiprocessor (spilling if it must; `tirc run` warns of spills).
+//! Refused: a value that is not a positive integer, two different values,
+//! the annotation on a loop bound to nothing, and `n` blocks of the
+//! kernel's threads more than the target keeps on one multiprocessor.
 
 use super::PassContext;
 use tirc_ir::printer::print_expr;
@@ -123,6 +133,7 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
         .or_at_ir(widest.and_then(|w| w.1), "the widest loop bound to a thread axis"));
     }
     check_shared_memory(&f, target)?;
+    min_blocks_per_sm(&mut f, threads, target)?;
     // In order of first appearance, run-time extents included.
     let mut order: Vec<ThreadTag> = launched.iter().map(|(t, _)| *t).collect();
     f.body.walk(&mut |s| {
@@ -150,6 +161,74 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     }
     f.body = out;
     Ok(f)
+}
+
+/// The name of the occupancy hint, as a loop annotation and as a function
+/// attribute.
+pub const MIN_BLOCKS_PER_SM: &str = "min_blocks_per_sm";
+
+/// Moves the `min_blocks_per_sm` annotations of bound loops into the
+/// function's attribute of that name, after checking them (see the top of
+/// this file).
+fn min_blocks_per_sm(f: &mut PrimFunc, threads: i64, target: &Target) -> Result<(), Diagnostic> {
+    let mut found: Option<(i64, Option<tirc_parser::ast::Span>)> =
+        f.attrs.iter().find(|(k, _)| k == MIN_BLOCKS_PER_SM).map(|(_, v)| (v.as_int().unwrap_or(0), f.span));
+    let mut err = None;
+    f.body.walk(&mut |s| {
+        let Stmt::For(l) = s else { return };
+        let Some((_, v)) = l.annotations.iter().find(|(k, _)| k == MIN_BLOCKS_PER_SM) else { return };
+        let n = v.as_int().unwrap_or(0);
+        let bad = if !matches!(l.kind, ForKind::ThreadBinding(_)) {
+            Some(format!(
+                "`{MIN_BLOCKS_PER_SM}` annotates the loop `{}`, which is bound to no GPU axis: it is a hint for the \
+                 kernel's launch, given on a loop bound to blockIdx or threadIdx",
+                l.var.name()
+            ))
+        } else {
+            match found {
+                Some((old, _)) if old != n => Some(format!("`{MIN_BLOCKS_PER_SM}` is given twice, as {old} and {n}")),
+                _ => None,
+            }
+        };
+        if let Some(msg) = bad {
+            err.get_or_insert(Diagnostic::new(msg).or_at_ir(l.span, "this loop"));
+        }
+        found = Some((n, l.span));
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let Some((n, span)) = found else { return Ok(()) };
+    if n < 1 {
+        return Err(Diagnostic::new(format!("`{MIN_BLOCKS_PER_SM}` must be a positive integer"))
+            .or_at_ir(span, "the annotated loop"));
+    }
+    if threads.saturating_mul(n) > target.max_threads_per_sm {
+        return Err(Diagnostic::new(format!(
+            "`{MIN_BLOCKS_PER_SM}` asks for {n} blocks of {threads} threads on one multiprocessor; {} keeps at most \
+             {} threads on one",
+            target.arch(),
+            target.max_threads_per_sm
+        ))
+        .or_at_ir(span, "the annotated loop"));
+    }
+    f.body = strip_hint(&f.body);
+    f.attrs.retain(|(k, _)| k != MIN_BLOCKS_PER_SM);
+    f.attrs.push((MIN_BLOCKS_PER_SM.to_string(), tirc_ir::Attr::Int(n)));
+    Ok(())
+}
+
+/// `s` without the `min_blocks_per_sm` annotations of its loops.
+fn strip_hint(s: &Stmt) -> Stmt {
+    match s {
+        Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == MIN_BLOCKS_PER_SM) => {
+            let mut l = l.clone();
+            l.annotations.retain(|(k, _)| k != MIN_BLOCKS_PER_SM);
+            l.body = strip_hint(&l.body);
+            Stmt::For(l)
+        }
+        _ => s.map_children(strip_hint),
+    }
 }
 
 /// The shared memory the kernel allocates (each buffer at a 16-byte
