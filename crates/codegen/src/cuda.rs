@@ -41,6 +41,9 @@ pub struct CudaKernel {
     /// Each grid extent as a C expression of the sizes (`(m + 63) / 64`),
     /// for a launcher that computes the grid at run time.
     pub grid_exprs: [String; 3],
+    /// The occupancy hint of `__launch_bounds__(threads, n)`, if the
+    /// schedule gave one (`"min_blocks_per_sm"`).
+    pub min_blocks_per_sm: Option<i64>,
 }
 
 /// Tensor-core operations (`tirc_ir::wmma`) as PTX `wmma` instructions on
@@ -405,7 +408,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     }
     let _ = writeln!(src);
     // The occupancy hint of `extract_launch`, if the schedule gave one.
-    let bounds = match f.attrs.iter().find(|(k, _)| k == "min_blocks_per_sm").and_then(|(_, v)| v.as_int()) {
+    let min_blocks_per_sm = f.attrs.iter().find(|(k, _)| k == "min_blocks_per_sm").and_then(|(_, v)| v.as_int());
+    let bounds = match min_blocks_per_sm {
         Some(n) => format!("{threads}, {n}"),
         None => threads.to_string(),
     };
@@ -422,6 +426,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         sizes,
         size_values: Vec::new(),
         grid_exprs,
+        min_blocks_per_sm,
     })
 }
 

@@ -214,20 +214,31 @@ impl PtxasReport {
     }
 
     /// A warning when the kernel spills: correct, but its spilled values
-    /// go through local memory, off the chip.
-    pub fn spill_warning(&self, kernel: &str, threads: i64) -> Option<String> {
+    /// go through local memory, off the chip. `min_blocks` is the
+    /// occupancy hint of its `__launch_bounds__`, if any.
+    pub fn spill_warning(&self, kernel: &str, threads: i64, min_blocks: Option<i64>) -> Option<String> {
         (self.spill_stores + self.spill_loads > 0).then(|| {
-            // A block has 65536 registers; a thread, at most 255.
-            let per_thread = (65536 / threads.max(1)).min(255);
-            let fewer_threads = if per_thread < 255 {
-                format!(", or fewer threads per block (at {threads}, a thread may have {per_thread})")
-            } else {
-                String::new()
+            // A multiprocessor has 65536 registers; a thread, at most 255.
+            let blocks = min_blocks.unwrap_or(1).max(1);
+            let per_thread = (65536 / threads.max(1).saturating_mul(blocks)).min(255);
+            let (bounds, fewer) = match min_blocks {
+                Some(n) => (
+                    format!("{threads}, {n}"),
+                    format!(
+                        ", or a smaller `min_blocks_per_sm` (at {n} blocks of {threads} threads, a thread may have \
+                         {per_thread})"
+                    ),
+                ),
+                None if per_thread < 255 => (
+                    threads.to_string(),
+                    format!(", or fewer threads per block (at {threads}, a thread may have {per_thread})"),
+                ),
+                None => (threads.to_string(), String::new()),
             };
             format!(
                 "kernel {kernel} spills registers: {} bytes of spill stores and {} bytes of spill loads per thread \
-                 (ptxas: {} registers, under __launch_bounds__({threads})); the spilled values go through local \
-                 memory, off the chip. Keep fewer values per thread (a smaller thread tile){fewer_threads}",
+                 (ptxas: {} registers, under __launch_bounds__({bounds})); the spilled values go through local \
+                 memory, off the chip. Keep fewer values per thread (a smaller thread tile){fewer}",
                 self.spill_stores, self.spill_loads, self.registers
             )
         })

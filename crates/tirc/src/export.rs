@@ -163,7 +163,8 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
         Ok(out) => {
             // The source holds every kernel; ptxas's report is the worst.
             let threads = c.kernels.iter().map(|k| k.cuda.launch.threads_per_block()).max().unwrap_or(1);
-            if let Some(w) = out.ptxas.and_then(|r| r.spill_warning(&name, threads)) {
+            let min_blocks = c.kernels.iter().filter_map(|k| k.cuda.min_blocks_per_sm).max();
+            if let Some(w) = out.ptxas.and_then(|r| r.spill_warning(&name, threads, min_blocks)) {
                 warnings.push(w);
             }
             files.push((format!("{name}.ptx"), out.ptx.into_bytes()));

@@ -447,11 +447,19 @@ fn ptxas_reports_are_read() {
     let r = tirc_exec::gpu::PtxasReport::parse(log).unwrap_or_default();
     assert_eq!((r.registers, r.spill_stores, r.spill_loads, r.stack_frame), (255, 8, 12, 16));
     // At 256 threads a thread may have 255 registers anyway; at 512, 128.
-    let w256 = r.spill_warning("k", 256).unwrap_or_default();
+    let w256 = r.spill_warning("k", 256, None).unwrap_or_default();
     assert!(w256.contains("8 bytes of spill stores") && !w256.contains("fewer threads"), "{w256}");
-    let w512 = r.spill_warning("k", 512).unwrap_or_default();
+    let w512 = r.spill_warning("k", 512, None).unwrap_or_default();
     assert!(w512.contains("at 512, a thread may have 128"), "{w512}");
+    // Under an occupancy hint, the registers a thread may have are those of
+    // the hinted blocks together.
+    let hinted = r.spill_warning("k", 256, Some(2)).unwrap_or_default();
+    assert!(
+        hinted.contains("__launch_bounds__(256, 2)")
+            && hinted.contains("at 2 blocks of 256 threads, a thread may have 128"),
+        "{hinted}"
+    );
     let none = tirc_exec::gpu::PtxasReport { registers: 40, ..Default::default() };
-    assert_eq!(none.spill_warning("k", 128), None);
+    assert_eq!(none.spill_warning("k", 128, None), None);
     assert_eq!(tirc_exec::gpu::PtxasReport::parse("no report"), None);
 }

@@ -19,6 +19,7 @@ pub mod lower_blocks;
 pub mod lower_cross_thread_reduction;
 pub mod lower_init;
 pub mod promote_accumulators;
+pub mod relax_edge_guards;
 pub mod relax_guards;
 pub mod simplify;
 pub mod split_kernels;
@@ -57,6 +58,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "promote_accumulators", run: |f, _| promote_accumulators::run(f) },
     Pass { name: "relax_guards", run: |f, _| relax_guards::run(f) },
     Pass { name: "loop_partition", run: |f, _| loop_partition::run(f) },
+    Pass { name: "relax_edge_guards", run: |f, _| relax_edge_guards::run(f) },
     Pass { name: "unroll_loops", run: |f, _| unroll_loops::run(f) },
 ];
 

@@ -40,7 +40,21 @@ use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::substitute;
 use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
-pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    relax(f, Loads::OnChip)
+}
+
+/// Which loads an update whose guard is dropped may make: only on-chip
+/// ones proved in place (`relax_guards`), or global ones too, each clamped
+/// into its buffer (`relax_edge_guards`, after `loop_partition`).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Loads {
+    #[default]
+    OnChip,
+    ClampGlobal,
+}
+
+pub(crate) fn relax(mut f: PrimFunc, mode: Loads) -> Result<PrimFunc, Diagnostic> {
     let mut locals = Vec::new();
     f.body.walk(&mut |s| {
         if let Stmt::Allocate { buffer, .. } = s {
@@ -49,20 +63,48 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             }
         }
     });
+    // Past `loop_partition`, a kernel may branch once, at the top, between
+    // its interior and its boundary tiles: a thread runs one of the two
+    // copies, so each is also looked at alone (`Walk::branch`), the reads
+    // of the other left out.
+    let branches: &[Option<bool>] = match mode {
+        Loads::OnChip => &[None],
+        Loads::ClampGlobal => &[None, Some(true), Some(false)],
+    };
+    // A clamped load may read an element another thread writes: only
+    // buffers the kernel never writes are clamped.
+    let mut written = Vec::new();
+    f.body.walk(&mut |s| match s {
+        Stmt::Store { buffer, .. } => written.push(buffer.key()),
+        Stmt::Wmma(w) => written.push(w.write().buffer.key()),
+        _ => {}
+    });
     for l in &locals {
-        let mut sites = Sites::default();
-        let mut scope = Walk::default();
-        // Run-time sizes are the same for every thread, as launch indices.
-        scope.an.bind_sizes(&f.sizes);
-        scope.launches.extend(f.sizes.iter().cloned());
-        sites.launches.extend(f.sizes.iter().cloned());
-        if gather(&f.body, l, &mut scope, &mut sites).is_none() {
-            continue;
+        let mut drops: HashMap<usize, Vec<Expr>> = HashMap::new();
+        let mut clamped: HashMap<usize, Expr> = HashMap::new();
+        for &branch in branches {
+            let mut sites = Sites::default();
+            let mut scope = Walk { mode, branch, written: written.clone(), ..Walk::default() };
+            // Run-time sizes are the same for every thread, as launch indices.
+            scope.an.bind_sizes(&f.sizes);
+            scope.launches.extend(f.sizes.iter().cloned());
+            sites.launches.extend(f.sizes.iter().cloned());
+            if gather(&f.body, l, &mut scope, &mut sites).is_none() {
+                continue;
+            }
+            for (n, d) in decide(&sites, mode) {
+                if d.is_empty() || drops.contains_key(&n) {
+                    continue;
+                }
+                if let Some(Some(w)) = sites.writes.get(n) {
+                    clamped.insert(n, w.clamped.clone());
+                }
+                drops.insert(n, d);
+            }
         }
-        let drops = decide(&sites);
-        if drops.values().any(|d| !d.is_empty()) {
+        if !drops.is_empty() {
             let mut counter = 0;
-            f.body = rewrite(&f.body, l, &drops, &mut counter);
+            f.body = rewrite(&f.body, l, &drops, &clamped, &mut counter);
         }
     }
     Ok(f)
@@ -84,6 +126,9 @@ struct Write {
     safe: bool,
     /// The loads of other buffers in the stored value.
     loads: Vec<Expr>,
+    /// The stored value with each global load that may leave its buffer
+    /// where the guard is false clamped into it (`Loads::ClampGlobal`).
+    clamped: Expr,
     /// The ranges known at the store.
     ranges: Analyzer,
 }
@@ -113,6 +158,31 @@ struct Walk {
     launches: Vec<Var>,
     guards: Vec<Expr>,
     under_else: usize,
+    mode: Loads,
+    /// `Some(b)`: only the branch `b` of the kernel's first `if` on launch
+    /// indices and sizes alone outside any loop is looked at (its stores
+    /// may be relaxed, the other branch's reads are left out); stores
+    /// elsewhere are recorded but never relaxed.
+    branch: Option<bool>,
+    /// Whether the walk is in that branch.
+    in_branch: bool,
+    /// Whether that `if` was met.
+    branched: bool,
+    /// Loops around the point of the walk.
+    depth: usize,
+    /// The buffers the kernel writes, by key.
+    written: Vec<usize>,
+}
+
+impl Walk {
+    /// Whether a load of `b` that may leave it can be clamped into it: a
+    /// global buffer, flat, that no thread writes.
+    fn clampable(&self, b: &Buffer) -> bool {
+        self.mode == Loads::ClampGlobal
+            && b.scope() == Scope::Global
+            && b.shape().len() == 1
+            && !self.written.contains(&b.key())
+    }
 }
 
 /// Records every access to `l`; `None` when an access has a form this pass
@@ -124,7 +194,9 @@ fn gather(s: &Stmt, l: &Buffer, sc: &mut Walk, out: &mut Sites) -> Option<()> {
             if let (Some(m), Some(e)) = (f.min.as_int(), f.extent.as_int()) {
                 sc.loops.insert(f.var.key(), (m, e));
             }
+            sc.depth += 1;
             let r = gather(&f.body, l, sc, out);
+            sc.depth -= 1;
             sc.loops.remove(&f.var.key());
             sc.an.unbind(&f.var);
             r
@@ -145,6 +217,37 @@ fn gather(s: &Stmt, l: &Buffer, sc: &mut Walk, out: &mut Sites) -> Option<()> {
             }
             let r = gather(body, l, sc, out);
             sc.an.unbind(var);
+            r
+        }
+        Stmt::If { cond, then, orelse: Some(orelse) }
+            if sc.branch.is_some() && !sc.branched && sc.depth == 0 && {
+                let mut uniform = true;
+                cond.walk(&mut |x| {
+                    uniform &= !matches!(x, Expr::Load(..)) && x.as_var().is_none_or(|v| sc.launches.contains(v))
+                });
+                uniform
+            } =>
+        {
+            reads_in(cond, l, sc, out)?;
+            sc.branched = true;
+            // The stores of the branch left out are counted, in order.
+            let skip = |s: &Stmt, out: &mut Sites| {
+                s.walk(&mut |x| {
+                    if matches!(x, Stmt::Store { buffer, .. } if buffer.key() == l.key()) {
+                        out.writes.push(None);
+                    }
+                })
+            };
+            sc.in_branch = true;
+            let r = if sc.branch == Some(true) {
+                let r = gather(then, l, sc, out);
+                skip(orelse, out);
+                r
+            } else {
+                skip(then, out);
+                gather(orelse, l, sc, out)
+            };
+            sc.in_branch = false;
             r
         }
         Stmt::If { cond, then, orelse } => {
@@ -219,11 +322,17 @@ fn store(indices: &[Expr], value: &Expr, l: &Buffer, direct: Vec<Expr>, sc: &Wal
             loads.push(e.clone());
         }
     });
+    // Looking at one branch, the stores outside it stay as they are.
+    if sc.branch.is_some() && !sc.in_branch {
+        out.writes.push(None);
+        return Some(());
+    }
     let write = affine(index, sc).map(|a| Write {
         index: a,
         direct,
         safe: safe(value, sc) && safe(index, sc) && in_bounds(l, index, sc),
         loads,
+        clamped: clamp_global_loads(value, sc),
         ranges: sc.an.clone(),
     });
     out.writes.push(write);
@@ -318,6 +427,11 @@ fn injective(a: &Affine) -> bool {
 fn safe(e: &Expr, sc: &Walk) -> bool {
     let mut ok = true;
     e.walk(&mut |x| match x {
+        // A global load is clamped into its buffer in this mode.
+        Expr::Load(b, idx) if sc.clampable(b) => ok &= idx.len() == 1,
+        // Past its guard, a load of a global buffer the kernel writes could
+        // read what another thread is writing.
+        Expr::Load(b, _) if sc.mode == Loads::ClampGlobal && b.scope() == Scope::Global => ok = false,
         Expr::Load(b, idx) => ok &= idx.len() == 1 && in_bounds(b, &idx[0], sc),
         Expr::Binary(BinOp::Div | BinOp::FloorDiv | BinOp::FloorMod, _, d) if x.dtype().is_int() => {
             ok &= matches!(d.as_int(), Some(c) if c != 0)
@@ -328,6 +442,27 @@ fn safe(e: &Expr, sc: &Walk) -> bool {
     ok
 }
 
+/// `e` with each global load whose index is not proved within its buffer
+/// reading at the index clamped to `[0, elements - 1]`. The value read
+/// there is never used (see the header), so any element will do; the
+/// clamp only keeps the read inside the buffer.
+fn clamp_global_loads(e: &Expr, sc: &Walk) -> Expr {
+    let inner = e.map_children(|c| clamp_global_loads(c, sc));
+    let Expr::Load(b, idx) = &inner else { return inner };
+    let ([i], [len]) = (idx.as_slice(), b.shape()) else { return inner };
+    if !sc.clampable(b) || in_bounds(b, i, sc) {
+        return inner;
+    }
+    let t = i.dtype();
+    let mut i = i.clone();
+    if !matches!(sc.an.bound(&sc.an.simplify(&i)), Some((lo, _)) if lo >= 0) {
+        i = Expr::binary(BinOp::Max, i, Expr::Int(0, t));
+    }
+    let last = sc.an.simplify(&Expr::binary(BinOp::Sub, len.clone(), Expr::Int(1, len.dtype())));
+    let last = if last.dtype() == t { last } else { Expr::Cast(t, Box::new(last)) };
+    Expr::Load(b.clone(), vec![Expr::binary(BinOp::Min, i, last)])
+}
+
 fn in_bounds(b: &Buffer, index: &Expr, sc: &Walk) -> bool {
     match (b.alloc_elements().or_else(|| b.num_elements()), sc.an.bound(&sc.an.simplify(index))) {
         (Some(n), Some((lo, hi))) => lo >= 0 && hi < n,
@@ -336,7 +471,7 @@ fn in_bounds(b: &Buffer, index: &Expr, sc: &Walk) -> bool {
 }
 
 /// For each write (by order), the conjuncts of its direct guard to drop.
-fn decide(sites: &Sites) -> HashMap<usize, Vec<Expr>> {
+fn decide(sites: &Sites, mode: Loads) -> HashMap<usize, Vec<Expr>> {
     let mut drops = HashMap::new();
     for (n, w) in sites.writes.iter().enumerate() {
         let Some(w) = w else { continue };
@@ -348,10 +483,13 @@ fn decide(sites: &Sites) -> HashMap<usize, Vec<Expr>> {
             .direct
             .iter()
             .filter(|d| only_uses(d, &element_vars, &sites.launches))
+            // With global loads, a condition on launch indices alone stays:
+            // it spares whole threads (whole warps, often) the loads.
+            .filter(|d| mode == Loads::OnChip || element_vars.iter().any(|v| d.uses(v)))
             .filter(|d| sites.reads.iter().all(|r| read_implies(r, &w.index, d)))
             .cloned()
             .collect();
-        if !loads_stay_in_place(w, &droppable) {
+        if !loads_stay_in_place(w, &droppable, mode) {
             continue;
         }
         drops.insert(n, droppable);
@@ -365,16 +503,17 @@ fn decide(sites: &Sites) -> HashMap<usize, Vec<Expr>> {
 /// followed by the next pipeline stage's, which other threads may be
 /// writing. The span under the conditions is found by narrowing the range
 /// of each variable that a condition bounds by itself.
-fn loads_stay_in_place(w: &Write, dropped: &[Expr]) -> bool {
+fn loads_stay_in_place(w: &Write, dropped: &[Expr], mode: Loads) -> bool {
     if dropped.is_empty() {
         return true;
     }
     let narrowed = narrow(&w.ranges, dropped);
     w.loads.iter().all(|load| {
         let Expr::Load(b, idx) = load else { return false };
-        // A global load costs bandwidth that the guard saves.
+        // A global load costs bandwidth that the guard saves; past
+        // `loop_partition`, in the tiles at the edge, it is clamped instead.
         if b.scope() == Scope::Global {
-            return false;
+            return mode == Loads::ClampGlobal;
         }
         idx.iter().all(|i| {
             let i = w.ranges.simplify(i);
@@ -478,24 +617,38 @@ fn read_implies(r: &Read, w: &Affine, d: &Expr) -> bool {
 }
 
 /// Drops the decided conjuncts from the guards of the stores to `l`.
-fn rewrite(s: &Stmt, l: &Buffer, drops: &HashMap<usize, Vec<Expr>>, counter: &mut usize) -> Stmt {
+fn rewrite(
+    s: &Stmt,
+    l: &Buffer,
+    drops: &HashMap<usize, Vec<Expr>>,
+    clamped: &HashMap<usize, Expr>,
+    counter: &mut usize,
+) -> Stmt {
     match s {
         Stmt::If { cond, then, orelse: None } if matches!(&**then, Stmt::Store { buffer, .. } if buffer.key() == l.key()) =>
         {
             let n = *counter;
             *counter += 1;
-            let Some(drop) = drops.get(&n) else { return s.clone() };
+            let Some(drop) = drops.get(&n).filter(|d| !d.is_empty()) else { return s.clone() };
             let kept: Vec<Expr> =
                 conjuncts(cond).into_iter().filter(|c| !drop.iter().any(|d| same_expr(c, d))).collect();
+            // The value with its global loads clamped (the same value
+            // where no global load can leave its buffer).
+            let then = match (&**then, clamped.get(&n)) {
+                (Stmt::Store { buffer, indices, .. }, Some(value)) => {
+                    Stmt::Store { buffer: buffer.clone(), indices: indices.clone(), value: value.clone() }
+                }
+                _ => (**then).clone(),
+            };
             match kept.into_iter().reduce(Expr::and) {
-                Some(cond) => Stmt::If { cond, then: then.clone(), orelse: None },
-                None => (**then).clone(),
+                Some(cond) => Stmt::If { cond, then: Box::new(then), orelse: None },
+                None => then,
             }
         }
         Stmt::Store { buffer, .. } if buffer.key() == l.key() => {
             *counter += 1;
             s.clone()
         }
-        _ => s.map_children(|c| rewrite(c, l, drops, counter)),
+        _ => s.map_children(|c| rewrite(c, l, drops, clamped, counter)),
     }
 }

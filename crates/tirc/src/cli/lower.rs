@@ -103,7 +103,9 @@ pub fn main(a: Args) -> u8 {
                 match tirc_exec::gpu::nvrtc_build(&k.cuda.source, &a.common.arch.arch()) {
                     Ok(out) => {
                         let threads = k.cuda.launch.threads_per_block();
-                        if let Some(w) = out.ptxas.and_then(|r| r.spill_warning(&k.cuda.name, threads)) {
+                        if let Some(w) =
+                            out.ptxas.and_then(|r| r.spill_warning(&k.cuda.name, threads, k.cuda.min_blocks_per_sm))
+                        {
                             eprintln!("warning: {w}");
                         }
                         print!("{}", out.ptx)

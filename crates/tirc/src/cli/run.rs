@@ -349,7 +349,9 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         device = Some(g.name());
         let ks: Vec<gpu::LoadedKernel> = c.kernels.iter().map(|k| g.load(&k.cuda)).collect::<Result<_, _>>()?;
         for (k, l) in c.kernels.iter().zip(&ks) {
-            if let Some(w) = l.ptxas.and_then(|r| r.spill_warning(&k.cuda.name, k.cuda.launch.threads_per_block())) {
+            if let Some(w) = l.ptxas.and_then(|r| {
+                r.spill_warning(&k.cuda.name, k.cuda.launch.threads_per_block(), k.cuda.min_blocks_per_sm)
+            }) {
                 eprintln!("warning: {w}");
             }
         }
