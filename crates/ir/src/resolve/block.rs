@@ -494,6 +494,9 @@ fn check_own_variables(block: &Block, block_vars: &[usize], span: Span) -> R<()>
 /// The init may not read a buffer at an index that depends on a reduction
 /// axis: it runs once, before the first reduction step, and primitives place
 /// it apart from the body (a bias read at the output's indices is fine).
+/// Nor may it write an element of a buffer the body writes elsewhere
+/// (`B[0] = 0.0` for `B[vi] = B[vi] + ..`): it would reset another
+/// iteration's result.
 fn check_iteration_order(block: &Block, span: Span) -> R<()> {
     if block.iter_vars.is_empty() || block.iter_vars.iter().any(|iv| iv.kind == IterKind::Opaque) {
         return Ok(());
@@ -524,6 +527,38 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
                 format!("the init of block `{name}` reads `{b}` at an index that depends on the reduction axis `{v}`"),
             )
             .help("the init runs once, before the first reduction step: give it values that do not depend on the reduction axis"));
+        }
+        let mut init_nested = false;
+        init.walk(&mut |s| init_nested |= matches!(s, Stmt::For(_) | Stmt::Block(_)));
+        let mut body_stores: Vec<(&Buffer, &[Expr])> = Vec::new();
+        block.body.walk(&mut |st| {
+            if let Stmt::Store { buffer, indices, .. } = st {
+                body_stores.push((buffer, indices));
+            }
+        });
+        let mut stray = None;
+        init.walk(&mut |st| {
+            if let Stmt::Store { buffer, indices, .. } = st {
+                let same_buffer: Vec<&[Expr]> =
+                    body_stores.iter().filter(|(b, _)| *b == buffer).map(|(_, idx)| *idx).collect();
+                let written = same_buffer.iter().any(|idx| {
+                    idx.len() == indices.len()
+                        && idx.iter().zip(indices).all(|(x, y)| crate::structural_eq::same_expr(x, y))
+                });
+                // A buffer the body does not write keeps the init's value;
+                // one it writes elsewhere would be reset under it.
+                if stray.is_none() && !same_buffer.is_empty() && !written {
+                    let at: Vec<String> = indices.iter().map(crate::printer::print_expr).collect();
+                    stray = Some(format!("{}[{}]", buffer.name(), at.join(", ")));
+                }
+            }
+        });
+        if let (false, Some(elem)) = (init_nested, stray) {
+            return Err(Diagnostic::at(
+                span,
+                format!("the init of block `{name}` writes `{elem}`, an element of a buffer its body writes elsewhere"),
+            )
+            .help("the init gives the reduction its starting value: write the elements the body accumulates into, at the same indices"));
         }
     }
     // Stores in program order, each with the loads that come before it or in it.
