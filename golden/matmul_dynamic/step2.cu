@@ -56,9 +56,9 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
     }
     #pragma unroll
     for (int C_t0_1 = 0; C_t0_1 < 8; ++C_t0_1) {
-      #pragma unroll
-      for (int C_t1_1 = 0; C_t1_1 < 4; ++C_t1_1) {
-        if (((int)(blockIdx.x)) * 32 + ((int)(threadIdx.x)) * 8 + C_t0_1 < m) {
+      if (((int)(blockIdx.x)) * 32 + ((int)(threadIdx.x)) * 8 + C_t0_1 < m) {
+        #pragma unroll
+        for (int C_t1_1 = 0; C_t1_1 < 4; ++C_t1_1) {
           C[((int)(blockIdx.x)) * 131072 + ((int)(threadIdx.x)) * 32768 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + C_t0_1 * 4096 + C_t1_1] = C_local[C_t0_1 * 4 + C_t1_1];
         }
       }

@@ -200,9 +200,9 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     tirc_cp_async_wait<0>();
     #pragma unroll
     for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
-      #pragma unroll
-      for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
-        if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m) {
+      if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m) {
+        #pragma unroll
+        for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
           C[((int)(blockIdx.y)) * 262144 + ((int)(threadIdx.y)) * 32768 + ax0_1 * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
         }
       }

@@ -12,6 +12,7 @@ pub mod check_local_buffers;
 pub mod compact_buffers;
 pub mod extract_launch;
 pub mod flatten_buffers;
+pub mod hoist_invariant_guards;
 pub mod inject_software_pipeline;
 pub mod insert_barriers;
 pub mod loop_partition;
@@ -59,6 +60,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "relax_guards", run: |f, _| relax_guards::run(f) },
     Pass { name: "loop_partition", run: |f, _| loop_partition::run(f) },
     Pass { name: "relax_edge_guards", run: |f, _| relax_edge_guards::run(f) },
+    Pass { name: "hoist_invariant_guards", run: |f, _| hoist_invariant_guards::run(f) },
     Pass { name: "unroll_loops", run: |f, _| unroll_loops::run(f) },
 ];
 
