@@ -176,12 +176,14 @@ struct Walk {
 
 impl Walk {
     /// Whether a load of `b` that may leave it can be clamped into it: a
-    /// global buffer, flat, that no thread writes.
+    /// global buffer, flat, that no thread writes and that has an element
+    /// (its length proved at least 1: a length of run-time sizes, `n - 1`,
+    /// may be 0).
     fn clampable(&self, b: &Buffer) -> bool {
         self.mode == Loads::ClampGlobal
             && b.scope() == Scope::Global
-            && b.shape().len() == 1
             && !self.written.contains(&b.key())
+            && matches!(b.shape(), [len] if matches!(self.an.bound(&self.an.simplify(len)), Some((lo, _)) if lo >= 1))
     }
 }
 
