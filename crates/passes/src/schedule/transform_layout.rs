@@ -243,7 +243,9 @@ fn image(map: &IndexMap, shape: &[i64]) -> std::result::Result<Vec<i64>, String>
             idx[d] = 0;
         }
     }
-    let new_shape: Vec<i64> = hi.iter().map(|h| h + 1).collect();
+    let Some(new_shape) = hi.iter().map(|h| h.checked_add(1)).collect::<Option<Vec<i64>>>() else {
+        return Err(format!("it maps to an index of {}, past any buffer's size", i64::MAX));
+    };
     let size = new_shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).unwrap_or(i64::MAX);
     if size <= 4 * MAX_ELEMENTS {
         // Which element first landed on each new index.
