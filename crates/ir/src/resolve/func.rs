@@ -570,6 +570,7 @@ impl FuncResolver<'_> {
                 let rhs = self.expr(value)?;
                 let v = self.binary(*op, cur, rhs, s.span)?;
                 let v = self.coerce(v, buffer.dtype(), value.span)?;
+                check_float_literals(&v, value.span)?;
                 Ok(Stmt::Store { buffer, indices, value: v })
             }
             StmtKind::For { target, iter, body } => self.for_loop(target, iter, body),
@@ -774,6 +775,7 @@ impl FuncResolver<'_> {
                     }
                     _ => self.coerce(v, buffer.dtype(), value.span)?,
                 };
+                check_float_literals(&v, value.span)?;
                 Ok(Stmt::Store { buffer, indices, value: v })
             }
             ExprKind::Name(name) => {
@@ -1204,5 +1206,29 @@ pub(crate) fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+/// A float literal must fit its type: `1e40` as a float32 would be
+/// infinity (TVM's parser refuses it too).
+fn check_float_literals(v: &Expr, span: ast::Span) -> R<()> {
+    let mut bad = None;
+    v.walk(&mut |x| {
+        if let Expr::Float(f, t) = x {
+            let max = match t {
+                DType::Float(16) => 65504.0,
+                DType::BFloat16 => 3.3895313892515355e38,
+                DType::Float(32) => f32::MAX as f64,
+                _ => f64::MAX,
+            };
+            if bad.is_none() && f.is_finite() && f.abs() > max {
+                bad = Some((*f, *t, max));
+            }
+        }
+    });
+    match bad {
+        None => Ok(()),
+        Some((f, t, max)) => Err(Diagnostic::at(span, format!("the literal {f:e} does not fit in {t}: its largest value is {max:e}"))
+            .help("write it in a wider type (T.float64(..)), or use T.max_value / T.float32(\"inf\") if that is what is meant")),
     }
 }
