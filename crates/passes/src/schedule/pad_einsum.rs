@@ -21,7 +21,9 @@
 //! 4. The block is an einsum: it stores to one buffer, and every buffer
 //!    access indexes each dimension by one block variable, the same ones at
 //!    every access of a buffer; a buffer the block reads and writes is its
-//!    output, read only by the update of a reduction with an init.
+//!    output, read only by the update of a reduction with an init. Each
+//!    dimension of an accessed buffer has the extent of the block variable
+//!    that indexes it (the padded copy replaces the whole buffer).
 //! 5. A grown reduction variable `k` adds terms that are zero: the update
 //!    is `C = C + e`, and `e` is a product (casts allowed) with a factor
 //!    read along `k` from a padded copy, whose new elements are zero.
@@ -89,6 +91,21 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     let Stmt::Store { buffer: out, value: update, .. } = &r.block.body else {
         return Err(ScheduleError::new(format!("block `{block}` is not an einsum: its body is not one store")));
     };
+    for (b, vars) in accesses.iter().map(|(b, vars, _)| (b, vars)) {
+        for (d, (v, dim)) in vars.iter().zip(b.shape()).enumerate() {
+            let extent = r.block.iter_vars.iter().find(|iv| &iv.var == v).and_then(|iv| iv.dom.extent.as_int());
+            if let (Some(e), Some(n)) = (extent, dim.as_int()) {
+                if e != n {
+                    return Err(ScheduleError::new(format!(
+                        "block `{block}` covers {e} of the {n} elements of `{}` along its dimension {d} (`{}`): \
+                         tirc pads only buffers the block covers whole, as their padded copies replace them",
+                        b.name(),
+                        v.name()
+                    )));
+                }
+            }
+        }
+    }
     let reads_out = accesses.iter().any(|(b, _, read)| b == out && *read);
     if reads_out && (r.block.init.is_none() || !r.block.iter_vars.iter().any(|iv| iv.kind == IterKind::Reduce)) {
         return Err(ScheduleError::new(format!(
