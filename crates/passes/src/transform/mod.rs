@@ -9,6 +9,7 @@
 //! returns warnings.
 
 pub mod check_local_buffers;
+pub mod check_redundant_updates;
 pub mod compact_buffers;
 pub mod extract_launch;
 pub mod flatten_buffers;
@@ -69,7 +70,9 @@ pub const PIPELINE: &[Pass] = &[
 /// Refuses, before any pass, a function that one kernel cannot run
 /// (`split_kernels::check_one_kernel`: split it first) and one whose local
 /// buffers would be read by other threads than wrote them
-/// (`check_local_buffers`).
+/// (`check_local_buffers`); after them, a kernel in which several threads
+/// would update one element of shared or global memory at once
+/// (`check_redundant_updates`).
 pub fn lower(
     mut func: PrimFunc,
     ctx: &PassContext,
@@ -85,6 +88,7 @@ pub fn lower(
         axes.covered_by(p.name, &func)?;
         observe(p.name, &func);
     }
+    check_redundant_updates::run(&func)?;
     // A tensor-core operation is executed by a whole warp together.
     let mut wmma = false;
     func.body.walk(&mut |s| wmma |= matches!(s, Stmt::Wmma(_)));
