@@ -13,6 +13,10 @@ pub const STAGE: &str = "software_pipeline_stage";
 pub const ORDER: &str = "software_pipeline_order";
 pub const ASYNC: &str = "software_pipeline_async_stages";
 
+/// The deepest stage a pipeline may have: its prologue and epilogue are
+/// written out, an iteration per stage.
+pub const MAX_STAGE: i64 = 1024;
+
 /// An integer list annotation of loop `l`.
 fn int_list(l: &For, key: &str) -> Result<Option<Vec<i64>>, Diagnostic> {
     let Some((_, a)) = l.annotations.iter().find(|(k, _)| k == key) else { return Ok(None) };
@@ -108,6 +112,11 @@ pub fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
     }
     if let Some(s) = stages.iter().find(|s| **s < 0) {
         return Err(err(format!("stage {s} is negative")));
+    }
+    // Each stage past the first writes out one more iteration before and
+    // after the loop.
+    if let Some(s) = stages.iter().find(|s| **s > MAX_STAGE) {
+        return Err(err(format!("stage {s} makes a pipeline deeper than tirc writes out ({MAX_STAGE} stages)")));
     }
     let async_stages = int_list(l, ASYNC)?.unwrap_or_default();
     if let Some(s) = async_stages.iter().find(|s| !stages.contains(s)) {
