@@ -408,7 +408,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     }
     let _ = writeln!(src);
     // The occupancy hint of `extract_launch`, if the schedule gave one.
-    let min_blocks_per_sm = f.attrs.iter().find(|(k, _)| k == "min_blocks_per_sm").and_then(|(_, v)| v.as_int());
+    let min_blocks_per_sm = tirc_ir::launch::min_blocks_per_sm(f);
     let bounds = match min_blocks_per_sm {
         Some(n) => format!("{threads}, {n}"),
         None => threads.to_string(),

@@ -29,6 +29,16 @@ impl LaunchConfig {
     }
 }
 
+/// The occupancy hint of a kernel, as a loop annotation (on a loop bound to
+/// a GPU axis) and, from `extract_launch` on, as a function attribute:
+/// code generation writes it as `__launch_bounds__(threads, n)`.
+pub const MIN_BLOCKS_PER_SM: &str = "min_blocks_per_sm";
+
+/// The function's occupancy hint, if it has one.
+pub fn min_blocks_per_sm(f: &PrimFunc) -> Option<i64> {
+    f.attrs.iter().find(|(k, _)| k == MIN_BLOCKS_PER_SM).and_then(|(_, v)| v.as_int())
+}
+
 /// The launch configuration of a lowered function: the `Launch` statements
 /// at the head of its body.
 pub fn launch_config(f: &PrimFunc) -> LaunchConfig {

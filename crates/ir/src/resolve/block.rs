@@ -507,6 +507,9 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
         return Ok(());
     }
     let name = &block.name;
+    let same = |a: &[Expr], b: &[Expr]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| crate::structural_eq::same_expr(x, y))
+    };
     let reduce: Vec<&Var> = block.iter_vars.iter().filter(|iv| iv.kind == IterKind::Reduce).map(|iv| &iv.var).collect();
     if let Some(init) = &block.init {
         let mut read = None;
@@ -541,10 +544,7 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
             if let Stmt::Store { buffer, indices, .. } = st {
                 let same_buffer: Vec<&[Expr]> =
                     body_stores.iter().filter(|(b, _)| *b == buffer).map(|(_, idx)| *idx).collect();
-                let written = same_buffer.iter().any(|idx| {
-                    idx.len() == indices.len()
-                        && idx.iter().zip(indices).all(|(x, y)| crate::structural_eq::same_expr(x, y))
-                });
+                let written = same_buffer.iter().any(|idx| same(idx, indices));
                 // A buffer the body does not write keeps the init's value;
                 // one it writes elsewhere would be reset under it.
                 if stray.is_none() && !same_buffer.is_empty() && !written {
@@ -565,9 +565,6 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
     let mut stores: Vec<(&Buffer, &[Expr])> = Vec::new();
     let mut loads: Vec<(&Buffer, &[Expr])> = Vec::new();
     let mut problem: Option<Diagnostic> = None;
-    let same = |a: &[Expr], b: &[Expr]| {
-        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| crate::structural_eq::same_expr(x, y))
-    };
     // Stores under a condition (as `lower_init` writes the init: `if vk ==
     // 0:`) need not happen at every step.
     let mut conditional: Vec<*const Stmt> = Vec::new();

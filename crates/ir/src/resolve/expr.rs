@@ -434,7 +434,7 @@ impl FuncResolver<'_> {
 }
 
 /// The lowest (or highest) value of a type, as `T.min_value` gives it.
-fn limit(t: DType, max: bool) -> Option<Expr> {
+pub(crate) fn limit(t: DType, max: bool) -> Option<Expr> {
     let pick = |lo: f64, hi: f64| Expr::Float(if max { hi } else { lo }, t);
     Some(match t {
         DType::Float(16) => pick(-65504.0, 65504.0),

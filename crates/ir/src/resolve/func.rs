@@ -5,7 +5,7 @@
 //! `x = T.decl_buffer(..)`, `x = T.allocate(..)` and `x: T.int32 = v` scope
 //! over the statements that follow them in the same body.
 
-use super::expr::is_literal;
+use super::expr::{is_literal, limit};
 use super::{dotted, span_of_args};
 use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
@@ -1215,10 +1215,8 @@ fn check_float_literals(v: &Expr, span: ast::Span) -> R<()> {
     let mut bad = None;
     v.walk(&mut |x| {
         if let Expr::Float(f, t) = x {
-            let max = match t {
-                DType::Float(16) => 65504.0,
-                DType::BFloat16 => 3.3895313892515355e38,
-                DType::Float(32) => f32::MAX as f64,
+            let max = match limit(*t, true) {
+                Some(Expr::Float(m, _)) => m,
                 _ => f64::MAX,
             };
             if bad.is_none() && f.is_finite() && f.abs() > max {

@@ -102,7 +102,7 @@ pub fn annotate(sch: &mut Schedule, target: &Target, key: &str, value: Attr) -> 
     }
     // The occupancy hint of the kernel's launch (`extract_launch` checks
     // the rest: that a GPU axis runs the loop, and that the blocks fit).
-    if key == "min_blocks_per_sm" {
+    if key == tirc_ir::launch::MIN_BLOCKS_PER_SM {
         match (target, value.as_int()) {
             (Target::Block(b), _) => {
                 return Err(ScheduleError::bad_argument(format!(

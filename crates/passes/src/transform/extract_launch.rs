@@ -28,7 +28,7 @@ use tirc_ir::subst::substitute_stmt;
 use tirc_ir::target::Target;
 use tirc_ir::{BinOp, DType, Diagnostic, Expr, ForKind, PrimFunc, Stmt, ThreadTag, Var};
 
-pub use tirc_ir::launch::{launch_config, LaunchConfig};
+pub use tirc_ir::launch::{launch_config, LaunchConfig, MIN_BLOCKS_PER_SM};
 
 pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     let target = &ctx.target;
@@ -163,10 +163,6 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
-/// The name of the occupancy hint, as a loop annotation and as a function
-/// attribute.
-pub const MIN_BLOCKS_PER_SM: &str = "min_blocks_per_sm";
-
 /// Moves the `min_blocks_per_sm` annotations of bound loops into the
 /// function's attribute of that name, after checking them (see the top of
 /// this file).
@@ -222,10 +218,9 @@ fn min_blocks_per_sm(f: &mut PrimFunc, threads: i64, target: &Target) -> Result<
 fn strip_hint(s: &Stmt) -> Stmt {
     match s {
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == MIN_BLOCKS_PER_SM) => {
-            let mut l = l.clone();
+            let mut l = l.with_body(strip_hint(&l.body));
             l.annotations.retain(|(k, _)| k != MIN_BLOCKS_PER_SM);
-            l.body = strip_hint(&l.body);
-            Stmt::For(l)
+            Stmt::For(Box::new(l))
         }
         _ => s.map_children(strip_hint),
     }

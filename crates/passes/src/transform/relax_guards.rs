@@ -631,7 +631,7 @@ fn rewrite(
         {
             let n = *counter;
             *counter += 1;
-            let Some(drop) = drops.get(&n).filter(|d| !d.is_empty()) else { return s.clone() };
+            let Some(drop) = drops.get(&n) else { return s.clone() };
             let kept: Vec<Expr> =
                 conjuncts(cond).into_iter().filter(|c| !drop.iter().any(|d| same_expr(c, d))).collect();
             // The value with its global loads clamped (the same value
