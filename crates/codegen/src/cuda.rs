@@ -281,7 +281,10 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         read_only: HashSet::new(),
         dynamic: Vec::new(),
         declared: vec![Vec::new()],
+        wgmma: false,
+        wgmma_helpers: Default::default(),
     };
+    f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
     let name = format!("{}_kernel", sanitize(&f.name));
     let mut params = Vec::new();
     let mut sig = Vec::new();
@@ -370,7 +373,10 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         g.names.insert(var.key(), format!("(({})({base}.{d}))", g.index_type));
     }
     if dynamic_shared_bytes > 0 {
-        g.line(1, "extern __shared__ __align__(16) unsigned char tirc_dyn_smem[];");
+        // A swizzled buffer needs its pattern to start where the
+        // hardware's does, at a multiple of 1024 bytes.
+        let align = if g.dynamic.iter().any(|(b, _)| b.swizzle() != 0) { 1024 } else { 16 };
+        g.line(1, &format!("extern __shared__ __align__({align}) unsigned char tirc_dyn_smem[];"));
     }
     g.stmt(body_s, 1)?;
     let mut src = String::new();
@@ -401,6 +407,17 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     if uses_mma {
         src.push_str(MMA_PRELUDE);
     }
+    let mut swizzled = false;
+    f.body.walk(&mut |s| swizzled |= matches!(s, Stmt::Allocate { buffer, .. } if buffer.swizzle() != 0));
+    if swizzled {
+        src.push_str(SWIZZLE_PRELUDE);
+    }
+    if g.wgmma {
+        src.push_str(WGMMA_PRELUDE);
+        for &(n, bf16) in &g.wgmma_helpers {
+            src.push_str(&wgmma_helper(n, bf16));
+        }
+    }
     let mut uses_async = false;
     f.body.walk(&mut |s| uses_async |= matches!(s, Stmt::AsyncCommit | Stmt::AsyncWait(_)));
     if uses_async {
@@ -428,6 +445,74 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         grid_exprs,
         min_blocks_per_sm,
     })
+}
+
+/// What `wgmma` needs: its fences, the wait for the products in flight,
+/// the warp's place in its warpgroup and the shared-memory descriptor of
+/// an operand stored K-major in swizzled rows of `SW` bytes (PTX ISA,
+/// "Matrix Descriptor Format": the start address, the leading byte offset
+/// (unused for swizzled K-major layouts: 16), the stride between groups of
+/// 8 rows (8 rows of SW bytes) and the swizzle mode, each offset in units of
+/// 16 bytes).
+const WGMMA_PRELUDE: &str = r#"#define TIRC_SM90A 1
+__device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void tirc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void tirc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ int tirc_warp_in_group() {
+  return (int)(((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) / 32 % 4);
+}
+template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p) {
+  unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
+  unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
+  return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
+}
+"#;
+
+/// The element at an offset of a swizzled shared buffer
+/// (`tirc_ir::swizzle_offset`).
+const SWIZZLE_PRELUDE: &str = r#"// The element at offset i of a swizzled shared buffer (sch.storage_swizzle):
+// the 16-byte chunk within each 128-byte line exchanged by XOR with the
+// line's number modulo BYTES / 16.
+template <int BYTES, int ELEM, typename I> __device__ __forceinline__ I tirc_swizzle(I i) {
+  I a = i * ELEM;
+  return (a ^ (((a >> 7) & (BYTES / 16 - 1)) << 4)) / ELEM;
+}
+"#;
+
+/// How each wgmma helper's line starts.
+const WGMMA_HELPER: &str = "__device__ __forceinline__ void tirc_wgmma_m64n";
+
+/// The helper that issues one `wgmma.mma_async.m64nNk16` (float32
+/// accumulators, `n / 2` a thread, as the warp tiles from `c` hold them)
+/// and commits it: one line.
+fn wgmma_helper(n: i64, bf16: bool) -> String {
+    let ty = if bf16 { "bf16" } else { "f16" };
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(c[{i}])")).collect();
+    format!(
+        "{WGMMA_HELPER}{n}k16_{ty}(float* c, unsigned long long da, unsigned long long db) {{ \
+         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{da}, %{db}, p, 1, 1, 0, 0;\\n}}\\n\" : {} : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\"); \
+         tirc_wgmma_commit(); }}\n",
+        list.join(", "),
+        outs.join(", "),
+        s = regs + 2,
+        da = regs,
+        db = regs + 1,
+    )
+}
+
+/// The element offset `i` (C text) of buffer `b` as its memory lays it
+/// out: through the swizzle of a swizzled buffer (`tirc_ir::swizzle_offset`).
+/// A vector of at most 16 bytes at an offset aligned to its size keeps
+/// its elements together under the swizzle, so the offset of its first
+/// element stands for it.
+fn swizzled(b: &Buffer, i: String) -> String {
+    match b.swizzle() {
+        0 => i,
+        bytes => format!("tirc_swizzle<{bytes}, {}>({i})", b.dtype().bytes()),
+    }
 }
 
 /// The buffers loaded in the arms of a select (`T.Select`,
@@ -483,6 +568,23 @@ pub fn translation_unit(kernels: &[&CudaKernel]) -> String {
     if any(ASYNC_PRELUDE) {
         src.push_str(ASYNC_PRELUDE);
     }
+    if any(SWIZZLE_PRELUDE) {
+        src.push_str(SWIZZLE_PRELUDE);
+    }
+    if any(WGMMA_PRELUDE) {
+        src.push_str(WGMMA_PRELUDE);
+        // The wgmma helpers of each width any kernel uses, once each (one
+        // line apiece).
+        let mut seen = HashSet::new();
+        for k in kernels {
+            for l in k.source[..start(k)].lines().filter(|l| l.starts_with(WGMMA_HELPER)) {
+                if seen.insert(l) {
+                    src.push_str(l);
+                    src.push('\n');
+                }
+            }
+        }
+    }
     for k in kernels {
         src.push('\n');
         src.push_str(&k.source[start(k)..]);
@@ -526,6 +628,10 @@ struct Gen {
     /// second allocation of one buffer in a scope (a loop iteration peeled
     /// beside the loop) gets a scope of its own.
     declared: Vec<Vec<String>>,
+    /// The kernel issues `wgmma`: its barriers wait for the products in
+    /// flight first, and the helpers of each width it uses.
+    wgmma: bool,
+    wgmma_helpers: std::collections::BTreeSet<(i64, bool)>,
 }
 
 /// The most shared memory a kernel may declare statically, in bytes.
@@ -756,7 +862,7 @@ impl Gen {
                 return self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt);
             };
             let (d, s) = (self.buf_name(dst), self.buf_name(src));
-            let (di, si) = (self.expr(&dbase)?, self.expr(&sbase)?);
+            let (di, si) = (swizzled(dst, self.expr(&dbase)?), swizzled(src, self.expr(&sbase)?));
             return Ok(Some(format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});")));
         }
         let rhs = match value {
@@ -765,7 +871,7 @@ impl Gen {
                     return self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt);
                 };
                 let konst = if self.read_only.contains(src) { "const " } else { "" };
-                format!("*({konst}{vt}*)({} + {})", self.buf_name(src), self.expr(&sbase)?)
+                format!("*({konst}{vt}*)({} + {})", self.buf_name(src), swizzled(src, self.expr(&sbase)?))
             }
             v if !v.uses(&l.var) && v.dtype() == DType::F32 && t == DType::F32 => {
                 let x = self.expr(v)?;
@@ -773,7 +879,7 @@ impl Gen {
             }
             _ => return Ok(None),
         };
-        Ok(Some(format!("*({vt}*)({} + {}) = {rhs};", self.buf_name(dst), self.expr(&dbase)?)))
+        Ok(Some(format!("*({vt}*)({} + {}) = {rhs};", self.buf_name(dst), swizzled(dst, self.expr(&dbase)?))))
     }
 
     /// A vector copy into shared memory from a source that is not
@@ -803,7 +909,7 @@ impl Gen {
             elems.push(format!("{}[{}]", self.buf_name(src), self.expr(&i)?));
         }
         let d = self.buf_name(dst);
-        Ok(Some(format!("*({vt}*)({d} + {}) = make_{vt}({});", self.expr(dbase)?, elems.join(", "))))
+        Ok(Some(format!("*({vt}*)({d} + {}) = make_{vt}({});", swizzled(dst, self.expr(dbase)?), elems.join(", "))))
     }
 
     /// Whether `cond` has one value for `v` in `0..e`: each conjunct either
@@ -862,6 +968,16 @@ impl Gen {
                 }
             }
             Stmt::NoOp => {}
+            // With wgmma in flight, a barrier first waits for the products
+            // (they read the shared tiles the barrier lets be rewritten) and
+            // makes this thread's shared-memory writes visible to the tensor
+            // cores' proxy; the products after it are fenced once.
+            Stmt::Barrier if self.wgmma => {
+                self.line(ind, "tirc_wgmma_wait();");
+                self.line(ind, "tirc_fence_proxy_async();");
+                self.line(ind, "__syncthreads();");
+                self.line(ind, "tirc_wgmma_fence();");
+            }
             Stmt::Barrier => self.line(ind, "__syncthreads();"),
             Stmt::AsyncCommit => self.line(ind, "tirc_cp_async_commit();"),
             Stmt::AsyncWait(n) => self.line(ind, &format!("tirc_cp_async_wait<{n}>();")),
@@ -870,14 +986,14 @@ impl Gen {
                 if matches!(&args[..], [Expr::Load(..)]) && matches!(buffer.dtype().bytes(), 4 | 8 | 16) =>
             {
                 let Expr::Load(src, idx) = &args[0] else { unreachable!("matched above") };
-                let (b, i) = (self.buf_name(buffer), self.index(indices)?);
-                let (sb, si) = (self.buf_name(src), self.index(idx)?);
+                let (b, i) = (self.buf_name(buffer), swizzled(buffer, self.index(indices)?));
+                let (sb, si) = (self.buf_name(src), swizzled(src, self.index(idx)?));
                 let n = buffer.dtype().bytes();
                 self.line(ind, &format!("tirc_cp_async<{n}>({b} + {i}, {sb} + {si});"));
             }
             Stmt::Store { buffer, indices, value } => {
                 let b = self.buf_name(buffer);
-                let i = self.index(indices)?;
+                let i = swizzled(buffer, self.index(indices)?);
                 let v = self.expr(value)?;
                 self.line(ind, &format!("{b}[{i}] = {v};"));
             }
@@ -965,7 +1081,10 @@ impl Gen {
                         Some((_, off)) => {
                             self.line(ind, &format!("{t}* {n} = reinterpret_cast<{t}*>(tirc_dyn_smem + {off});"))
                         }
-                        None => self.line(ind, &format!("__shared__ __align__(16) {t} {n}[{size}];")),
+                        None => {
+                            let align = if buffer.swizzle() != 0 { 1024 } else { 16 };
+                            self.line(ind, &format!("__shared__ __align__({align}) {t} {n}[{size}];"))
+                        }
                     },
                     Scope::Local => self.line(ind, &format!("{t} {n}[{size}];")),
                     // A kernel argument (see `scratch`).
@@ -1004,6 +1123,94 @@ impl Gen {
 
     /// A tensor-core operation as the `nvcuda::wmma` call that does it.
     fn wmma(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
+        if let Some(t) = w.tiles.iter().find(|t| t.buffer.swizzle() != 0) {
+            if w.op.wgmma_tiles() == 0 {
+                return Err(Diagnostic::new(format!(
+                    "{} reads the swizzled buffer `{}`, which only wgmma's descriptors can describe",
+                    w.op.name(),
+                    t.buffer.name()
+                ))
+                .help("leave out storage_swizzle on buffers that ldmatrix or wmma reads"));
+            }
+        }
+        if w.op.wgmma_tiles() > 0 {
+            return self.wgmma_op(w, ind);
+        }
+        // Any other access to warp tiles waits for the products in flight
+        // (it may read their accumulators), and fences the next ones.
+        if self.wgmma {
+            self.line(ind, "tirc_wgmma_wait();");
+        }
+        let r = self.wmma_sync(w, ind);
+        if self.wgmma {
+            self.line(ind, "tirc_wgmma_fence();");
+        }
+        r
+    }
+
+    /// `wgmma.mma_async` for the warp's part: one instruction a
+    /// warpgroup, its accumulators the warp tiles from the first, its
+    /// descriptors those of the first warp's A tile (16 rows a warp above
+    /// this warp's) and of the B tiles.
+    fn wgmma_op(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
+        let WmmaOp::Wgmma { n, .. } = w.op else { unreachable!("a wgmma") };
+        let t = w.op.wgmma_tiles();
+        let (a, b) = (&w.tiles[t], &w.tiles[t + 1]);
+        let dtype = a.buffer.dtype();
+        let (c0, _) = flat_tile(&w.tiles[0])?;
+        let (b0, ldm_b) = flat_tile(b)?;
+        let (a0, ldm_a) = flat_tile(a)?;
+        // The tiles the instruction covers must be consecutive: the
+        // accumulators of each lane, and B's rows.
+        for j in 1..t {
+            let (cj, _) = flat_tile(&w.tiles[j])?;
+            let (bj, _) = flat_tile(&w.tiles[t + 1 + j])?;
+            let dc = self.an.simplify(&(cj - c0.clone())).as_int();
+            let db = self.an.simplify(&(bj - b0.clone() - Expr::int(16 * j as i64) * ldm_b.clone())).as_int();
+            if dc != Some(256 * j as i64) || db != Some(0) {
+                return Err(Diagnostic::new(format!(
+                    "wgmma's tile {j} of `{}` or of `{}` does not follow the one before it",
+                    w.tiles[0].buffer.name(),
+                    b.buffer.name()
+                )));
+            }
+        }
+        for x in [a, b] {
+            let line = x.buffer.swizzle();
+            let ldm = x.ldm.as_ref().and_then(|l| l.as_int());
+            if line == 0 || ldm.map(|l| l * dtype.bytes() as i64) != Some(line) {
+                return Err(Diagnostic::new(format!(
+                    "wgmma reads `{}` through a descriptor of swizzled rows: its rows must be one swizzle line ({} bytes), swizzled (storage_swizzle), and they are {} bytes, swizzle {}",
+                    x.buffer.name(),
+                    line.max(128),
+                    ldm.map_or("?".into(), |l| (l * dtype.bytes() as i64).to_string()),
+                    line
+                )));
+            }
+        }
+        let bf16 = dtype == DType::BFloat16;
+        self.wgmma_helpers.insert((n, bf16));
+        let per = tirc_ir::wmma::LANES * tirc_ir::wmma::PER_LANE;
+        let ck = self.an.simplify(&Expr::binary(BinOp::FloorDiv, c0, Expr::int(per)));
+        let c = format!("{} + {}", self.buf_name(&w.tiles[0].buffer), self.expr(&ck)?);
+        let (sa, sb) = (a.buffer.swizzle(), b.buffer.swizzle());
+        let pa = format!(
+            "{} + {} - tirc_warp_in_group() * {}",
+            self.buf_name(&a.buffer),
+            self.expr(&a0)?,
+            self.expr(&(Expr::int(16) * ldm_a))?
+        );
+        let pb = format!("{} + {}", self.buf_name(&b.buffer), self.expr(&b0)?);
+        let ty = if bf16 { "bf16" } else { "f16" };
+        self.line(
+            ind,
+            &format!("tirc_wgmma_m64n{n}k16_{ty}({c}, tirc_wgmma_desc<{sa}>({pa}), tirc_wgmma_desc<{sb}>({pb}));"),
+        );
+        Ok(())
+    }
+
+    /// The warp-level operations (wmma, mma.sync) as their helpers' calls.
+    fn wmma_sync(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
         let frag = |g: &mut Self, t: &Tile| -> Result<String, Diagnostic> {
             // The tile's number among the fragment array's tiles, row by row.
             let (flat, ldm) = flat_tile(t)?;
@@ -1103,6 +1310,7 @@ impl Gen {
                 let c = warp(self, &w.tiles[1])?;
                 format!("tirc_mma_store({p}, {c}, {ldm});")
             }
+            WmmaOp::Wgmma { .. } => unreachable!("wgmma_op"),
         };
         self.line(ind, &line);
         Ok(())
@@ -1201,7 +1409,7 @@ impl Gen {
             Expr::Load(b, idx) => {
                 let n = self.buf_name(b);
                 let i = self.index(idx)?;
-                format!("{n}[{i}]")
+                format!("{n}[{}]", swizzled(b, i))
             }
             Expr::Call(Intrinsic::Likely | Intrinsic::CpAsync, args) => self.expr_prec(&args[0], prec)?,
             Expr::Call(i, args) => {

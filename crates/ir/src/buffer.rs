@@ -8,6 +8,14 @@
 //! the smallest value at least its compact value with
 //! `stride % factor == offset`, computed from the innermost dimension out
 //! (TVM's rule), so the padding follows the shape when a pass shrinks it.
+//!
+//! `swizzle` (from `sch.storage_swizzle`, shared memory only) permutes the
+//! 16-byte chunks of each 128-byte line of memory: chunk `c` of line `l`
+//! moves to `c ^ (l % (swizzle / 16))`, the layout Hopper's tensor cores
+//! read a swizzled shared-memory operand in (`swizzle_offset`). The layout is
+//! a property of addresses, not of indices: the IR keeps the buffer's
+//! logical indices, and the simulator and the CUDA code apply the
+//! permutation to each element's offset.
 
 use crate::dtype::DType;
 use crate::expr::Expr;
@@ -93,6 +101,8 @@ pub struct BufferNode {
     pub scope: Scope,
     /// Stride padding requests, at most one per axis, sorted by axis.
     pub dim_align: Vec<DimAlign>,
+    /// The swizzle pattern's width in bytes (32, 64 or 128), or 0.
+    pub swizzle: i64,
     /// Kept by `Buffer::with`.
     id: BufferId,
 }
@@ -110,6 +120,31 @@ pub struct DimAlign {
     pub offset: i64,
 }
 
+/// The swizzle widths `sch.storage_swizzle` takes (the three swizzled
+/// layouts of `wgmma`'s shared-memory operands).
+pub const SWIZZLES: [i64; 3] = [32, 64, 128];
+
+/// The bytes a swizzled buffer is laid out in whole groups of: eight rows
+/// of the pattern's width. Its memory starts at a multiple of 1024 bytes,
+/// where the hardware's pattern starts.
+pub fn swizzle_atom(bytes: i64) -> i64 {
+    8 * bytes
+}
+
+/// Where element `idx` (of `elem` bytes) of a buffer swizzled by `bytes`
+/// lives: bits 4.. of its byte address (the 16-byte chunk) exchanged by
+/// XOR with bits 7.. (the 128-byte line), `log2(bytes / 16)` of each
+/// (CUTLASS's `Swizzle<B, 4, 3>`). An involution: applying it twice gives
+/// `idx` back.
+pub fn swizzle_offset(idx: i64, elem: i64, bytes: i64) -> i64 {
+    if bytes == 0 {
+        return idx;
+    }
+    let a = idx * elem;
+    let mask = bytes / 16 - 1;
+    (a ^ (((a >> 7) & mask) << 4)) / elem
+}
+
 /// The stride `stride` padded up to the next value `s` with
 /// `s % factor == offset` (`factor > 0`, `0 <= offset < factor`); `None` on
 /// overflow.
@@ -120,7 +155,15 @@ pub fn align_stride(stride: i64, factor: i64, offset: i64) -> Option<i64> {
 
 impl Buffer {
     pub fn new(name: impl Into<String>, dtype: DType, shape: Vec<Expr>, scope: Scope) -> Buffer {
-        Buffer(Arc::new(BufferNode { name: name.into(), dtype, shape, scope, dim_align: Vec::new(), id: fresh_id() }))
+        Buffer(Arc::new(BufferNode {
+            name: name.into(),
+            dtype,
+            shape,
+            scope,
+            dim_align: Vec::new(),
+            swizzle: 0,
+            id: fresh_id(),
+        }))
     }
 
     /// This buffer with its fields changed by `f` (reshaped, moved to
@@ -192,6 +235,11 @@ impl Buffer {
         &self.0.dim_align
     }
 
+    /// The swizzle pattern's width in bytes, 0 for none.
+    pub fn swizzle(&self) -> i64 {
+        self.0.swizzle
+    }
+
     /// The element stride of each dimension, padded as `dim_align` asks,
     /// when the shape is constant (and the strides fit in an i64).
     pub fn strides(&self) -> Option<Vec<i64>> {
@@ -245,5 +293,35 @@ impl Hash for Buffer {
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}#{:x}", self.name(), self.key() & 0xffff)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each swizzle is a permutation of every group of 8 lines of its
+    /// width that keeps 16-byte chunks whole, its own inverse, and the
+    /// 128-byte one is CUTLASS's `Swizzle<3, 4, 3>`: chunk `c` of row `r`
+    /// (rows of 128 bytes) at chunk `c ^ (r % 8)`.
+    #[test]
+    fn swizzles_permute_chunks_within_atoms() {
+        for bytes in SWIZZLES {
+            for elem in [2i64, 4] {
+                let n = swizzle_atom(bytes) / elem;
+                let mut seen = std::collections::HashSet::new();
+                for i in 0..n {
+                    let s = swizzle_offset(i, elem, bytes);
+                    assert!((0..n).contains(&s) && seen.insert(s));
+                    assert_eq!(swizzle_offset(s, elem, bytes), i);
+                    assert_eq!(s % (16 / elem), i % (16 / elem), "a 16-byte chunk stays whole");
+                }
+            }
+        }
+        for r in 0..8 {
+            for c in 0..8 {
+                assert_eq!(swizzle_offset(r * 64 + c * 8, 2, 128), r * 64 + (c ^ r) * 8);
+            }
+        }
     }
 }

@@ -55,8 +55,9 @@ pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
 }
 
 /// The kernel's shared memory as one array: each shared allocation of the
-/// body at its offset, 16-byte aligned, in order of appearance; and the
-/// total bytes. (Code generation lays out dynamic shared memory so, and
+/// body at its offset, 16-byte aligned (1024 for a swizzled buffer, where
+/// the hardware's pattern starts), in order of appearance; and the total
+/// bytes. (Code generation lays out dynamic shared memory so, and
 /// `extract_launch` checks the total against the target.)
 pub fn shared_layout(body: &crate::Stmt) -> (Vec<(crate::Buffer, usize)>, usize) {
     let mut layout = Vec::new();
@@ -65,6 +66,9 @@ pub fn shared_layout(body: &crate::Stmt) -> (Vec<(crate::Buffer, usize)>, usize)
         if let crate::Stmt::Allocate { buffer, .. } = s {
             if buffer.scope() == crate::Scope::Shared {
                 let bytes = buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes();
+                if buffer.swizzle() != 0 {
+                    total = total.div_ceil(1024) * 1024;
+                }
                 layout.push((buffer.clone(), total));
                 total += bytes.div_ceil(16) * 16;
             }

@@ -17,7 +17,7 @@ pub mod subst;
 pub mod target;
 pub mod wmma;
 
-pub use buffer::{Buffer, BufferId, DimAlign, Scope};
+pub use buffer::{swizzle_offset, Buffer, BufferId, DimAlign, Scope};
 pub use diag::Diagnostic;
 pub use dtype::DType;
 pub use expr::{BinOp, Expr, Intrinsic, Range, Var};

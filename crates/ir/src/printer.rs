@@ -194,6 +194,11 @@ impl Printer {
                 b.dim_align().iter().map(|a| format!("[{}, {}, {}]", a.axis, a.factor, a.offset)).collect();
             let _ = write!(s, ", dim_align=[{}]", items.join(", "));
         }
+        if b.swizzle() != 0 {
+            // tirc's own keyword: the layout `sch.storage_swizzle` asked
+            // for, applied to each element's address.
+            let _ = write!(s, ", swizzle={}", b.swizzle());
+        }
         s
     }
 
@@ -278,14 +283,14 @@ impl Printer {
             Stmt::AsyncCommit => self.line(ind, "T.ptx_commit_group()"),
             Stmt::AsyncWait(n) => self.line(ind, &format!("T.ptx_wait_group({n})")),
             Stmt::Wmma(w) => {
-                let mut args: Vec<String> = w
-                    .tiles
-                    .iter()
-                    .map(|t| {
-                        let b = self.buf(&t.buffer);
-                        format!("{b}[{}]", self.subscript(&t.indices))
-                    })
-                    .collect();
+                let mut args: Vec<String> = Vec::new();
+                if let crate::wmma::WmmaOp::Wgmma { n, .. } = w.op {
+                    args.push(n.to_string());
+                }
+                args.extend(w.tiles.iter().map(|t| {
+                    let b = self.buf(&t.buffer);
+                    format!("{b}[{}]", self.subscript(&t.indices))
+                }));
                 if let Some(v) = &w.value {
                     args.push(self.expr(v, 0));
                 }
@@ -294,6 +299,9 @@ impl Printer {
                 }
                 if w.op == (crate::wmma::WmmaOp::Mma { b_trans: true }) {
                     args.push("\"b_trans\"".into());
+                }
+                if let crate::wmma::WmmaOp::Wgmma { trans_b: true, .. } = w.op {
+                    args.push("\"trans_b\"".into());
                 }
                 if let crate::wmma::WmmaOp::MmaSync { trans_a, trans_b } = w.op {
                     for (flag, name) in [(trans_a, "trans_a"), (trans_b, "trans_b")] {

@@ -46,6 +46,25 @@
 //! transposed (`trans`: A as `k × m`, B as `n × k`); the instruction's
 //! `.trans` and the rows each lane points at follow from the two.
 //!
+//! Hopper's `wgmma.mma_async` is issued by a *warpgroup*, four
+//! consecutive warps, on operands in shared memory. tirc writes it per
+//! warp, as the accumulators are held:
+//!
+//! | op | tiles | computes |
+//! |---|---|---|
+//! | `Wgmma { n, trans_b }` | `[c_0 .. c_{n/16-1}, a, b_0 .. b_{n/16-1}]` | `c_j[map(i, jj)] += sum_k a[i, k] * b_j[jj, k]` |
+//!
+//! for each warp: its 16 rows of A (a shared 16×16 tile) times the n
+//! columns of B (n/16 shared tiles of B stored `n × k`, `trans_b`, the
+//! only form so far), into n/16 warp tiles of its accumulators, which
+//! hold exactly the registers the instruction's `m64nNk16` accumulator
+//! fragment gives the warp. The four warps of a group name the four
+//! consecutive 16-row tiles of one 64-row tile of A and the same tiles
+//! of B (the simulator checks it; the CUDA code issues one instruction
+//! for the four, its descriptors built from the first warp's tiles). Both
+//! operands must be in swizzled shared buffers whose rows are exactly one
+//! line of the swizzle (`sch.storage_swizzle`; 128 bytes: 64 halves).
+//!
 //! float32 operands are multiplied as tf32 (`mma.sync.m16n8k8.tf32`, four
 //! to a 16×16×16 tile, each operand rounded to 10 bits of mantissa, to
 //! nearest, ties away from zero, as `cvt.rna.tf32.f32` does); their warp
@@ -115,6 +134,11 @@ pub enum WmmaOp {
     },
     MmaFill,
     MmaStore,
+    /// `wgmma.mma_async.m64nNk16` for one warp's 16 rows: `n` columns.
+    Wgmma {
+        n: i64,
+        trans_b: bool,
+    },
 }
 
 impl WmmaOp {
@@ -129,6 +153,7 @@ impl WmmaOp {
             WmmaOp::MmaSync { .. } => "mma_sync",
             WmmaOp::MmaFill => "mma_fill",
             WmmaOp::MmaStore => "mma_store",
+            WmmaOp::Wgmma { .. } => "wgmma",
         }
     }
 
@@ -142,6 +167,8 @@ impl WmmaOp {
             "mma_sync" => WmmaOp::MmaSync { trans_a: false, trans_b: false },
             "mma_fill" => WmmaOp::MmaFill,
             "mma_store" => WmmaOp::MmaStore,
+            // Its width is the printed form's first argument.
+            "wgmma" => WmmaOp::Wgmma { n: 0, trans_b: false },
             _ => return None,
         })
     }
@@ -152,6 +179,7 @@ impl WmmaOp {
             WmmaOp::Fill | WmmaOp::MmaFill => 1,
             WmmaOp::Load { .. } | WmmaOp::Store | WmmaOp::LdMatrix { .. } | WmmaOp::MmaStore => 2,
             WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } => 3,
+            WmmaOp::Wgmma { n, .. } => 2 * (n / TILE).max(0) as usize + 1,
         }
     }
 
@@ -170,12 +198,35 @@ impl WmmaOp {
             WmmaOp::MmaSync { .. } => vec![Some(Scope::Warp); 3],
             WmmaOp::MmaFill => vec![Some(Scope::Warp)],
             WmmaOp::MmaStore => vec![None, Some(Scope::Warp)],
+            WmmaOp::Wgmma { n, .. } => {
+                let t = (n / TILE).max(0) as usize;
+                let mut v = vec![Some(Scope::Warp); t];
+                v.extend(std::iter::repeat_n(None, t + 1));
+                v
+            }
         }
     }
 
-    /// Whether it is of the `mma.sync` family, on warp tiles.
+    /// Whether it works on warp tiles (the `mma.sync` family, and
+    /// `wgmma`, whose accumulators are warp tiles too).
     pub fn is_mma(&self) -> bool {
-        matches!(self, WmmaOp::LdMatrix { .. } | WmmaOp::MmaSync { .. } | WmmaOp::MmaFill | WmmaOp::MmaStore)
+        matches!(
+            self,
+            WmmaOp::LdMatrix { .. }
+                | WmmaOp::MmaSync { .. }
+                | WmmaOp::MmaFill
+                | WmmaOp::MmaStore
+                | WmmaOp::Wgmma { .. }
+        )
+    }
+
+    /// The number of accumulator tiles of a `Wgmma` (its first tiles), 0
+    /// for the others.
+    pub fn wgmma_tiles(&self) -> usize {
+        match self {
+            WmmaOp::Wgmma { n, .. } => (n / TILE).max(0) as usize,
+            _ => 0,
+        }
     }
 }
 
@@ -229,11 +280,12 @@ impl Wmma {
         match self.op {
             WmmaOp::Fill | WmmaOp::MmaFill => &[],
             WmmaOp::Load { .. } | WmmaOp::Store | WmmaOp::LdMatrix { .. } | WmmaOp::MmaStore => &self.tiles[1..],
-            WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } => &self.tiles[..],
+            WmmaOp::Mma { .. } | WmmaOp::MmaSync { .. } | WmmaOp::Wgmma { .. } => &self.tiles[..],
         }
     }
 
-    /// The tile it writes.
+    /// The tile it writes (the first, for a `Wgmma`: its accumulator
+    /// tiles are all of one buffer).
     pub fn write(&self) -> &Tile {
         &self.tiles[0]
     }
@@ -351,6 +403,39 @@ impl Wmma {
                         "a tensor-core product takes float16 operands and a float32 or float16 accumulator: `{}` is {}, `{}` {}, `{}` {}",
                         name(a), a.buffer.dtype(), name(b), b.buffer.dtype(), name(c), c.buffer.dtype()
                     ));
+                }
+            }
+            WmmaOp::Wgmma { n, trans_b } => {
+                let t = self.op.wgmma_tiles();
+                if !(16..=256).contains(&n) || n % TILE != 0 {
+                    return Err(format!("wgmma takes 16 to 256 columns, a multiple of 16, not {n}"));
+                }
+                if !trans_b {
+                    return Err("wgmma takes B stored n × k (trans_b) only, so far".into());
+                }
+                let (a, b) = (&self.tiles[t], &self.tiles[t + 1]);
+                for x in [a, b] {
+                    if scope_of(x) != Scope::Shared {
+                        return Err(format!(
+                            "wgmma reads its operands from shared memory, not `{}` in {}",
+                            name(x),
+                            scope_of(x).name()
+                        ));
+                    }
+                }
+                let ok = a.buffer.dtype() == b.buffer.dtype()
+                    && matches!(a.buffer.dtype(), DType::Float(16) | DType::BFloat16)
+                    && self.tiles[..t].iter().all(|c| c.buffer.dtype() == DType::F32);
+                if !ok {
+                    return Err(format!(
+                        "wgmma takes float16 or bfloat16 operands and a float32 accumulator: `{}` is {}, `{}` {}, `{}` {}",
+                        name(a), a.buffer.dtype(), name(b), b.buffer.dtype(), name(&self.tiles[0]), self.tiles[0].buffer.dtype()
+                    ));
+                }
+                if self.tiles[..t].iter().any(|c| c.buffer != self.tiles[0].buffer)
+                    || self.tiles[t + 1..].iter().any(|x| x.buffer != b.buffer)
+                {
+                    return Err("wgmma's accumulator tiles must be of one buffer, and its B tiles of one".into());
                 }
             }
             WmmaOp::Store | WmmaOp::MmaStore => {

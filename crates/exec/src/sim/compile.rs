@@ -43,6 +43,8 @@ pub(super) struct MemDecl {
     pub exchanged: bool,
     /// Its elements, or why it has no constant size.
     pub elements: Result<usize, String>,
+    /// Its swizzle's width in bytes (0 for none) and its element size.
+    pub swizzle: (i64, i64),
 }
 
 pub(super) enum Node {
@@ -283,7 +285,13 @@ impl Compiler {
             .num_elements()
             .map(|n| n.max(0) as usize)
             .ok_or_else(|| format!("buffer {} has no constant size", b.name()));
-        self.mems.push(MemDecl { name: b.name().to_string(), scope: b.scope(), exchanged: false, elements });
+        self.mems.push(MemDecl {
+            name: b.name().to_string(),
+            scope: b.scope(),
+            exchanged: false,
+            elements,
+            swizzle: (b.swizzle(), b.dtype().bytes() as i64),
+        });
         self.mems.len() - 1
     }
 

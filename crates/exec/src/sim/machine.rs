@@ -35,11 +35,15 @@ pub(super) struct Mem {
     threads: usize,
     shared: bool,
     race: RaceTable,
+    /// A swizzled buffer's pattern width in bytes (0 for none) and its
+    /// element size: each element index goes through
+    /// `tirc_ir::swizzle_offset` to its slot, as the hardware lays it out.
+    swizzle: (i64, i64),
 }
 
 impl Mem {
     pub(super) fn global(data: Vec<f64>) -> Mem {
-        Mem { data, per_thread: 0, threads: 0, shared: false, race: RaceTable::default() }
+        Mem { data, per_thread: 0, threads: 0, shared: false, race: RaceTable::default(), swizzle: (0, 1) }
     }
 
     /// A fresh copy of global memory `m` (its data, and a race table of
@@ -57,7 +61,7 @@ impl Mem {
     pub(super) fn global_checked(data: Vec<f64>) -> Mem {
         let mut race = RaceTable::default();
         race.reset(data.len());
-        Mem { data, per_thread: 0, threads: 0, shared: true, race }
+        Mem { data, per_thread: 0, threads: 0, shared: true, race, swizzle: (0, 1) }
     }
 }
 
@@ -442,7 +446,18 @@ impl<'p> Machine<'p> {
                     Scope::Shared => (0, true, elements),
                     Scope::Global => (0, false, elements),
                 };
+                let swizzle = decl.swizzle;
+                if swizzle.0 != 0 && (size as i64 * swizzle.1) % tirc_ir::buffer::swizzle_atom(swizzle.0) != 0 {
+                    return Err(format!(
+                        "the swizzled buffer {} holds {} bytes, not whole groups of {} (8 lines of its {}-byte pattern)",
+                        decl.name,
+                        size as i64 * swizzle.1,
+                        tirc_ir::buffer::swizzle_atom(swizzle.0),
+                        swizzle.0
+                    ));
+                }
                 let m = &mut self.mems[*mem];
+                m.swizzle = swizzle;
                 // Uninitialised memory reads as NaN, so that a read of
                 // something never written cannot go unnoticed.
                 m.data.clear();
@@ -526,6 +541,9 @@ impl<'p> Machine<'p> {
         if let Some(v) = &w.value {
             self.fe(v, act, &mut value)?;
         }
+        if w.op.wgmma_tiles() > 0 && !self.prog.launch.is_empty() {
+            self.check_warpgroups(w, act, &bases, &strides)?;
+        }
         let mut k = 0;
         while k < n {
             let warp = act[k] as usize / WARP;
@@ -568,6 +586,29 @@ impl<'p> Machine<'p> {
                 }
                 Ok(v)
             };
+            if let WmmaOp::Wgmma { .. } = w.op {
+                // Each of the warp's accumulator tiles: its 16 rows of A
+                // times 16 rows of B (stored n × k).
+                let t = w.op.wgmma_tiles();
+                let a = read(self, t)?;
+                for (j, tile) in addr[..t].iter().enumerate() {
+                    let acc = from_warp(&read(self, j)?);
+                    let b = read(self, t + 1 + j)?;
+                    let mut v = [0.0; T * T];
+                    for r in 0..T {
+                        for c in 0..T {
+                            let dot: f64 = (0..T).map(|x| a[r * T + x] * b[c * T + x]).sum();
+                            v[r * T + c] = w.round.round(acc[r * T + c] + dot);
+                        }
+                    }
+                    for (&ad, &x) in tile.iter().zip(&to_warp(&v)) {
+                        self.touch(w.tiles[j].mem, ad, leader, Some(x))?;
+                        self.mems[w.tiles[j].mem].data[ad] = x;
+                    }
+                }
+                k = end;
+                continue;
+            }
             let out: [f64; T * T] = match w.op {
                 WmmaOp::Fill => [w.round.round(value[k]); T * T],
                 // The fragment holds the tile as memory lays it out; the
@@ -611,6 +652,7 @@ impl<'p> Machine<'p> {
                     }
                     to_warp(&v)
                 }
+                WmmaOp::Wgmma { .. } => unreachable!("done above"),
             };
             for (&a, &v) in addr[0].iter().zip(&out) {
                 self.touch(w.tiles[0].mem, a, leader, Some(v))?;
@@ -622,6 +664,58 @@ impl<'p> Machine<'p> {
             self.ipool.push(b);
         }
         self.fpool.push(value);
+        Ok(())
+    }
+
+    /// A `wgmma` is one instruction of a warpgroup, four consecutive
+    /// warps: all of them issue it, naming the four consecutive 16-row
+    /// tiles of one 64-row tile of A and the same tiles of B, and each
+    /// operand's rows are one line of its buffer's swizzle, the layout its
+    /// descriptor describes (`tirc_ir::wmma`).
+    fn check_warpgroups(&self, w: &WmmaNode, act: &[u32], bases: &[Vec<i64>], strides: &[Vec<i64>]) -> R {
+        const GROUP: usize = 128;
+        let name = w.op.name();
+        if !self.n.is_multiple_of(GROUP) {
+            return Err(format!("{name} is issued by warpgroups of {GROUP} threads, and the block has {}", self.n));
+        }
+        let t = w.op.wgmma_tiles();
+        for (i, what) in [(t, "A"), (t + 1, "B")] {
+            let m = &self.mems[w.tiles[i].mem];
+            let line = strides[i][0] * m.swizzle.1;
+            if m.swizzle.0 == 0 || line != m.swizzle.0 {
+                return Err(format!(
+                    "{name} reads its {what} operand {} through a descriptor of K-major rows of one swizzle line: the rows are {line} bytes, the swizzle {} bytes",
+                    self.prog.mems[w.tiles[i].mem].name,
+                    m.swizzle.0
+                ));
+            }
+        }
+        let mut k = 0;
+        while k < act.len() {
+            let group = act[k] as usize / GROUP;
+            let end = k + act[k..].iter().take_while(|&&x| x as usize / GROUP == group).count();
+            if end - k != GROUP {
+                return Err(format!(
+                    "{name} is reached by {} of the 128 threads of warpgroup {group}: the four warps issue it together",
+                    end - k
+                ));
+            }
+            for q in 1..4 {
+                let (first, this) = (k, k + 32 * q);
+                let a_ok = bases[t][this] == bases[t][first] + 16 * q as i64 * strides[t][first]
+                    && strides[t][this] == strides[t][first];
+                let b_ok = (t + 1..w.tiles.len())
+                    .all(|i| bases[i][this] == bases[i][first] && strides[i][this] == strides[i][first]);
+                if !a_ok || !b_ok {
+                    return Err(format!(
+                        "the warps of warpgroup {group} name {} in {name}: warp {q} of the group must take the 16 rows of A after warp {}'s, and the same tiles of B",
+                        if a_ok { "different tiles of B" } else { "rows of A that are not consecutive" },
+                        q - 1
+                    ));
+                }
+            }
+            k = end;
+        }
         Ok(())
     }
 
@@ -664,6 +758,11 @@ impl<'p> Machine<'p> {
             if let Some(k) = idx.iter().position(|&i| usize::try_from(i).map_or(true, |a| a >= n)) {
                 return Err(self.out_of_bounds(mi, idx[k], act[k]));
             }
+            if m.swizzle.0 != 0 {
+                for i in idx.iter_mut() {
+                    *i = tirc_ir::swizzle_offset(*i, m.swizzle.1, m.swizzle.0);
+                }
+            }
         }
         Ok(())
     }
@@ -680,7 +779,8 @@ impl<'p> Machine<'p> {
             }
         } else {
             match usize::try_from(idx) {
-                Ok(i) if i < m.data.len() => Ok(i),
+                Ok(i) if i < m.data.len() && m.swizzle.0 == 0 => Ok(i),
+                Ok(i) if i < m.data.len() => Ok(tirc_ir::swizzle_offset(idx, m.swizzle.1, m.swizzle.0) as usize),
                 _ => Err(self.out_of_bounds(mi, idx, t)),
             }
         }
@@ -764,15 +864,22 @@ impl<'p> Machine<'p> {
             // the inner loop of a tiled kernel reads shared memory.
             let epoch = self.epoch;
             let mut failed = None;
+            let swizzle = m.swizzle;
             for (k, (&i, &t)) in idx.iter().zip(act).enumerate() {
                 match usize::try_from(i) {
-                    Ok(a) if a < m.data.len() => match m.race.read(a, t, epoch) {
-                        Ok(()) => out[k] = m.data[a],
-                        Err(c) => {
-                            failed = Some(self.race_error(mi, a, t, false, c));
-                            break;
+                    Ok(a) if a < m.data.len() => {
+                        let a = match swizzle {
+                            (0, _) => a,
+                            (bytes, elem) => tirc_ir::swizzle_offset(i, elem, bytes) as usize,
+                        };
+                        match m.race.read(a, t, epoch) {
+                            Ok(()) => out[k] = m.data[a],
+                            Err(c) => {
+                                failed = Some(self.race_error(mi, a, t, false, c));
+                                break;
+                            }
                         }
-                    },
+                    }
                     _ => {
                         failed = Some(self.out_of_bounds(mi, i, t));
                         break;
@@ -784,7 +891,7 @@ impl<'p> Machine<'p> {
             }
         } else {
             let m = &self.mems[mi];
-            if m.per_thread == 0 {
+            if m.per_thread == 0 && m.swizzle.0 == 0 {
                 // Checked and gathered in one loop.
                 let data = &m.data;
                 for (k, (o, &i)) in out.iter_mut().zip(&idx).enumerate() {

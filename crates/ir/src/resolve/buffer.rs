@@ -18,6 +18,7 @@ impl FuncResolver<'_> {
         let mut scope = scope;
         let mut strides = None;
         let mut dim_align = None;
+        let mut swizzle = None;
         let mut pos = 0;
         for a in args {
             match a {
@@ -36,6 +37,7 @@ impl FuncResolver<'_> {
                     "scope" => scope = self.scope_arg(e)?,
                     "strides" => strides = Some(e),
                     "dim_align" => dim_align = Some(e),
+                    "swizzle" => swizzle = Some(e),
                     "data" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
                     other => {
                         return Err(did_you_mean(
@@ -56,14 +58,23 @@ impl FuncResolver<'_> {
         if let Some(st) = strides {
             self.check_strides(st, &shape)?;
         }
-        let b = Buffer::new(name, dtype, shape, scope);
-        match dim_align {
-            Some(e) => {
-                let aligns = self.dim_align(e, b.ndim())?;
-                Ok(b.with(|n| n.dim_align = aligns))
-            }
-            None => Ok(b),
+        let mut b = Buffer::new(name, dtype, shape, scope);
+        if let Some(e) = dim_align {
+            let aligns = self.dim_align(e, b.ndim())?;
+            b = b.with(|n| n.dim_align = aligns);
         }
+        if let Some(e) = swizzle {
+            // tirc's record of `sch.storage_swizzle`: the pattern's width.
+            let bytes = self.expr(e)?.as_int().filter(|x| crate::buffer::SWIZZLES.contains(x));
+            let Some(bytes) = bytes else {
+                return Err(Diagnostic::at(e.span, "`swizzle=` takes the pattern's width in bytes: 32, 64 or 128"));
+            };
+            if b.scope() != Scope::Shared {
+                return Err(Diagnostic::at(e.span, "only a buffer in shared memory can be swizzled"));
+            }
+            b = b.with(|n| n.swizzle = bytes);
+        }
+        Ok(b)
     }
 
     /// `dim_align=[[axis, factor, offset], ...]`: tirc's record of

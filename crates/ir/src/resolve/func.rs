@@ -688,6 +688,13 @@ impl FuncResolver<'_> {
         let mut ldm = None;
         for a in args {
             match a {
+                // wgmma's width comes first.
+                Arg::Positional(x) if op == (WmmaOp::Wgmma { n: 0, trans_b: false }) && tiles.is_empty() => {
+                    match self.expr(x)?.as_int() {
+                        Some(n) if n > 0 => op = WmmaOp::Wgmma { n, trans_b: false },
+                        _ => return Err(Diagnostic::at(x.span, "wgmma takes its width (the columns of B) first")),
+                    }
+                }
                 Arg::Positional(x) if tiles.len() < op.arity() => match self.expr(x)? {
                     Expr::Load(buffer, indices) => tiles.push(Tile { buffer, indices, ldm: None }),
                     _ => {
@@ -702,6 +709,9 @@ impl FuncResolver<'_> {
                         op = WmmaOp::Load { col_major: l == "col_major" }
                     }
                     (ExprKind::Str(l), WmmaOp::Mma { .. }) if l == "b_trans" => op = WmmaOp::Mma { b_trans: true },
+                    (ExprKind::Str(l), WmmaOp::Wgmma { n, .. }) if l == "trans_b" => {
+                        op = WmmaOp::Wgmma { n: *n, trans_b: true }
+                    }
                     (ExprKind::Str(l), WmmaOp::MmaSync { trans_a, trans_b }) if l == "trans_a" || l == "trans_b" => {
                         op =
                             WmmaOp::MmaSync { trans_a: *trans_a || l == "trans_a", trans_b: *trans_b || l == "trans_b" }

@@ -577,10 +577,16 @@ impl Interp<'_> {
                 Some((o, s)) => Err(Diagnostic::at(s, format!("cannot make a list of {}", o.kind()))),
             },
             "print" => Ok(Value::None),
+            // An intrinsic's name built from a parameter: "wgmma_m64n" + str(BN) + ...
+            "str" => match &pos[..] {
+                [(Value::Int(i), _)] => Ok(Value::Str(i.to_string())),
+                [(Value::Str(s), _)] => Ok(Value::Str(s.clone())),
+                _ => Err(Diagnostic::at(span, "str takes one integer or string")),
+            },
             _ => Err(did_you_mean(
                 Diagnostic::at(func.span, format!("unknown function `{name}`")),
                 name,
-                ["range", "len", "min", "max", "list", "tuple", "print"],
+                ["range", "len", "min", "max", "list", "tuple", "print", "str"],
             )),
         }
     }

@@ -26,6 +26,7 @@ pub mod reorder;
 pub mod rfactor;
 pub mod split;
 pub mod storage_align;
+pub mod storage_swizzle;
 pub mod tensorize;
 pub mod transform_block_layout;
 pub mod transform_layout;

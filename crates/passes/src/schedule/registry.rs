@@ -19,8 +19,8 @@
 use super::loop_kind::Target;
 use super::{
     bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder,
-    rfactor, split, storage_align, tensorize, transform_block_layout, transform_layout, BlockRV, LoopRV, Result,
-    Schedule, ScheduleError,
+    rfactor, split, storage_align, storage_swizzle, tensorize, transform_block_layout, transform_layout, BlockRV,
+    LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -456,6 +456,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         step: true,
         apply: |s, a| none(storage_align::storage_align(s, a.block(0)?, a.int(1)?, a.int(2)?, a.int(3)?, a.int(4)?)),
+    },
+    Primitive {
+        name: "storage_swizzle",
+        params: &[req("block", Kind::Block), req("buffer_index", Kind::Int), req("swizzle_bytes", Kind::Int)],
+        step: true,
+        apply: |s, a| none(storage_swizzle::storage_swizzle(s, a.block(0)?, a.int(1)?, a.int(2)?)),
     },
     Primitive {
         name: "rfactor",

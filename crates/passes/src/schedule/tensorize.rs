@@ -93,6 +93,27 @@ enum Kind {
         acc: DType,
         to: Scope,
     },
+    /// `wgmma_m64n{n}k16_{f16f16f32,bf16bf16f32}_trans_b`: one warp's 16
+    /// rows of a warpgroup's product, n columns.
+    Wgmma {
+        input: DType,
+        n: i64,
+    },
+}
+
+/// A `wgmma_*` intrinsic's name: `wgmma_m64n{n}k16_{t}{t}f32_trans_b`, t
+/// `f16` or `bf16`, n a multiple of 16 up to 256 (tirc's names: TVM 0.27
+/// registers no wgmma intrinsic).
+fn wgmma_kind(name: &str) -> Option<Kind> {
+    let rest = name.strip_prefix("wgmma_m64n")?;
+    let (n, rest) = rest.split_once("k16_")?;
+    let n: i64 = n.parse().ok()?;
+    let input = match rest {
+        "f16f16f32_trans_b" => DType::F16,
+        "bf16bf16f32_trans_b" => DType::BFloat16,
+        _ => return None,
+    };
+    ((16..=256).contains(&n) && n % TILE == 0).then_some(Kind::Wgmma { input, n })
 }
 
 /// TVM's registered name, and what it is.
@@ -184,7 +205,10 @@ const INTRINSICS: &[(&str, Kind)] = &[
 
 /// The names `tensorize` knows, for its error message.
 pub fn intrinsic_names() -> Vec<&'static str> {
-    INTRINSICS.iter().map(|(n, _)| *n).collect()
+    let mut v: Vec<&'static str> = INTRINSICS.iter().map(|(n, _)| *n).collect();
+    v.push("wgmma_m64n{16,32,..,256}k16_f16f16f32_trans_b");
+    v.push("wgmma_m64n{16,32,..,256}k16_bf16bf16f32_trans_b");
+    v
 }
 
 pub fn tensorize(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters: bool) -> Result<()> {
@@ -199,7 +223,8 @@ pub fn tensorize(sch: &mut Schedule, target: &Target, intrin: &str, preserve_uni
 
 fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters: bool) -> Result<()> {
     // 1.
-    let Some(&(_, kind)) = INTRINSICS.iter().find(|(n, _)| *n == intrin) else {
+    let Some(kind) = INTRINSICS.iter().find(|(n, _)| *n == intrin).map(|(_, k)| *k).or_else(|| wgmma_kind(intrin))
+    else {
         return Err(ScheduleError::bad_argument(format!("tirc knows no tensor intrinsic `{intrin}`"))
             .help(format!("the intrinsics tirc has: {}", intrinsic_names().join(", "))));
     };
@@ -217,7 +242,12 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         .find_block(&block)
         .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is not in the function")))?
         .clone();
-    let rank = if matches!(kind, Kind::Sync { .. } | Kind::MmaSync { .. }) { 3 } else { 2 };
+    let rank = if matches!(kind, Kind::Sync { .. } | Kind::MmaSync { .. } | Kind::Wgmma { .. }) { 3 } else { 2 };
+    // The extents of the tile's loops: 16 each, but n columns for wgmma.
+    let want: Vec<i64> = match kind {
+        Kind::Wgmma { n, .. } => vec![TILE, n, TILE],
+        _ => vec![TILE; rank],
+    };
     let col_major = kind == Kind::LoadBTrans;
     let refuse = |why: String| ScheduleError::new(format!("block `{block}` does not match `{intrin}`: {why}"));
     if r.block.init.is_some() {
@@ -237,10 +267,10 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
     };
     let extents: Vec<Option<i64>> = loops.iter().map(|l| l.extent.as_int()).collect();
     if loops.len() != rank
-        || extents.iter().any(|e| *e != Some(TILE))
+        || extents.iter().zip(&want).any(|(e, w)| *e != Some(*w))
         || loops.iter().any(|l| l.min.as_int() != Some(0))
     {
-        let want = if rank == 3 { "16×16×16" } else { "16×16" };
+        let want = want.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("×");
         let got: Vec<String> = extents.iter().map(|e| e.map_or("?".into(), |x| x.to_string())).collect();
         return Err(refuse(format!("its loops are not a {want} nest (they are {})", got.join("×")))
             .help("split the loops by 16 and blockize (or tensorize) the first loop of the tile"));
@@ -251,8 +281,8 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
     }
     let ivs = &inner.block.iter_vars;
     let identity = ivs.len() == rank
-        && ivs.iter().zip(&inner.iter_values).zip(&loops).all(|((iv, v), l)| {
-            v.as_var() == Some(&l.var) && iv.dom.min.as_int() == Some(0) && iv.dom.extent.as_int() == Some(TILE)
+        && ivs.iter().zip(&inner.iter_values).zip(&loops).zip(&want).all(|(((iv, v), l), w)| {
+            v.as_var() == Some(&l.var) && iv.dom.min.as_int() == Some(0) && iv.dom.extent.as_int() == Some(*w)
         });
     if !identity {
         return Err(refuse("the inner block's variables are not bound one to one to its loops".into()));
@@ -397,8 +427,41 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 value: None,
             }
         }
+        Kind::Wgmma { input, n } => {
+            scoped(buffer, Scope::Warp, DType::F32)?;
+            let (c_read, (ab, aidx), (bb, bidx)) = product(buffer, value, DType::F32).map_err(|why| {
+                refuse(why.unwrap_or_else(|| {
+                    "it is not C[i, j] = C[i, j] + float32(A[i, k]) * float32(B[j, k]) on warp tiles of C".into()
+                }))
+            })?;
+            scoped(&ab, Scope::Shared, input)?;
+            scoped(&bb, Scope::Shared, input)?;
+            let t = (n / TILE) as usize;
+            let cs = warp_origins(buffer, indices, v[0], v[1], &v, t).map_err(&refuse)?;
+            let cr = warp_origins(buffer, &c_read, v[0], v[1], &v, t).map_err(&refuse)?;
+            if !same_origin(&cs[0], &cr[0]) {
+                return Err(refuse("it reads another tile of C than it writes".into()));
+            }
+            let a = tile(&ab, &aidx, v[0], v[2])?;
+            let b = tile(&bb, &bidx, v[1], v[2])?;
+            let mut tiles = cs;
+            tiles.push(a);
+            for j in 0..t {
+                let mut bj = b.clone();
+                let r = bj.indices.len() - 2;
+                bj.indices[r] = Analyzer::new().simplify(&(bj.indices[r].clone() + Expr::int(TILE * j as i64)));
+                tiles.push(bj);
+            }
+            Wmma { op: WmmaOp::Wgmma { n, trans_b: true }, tiles, value: None }
+        }
     };
     w.check().map_err(&refuse)?;
+    if let Some(t) = w.tiles.iter().find(|t| t.buffer.swizzle() != 0 && w.op.wgmma_tiles() == 0) {
+        return Err(refuse(format!(
+            "`{}` is swizzled (storage_swizzle), a layout only wgmma's descriptors describe",
+            t.buffer.name()
+        )));
+    }
     // 4.
     let an = Analyzer::new();
     for t in w.tiles.iter().filter(|t| t.buffer.scope() != Scope::Warp) {
@@ -505,6 +568,56 @@ fn origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std:
         out.push(an.simplify(&substitute(e, &zero)));
     }
     Ok(Tile { buffer: b.clone(), indices: out, ldm: None })
+}
+
+/// The `count` warp tiles side by side an access names over a 16 × (16 ×
+/// count) tile: element `(r, c)` at `[.., t + c / 16, warp_layout(r, c %
+/// 16)]`, the tiles consecutive in the dimension before the lanes (the
+/// accumulators of one warp's `wgmma`, in its registers' order).
+fn warp_origins(
+    b: &Buffer,
+    idx: &[Expr],
+    row: &Var,
+    col: &Var,
+    vars: &[&Var],
+    count: usize,
+) -> std::result::Result<Vec<Tile>, String> {
+    if count <= 1 {
+        return warp_origin(b, idx, row, col, vars).map(|t| vec![t]);
+    }
+    let n = idx.len();
+    if n < 3 {
+        return Err(format!(
+            "the warp buffer `{}` has no dimension of tiles before its [32, 8] to hold {count} tiles side by side",
+            b.name()
+        ));
+    }
+    // Each 16-column slice is one warp tile, checked as one; the slices
+    // must follow one another in dimension n - 3.
+    let an = Analyzer::new();
+    let mut out = Vec::new();
+    for j in 0..count {
+        let shift = Expr::Var(col.clone()) + Expr::int(TILE * j as i64);
+        let sub: Vec<Expr> = idx.iter().map(|e| substitute(e, &[(col.clone(), shift.clone())])).collect();
+        let t = warp_origin(b, &sub, row, col, vars)?;
+        if let Some(first) = out.first() {
+            let first: &Tile = first;
+            let d = an.simplify(&(t.indices[n - 3].clone() - first.indices[n - 3].clone())).as_int();
+            let rest_same = (0..n)
+                .filter(|&d| d != n - 3)
+                .all(|d| tirc_ir::structural_eq::same_expr(&t.indices[d], &first.indices[d]));
+            if d != Some(j as i64) || !rest_same {
+                return Err(format!(
+                    "its access to the warp buffer `{}` does not put columns {}..{} in the tile after the one before",
+                    b.name(),
+                    16 * j,
+                    16 * j + 15
+                ));
+            }
+        }
+        out.push(t);
+    }
+    Ok(out)
 }
 
 /// The warp tile an access names: its last two indices

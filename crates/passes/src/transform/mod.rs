@@ -100,6 +100,25 @@ pub fn lower(
         ))
         .help("bind a loop of 32 (the copies into shared memory, typically) to threadIdx.x"));
     }
+    if let Some(cond) = wgmma_under_thread_condition(&func.body) {
+        return Err(Diagnostic::new(format!(
+            "wgmma is issued by whole warpgroups, but here it runs under `if {cond}`, a condition on the thread \
+             index that may leave some warps of a group out"
+        ))
+        .help("choose tiles that divide the shapes (wgmma's tile is whole), or pad the shapes first (pad_einsum)"));
+    }
+    if let Some(why) = wgmma_layout_mismatch(&func.body) {
+        return Err(Diagnostic::new(why).help(
+            "stage the operand K-major in a shared tile of rows of 128 bytes (64 halves: BK = 64) and \
+             storage_swizzle it with 128",
+        ));
+    }
+    if has_wgmma(&func.body) && threads % 128 != 0 {
+        return Err(Diagnostic::new(format!(
+            "the kernel launches {threads} threads per block, but wgmma is issued by warpgroups of 128"
+        ))
+        .help("bind the warps to a multiple of 4 (threadIdx.y of extent 4, 8, ..)"));
+    }
     Ok(func)
 }
 
@@ -136,8 +155,79 @@ fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<
         ))
         .help("compile for sm_80 or newer (--arch), or use the wmma_* intrinsics, which sm_70 has")
         .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
+        _ if target.sm < 90 && has_wgmma(&f.body) => Err(Diagnostic::new(format!(
+            "wgmma (the wgmma_* intrinsics) needs sm_90a, Hopper; {} has none",
+            target.arch()
+        ))
+        .help("compile for sm_90a (--arch), or use the mma_* intrinsics, which sm_80 has")),
         _ => Ok(()),
     }
+}
+
+/// The first condition on a thread index (`threadIdx.*`) around a
+/// `wgmma`, printed.
+fn wgmma_under_thread_condition(body: &Stmt) -> Option<String> {
+    let (head, inner) = body.launch_head();
+    let threads: Vec<tirc_ir::Var> =
+        head.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| (*v).clone()).collect();
+    fn go(s: &Stmt, threads: &[tirc_ir::Var], under: &mut Vec<tirc_ir::Expr>) -> Option<String> {
+        match s {
+            Stmt::Wmma(w) if w.op.wgmma_tiles() > 0 => {
+                under.iter().find(|c| threads.iter().any(|t| c.uses(t))).map(tirc_ir::printer::print_expr)
+            }
+            Stmt::If { cond, then, orelse } => {
+                under.push(cond.clone());
+                let r = go(then, threads, under).or_else(|| orelse.as_ref().and_then(|e| go(e, threads, under)));
+                under.pop();
+                r
+            }
+            _ => {
+                let mut r = None;
+                s.for_each_child(|c| {
+                    if r.is_none() {
+                        r = go(c, threads, under);
+                    }
+                });
+                r
+            }
+        }
+    }
+    go(inner, &threads, &mut Vec::new())
+}
+
+/// A `wgmma` operand whose flat shared tile is not what the instruction's
+/// descriptor reads: rows (its row stride) of one line of the buffer's
+/// swizzle, the buffer swizzled.
+fn wgmma_layout_mismatch(body: &Stmt) -> Option<String> {
+    let mut why = None;
+    body.walk(&mut |s| {
+        let Stmt::Wmma(w) = s else { return };
+        let t = w.op.wgmma_tiles();
+        if t == 0 || why.is_some() {
+            return;
+        }
+        for (x, what) in [(&w.tiles[t], "A"), (&w.tiles[t + 1], "B")] {
+            let bytes = x.buffer.dtype().bytes() as i64;
+            let row = x.ldm.as_ref().and_then(|l| l.as_int()).map(|l| l * bytes);
+            let line = x.buffer.swizzle();
+            if line == 0 || row != Some(line) {
+                why.get_or_insert(format!(
+                    "wgmma reads its {what} operand `{}` through a descriptor of K-major rows of one swizzle line, \
+                     but the tile's rows are {} bytes and the buffer is {}",
+                    x.buffer.name(),
+                    row.map_or("?".into(), |r| r.to_string()),
+                    if line == 0 { "not swizzled".to_string() } else { format!("swizzled by {line} bytes") }
+                ));
+            }
+        }
+    });
+    why
+}
+
+fn has_wgmma(s: &Stmt) -> bool {
+    let mut found = false;
+    s.walk(&mut |x| found |= matches!(x, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
+    found
 }
 
 /// The first element-wise access to a fragment and the first tensor-core
