@@ -282,6 +282,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         dynamic: Vec::new(),
         declared: vec![Vec::new()],
         wgmma: false,
+        wgmma_in_flight: tirc_ir::launch::wgmma_in_flight(f),
+        wgmma_pending: false,
         wgmma_helpers: Default::default(),
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
@@ -457,7 +459,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
 const WGMMA_PRELUDE: &str = r#"#define TIRC_SM90A 1
 __device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void tirc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void tirc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 __device__ __forceinline__ void tirc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ int tirc_warp_in_group() {
   return (int)(((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) / 32 % 4);
@@ -484,8 +486,9 @@ template <int BYTES, int ELEM, typename I> __device__ __forceinline__ I tirc_swi
 const WGMMA_HELPER: &str = "__device__ __forceinline__ void tirc_wgmma_m64n";
 
 /// The helper that issues one `wgmma.mma_async.m64nNk16` (float32
-/// accumulators, `n / 2` a thread, as the warp tiles from `c` hold them)
-/// and commits it: one line.
+/// accumulators, `n / 2` a thread, as the warp tiles from `c` hold them):
+/// one line. The products issued between two barriers are one group,
+/// committed at the second.
 fn wgmma_helper(n: i64, bf16: bool) -> String {
     let ty = if bf16 { "bf16" } else { "f16" };
     let regs = n / 2;
@@ -493,8 +496,7 @@ fn wgmma_helper(n: i64, bf16: bool) -> String {
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(c[{i}])")).collect();
     format!(
         "{WGMMA_HELPER}{n}k16_{ty}(float* c, unsigned long long da, unsigned long long db) {{ \
-         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{da}, %{db}, p, 1, 1, 0, 0;\\n}}\\n\" : {} : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\"); \
-         tirc_wgmma_commit(); }}\n",
+         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{da}, %{db}, p, 1, 1, 0, 0;\\n}}\\n\" : {} : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\"); }}\n",
         list.join(", "),
         outs.join(", "),
         s = regs + 2,
@@ -631,6 +633,15 @@ struct Gen {
     /// The kernel issues `wgmma`: its barriers wait for the products in
     /// flight first, and the helpers of each width it uses.
     wgmma: bool,
+    /// Batches of products that may stay in flight across a barrier
+    /// (`tirc_ir::launch::wgmma_in_flight`).
+    wgmma_in_flight: i64,
+    /// Whether a wgmma may be in flight at this point of the text: one was
+    /// written since the last wait for all, or the code is inside a loop
+    /// that issues them. Elsewhere a barrier waits for all (ptxas
+    /// serializes every wgmma of a kernel where a wait lets products stay
+    /// in flight between the accumulators' fill and their first product).
+    wgmma_pending: bool,
     wgmma_helpers: std::collections::BTreeSet<(i64, bool)>,
 }
 
@@ -968,12 +979,16 @@ impl Gen {
                 }
             }
             Stmt::NoOp => {}
-            // With wgmma in flight, a barrier first waits for the products
-            // (they read the shared tiles the barrier lets be rewritten) and
-            // makes this thread's shared-memory writes visible to the tensor
-            // cores' proxy; the products after it are fenced once.
+            // With wgmma in flight, a barrier first commits the products
+            // issued since the last one as a group and waits for all groups
+            // but the newest `wgmma_in_flight` (they read the shared tiles the
+            // barrier lets be rewritten), and makes this thread's
+            // shared-memory writes visible to the tensor cores' proxy; the
+            // products after it are fenced once.
             Stmt::Barrier if self.wgmma => {
-                self.line(ind, "tirc_wgmma_wait();");
+                self.line(ind, "tirc_wgmma_commit();");
+                let n = if self.wgmma_pending { self.wgmma_in_flight } else { 0 };
+                self.line(ind, &format!("tirc_wgmma_wait<{n}>();"));
                 self.line(ind, "tirc_fence_proxy_async();");
                 self.line(ind, "__syncthreads();");
                 self.line(ind, "tirc_wgmma_fence();");
@@ -1034,6 +1049,11 @@ impl Gen {
                 let it = self.index_type;
                 self.line(ind, &format!("for ({it} {v} = {min}; {v} < {end}; ++{v}) {{"));
                 self.an.bind_range(&l.var, &l.min, &l.extent);
+                // A loop that issues wgmma has products in flight at the
+                // top of its body from the iteration before.
+                let mut issues = false;
+                l.body.walk(&mut |x| issues |= matches!(x, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
+                self.wgmma_pending |= issues;
                 self.scoped(&l.body, ind + 1)?;
                 self.an.unbind(&l.var);
                 self.line(ind, "}");
@@ -1139,7 +1159,9 @@ impl Gen {
         // Any other access to warp tiles waits for the products in flight
         // (it may read their accumulators), and fences the next ones.
         if self.wgmma {
-            self.line(ind, "tirc_wgmma_wait();");
+            self.line(ind, "tirc_wgmma_commit();");
+            self.line(ind, "tirc_wgmma_wait<0>();");
+            self.wgmma_pending = false;
         }
         let r = self.wmma_sync(w, ind);
         if self.wgmma {
@@ -1190,6 +1212,7 @@ impl Gen {
         }
         let bf16 = dtype == DType::BFloat16;
         self.wgmma_helpers.insert((n, bf16));
+        self.wgmma_pending = true;
         let per = tirc_ir::wmma::LANES * tirc_ir::wmma::PER_LANE;
         let ck = self.an.simplify(&Expr::binary(BinOp::FloorDiv, c0, Expr::int(per)));
         let c = format!("{} + {}", self.buf_name(&w.tiles[0].buffer), self.expr(&ck)?);

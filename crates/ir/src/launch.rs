@@ -34,6 +34,18 @@ impl LaunchConfig {
 /// code generation writes it as `__launch_bounds__(threads, n)`.
 pub const MIN_BLOCKS_PER_SM: &str = "min_blocks_per_sm";
 
+/// The function attribute `inject_software_pipeline` sets when every
+/// shared operand of every `wgmma` has a version to spare (one more than
+/// its stages need): at a barrier, one batch of products may then stay in
+/// flight, since the copies after the barrier refill the version before
+/// the one it reads (codegen waits with `wgmma.wait_group 1` there, not 0).
+pub const WGMMA_IN_FLIGHT: &str = "tirc.wgmma_in_flight";
+
+/// The batches of `wgmma` that may stay in flight across a barrier.
+pub fn wgmma_in_flight(f: &PrimFunc) -> i64 {
+    f.attrs.iter().find(|(k, _)| k == WGMMA_IN_FLIGHT).and_then(|(_, v)| v.as_int()).unwrap_or(0)
+}
+
 /// The function's occupancy hint, if it has one.
 pub fn min_blocks_per_sm(f: &PrimFunc) -> Option<i64> {
     f.attrs.iter().find(|(k, _)| k == MIN_BLOCKS_PER_SM).and_then(|(_, v)| v.as_int())

@@ -86,6 +86,20 @@ pub fn check(l: &For) -> Result<(), Diagnostic> {
     analyze(l, &[]).map(|_| ())
 }
 
+pub use tirc_ir::launch::WGMMA_IN_FLIGHT;
+
+/// Whether `s` holds a `wgmma` that reads `b`.
+pub fn reads_async(s: &Stmt, b: &Buffer) -> bool {
+    let mut found = false;
+    s.walk(&mut |x| {
+        if let Stmt::Wmma(w) = x {
+            let t = w.op.wgmma_tiles();
+            found |= t > 0 && w.tiles[t..].iter().any(|x| x.buffer == *b);
+        }
+    });
+    found
+}
+
 pub fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
     let name = l.var.name();
     let err = |m: String| Diagnostic::new(format!("software pipeline of loop `{name}`: {m}"));
@@ -187,7 +201,14 @@ pub fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
             .help("put every statement that uses it in one stage"));
         }
         let p = writers[0];
-        let v = users.iter().filter(|&&c| c != p).map(|&c| stages[c] - stages[p] + 1).max().unwrap_or(1).max(1);
+        let mut v = users.iter().filter(|&&c| c != p).map(|&c| stages[c] - stages[p] + 1).max().unwrap_or(1).max(1);
+        // A wgmma keeps reading its shared operands after it is issued:
+        // one more version, so that a product may stay in flight while the
+        // next iteration's copy refills the version before it
+        // (`WGMMA_IN_FLIGHT`).
+        if v > 1 && users.iter().any(|&c| reads_async(&stmts[c], b)) {
+            v += 1;
+        }
         if v > 1 {
             if b.scope() == Scope::Global {
                 return Err(err(format!(

@@ -23,7 +23,12 @@
 //! stage holds several iterations' tiles at once: it gets one copy per
 //! stage from its producer's to its last consumer's, both included (a
 //! leading dimension of that many versions), and every access of iteration
-//! `k` uses version `(k - min) % versions`. With the consumer ordered first
+//! `k` uses version `(k - min) % versions`. A buffer a `wgmma` reads gets
+//! one version more: the product keeps reading after it is issued, and
+//! with the spare version the copies of the next iteration refill the
+//! version before the one still being read, so a batch of products may
+//! stay in flight across the barrier (the function attribute
+//! `tirc.wgmma_in_flight`, read by codegen). With the consumer ordered first
 //! in the body, the copy written in an iteration is then never the one just
 //! read, and the tile needs one barrier per iteration, not two. Barriers
 //! for these shared tiles are placed here, by version (see `SyncPlan`);
@@ -56,7 +61,7 @@
 //! indices, with constant loop bounds.
 
 use super::PassContext;
-use crate::common::pipeline::{analyze, AsyncPlan, Plan, ASYNC, ORDER, STAGE};
+use crate::common::pipeline::{analyze, reads_async, AsyncPlan, Plan, ASYNC, ORDER, STAGE, WGMMA_IN_FLIGHT};
 use std::collections::HashSet;
 use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
@@ -86,7 +91,8 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     let doubled = std::mem::take(&mut f.facts.double_buffered);
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
     let mut synced: Vec<BufferId> = Vec::new();
-    let mut body = visit(&f.body, &doubled, &mut versioned, &mut synced)?;
+    let mut spared: Vec<BufferId> = Vec::new();
+    let mut body = visit(&f.body, &doubled, &mut versioned, &mut synced, &mut spared)?;
     // `insert_barriers` leaves these to the barriers placed here.
     f.facts.pipeline_synced.extend(synced);
     for id in &doubled {
@@ -111,6 +117,22 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
         ))
         .help("keep the buffer's uses inside the pipelined loop, or put its producer and consumers in one stage"));
     }
+    // Every wgmma's shared operands with a version to spare: a batch of
+    // products may stay in flight across a barrier.
+    let mut wgmma = false;
+    let mut all_spared = true;
+    body.walk(&mut |s| {
+        if let Stmt::Wmma(w) = s {
+            let t = w.op.wgmma_tiles();
+            if t > 0 {
+                wgmma = true;
+                all_spared &= w.tiles[t..].iter().all(|x| spared.contains(&x.buffer.id()));
+            }
+        }
+    });
+    if wgmma && all_spared {
+        f.attrs.push((WGMMA_IN_FLIGHT.to_string(), Attr::Int(1)));
+    }
     f.body = body;
     Ok(f)
 }
@@ -125,10 +147,11 @@ fn visit(
     doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
+    spared: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
     let expanded = match s {
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {
-            Some(expand(l, doubled, versioned, synced).map_err(|e| e.or_at_ir(l.span, "this loop"))?)
+            Some(expand(l, doubled, versioned, synced, spared).map_err(|e| e.or_at_ir(l.span, "this loop"))?)
         }
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
             return Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
@@ -137,7 +160,7 @@ fn visit(
     };
     let s = expanded.as_ref().unwrap_or(s);
     let mut err = None;
-    let out = s.map_children(|c| match visit(c, doubled, versioned, synced) {
+    let out = s.map_children(|c| match visit(c, doubled, versioned, synced, spared) {
         Ok(x) => x,
         Err(e) => {
             err.get_or_insert(e);
@@ -166,6 +189,7 @@ fn expand(
     doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
+    spared: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
     let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l, doubled)?;
     let (n, min, extent) = (stmts.len(), l.min.as_int().unwrap_or(0), l.extent.as_int().unwrap_or(0));
@@ -173,6 +197,10 @@ fn expand(
     let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
     for (b, v) in &versions {
         let nb = with_versions(b, *v);
+        // A wgmma operand, given a version to spare (`pipeline::analyze`).
+        if stmts.iter().any(|s| reads_async(s, b)) {
+            spared.push(nb.id());
+        }
         versioned.push((b.clone(), nb.clone()));
         map.push((b.clone(), nb, *v));
     }
