@@ -416,8 +416,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     }
     if g.wgmma {
         src.push_str(WGMMA_PRELUDE);
-        for &(n, bf16) in &g.wgmma_helpers {
-            src.push_str(&wgmma_helper(n, bf16));
+        for &(n, bf16, trans_b) in &g.wgmma_helpers {
+            src.push_str(&wgmma_helper(n, bf16, trans_b));
         }
     }
     let mut uses_async = false;
@@ -469,6 +469,14 @@ template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(
   unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
   return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
 }
+// An operand stored MN-major (B as k x n) in atoms of SW bytes of n by 8
+// rows of k: the leading byte offset is the distance between atoms along
+// n, the stride byte offset that between groups of 8 rows of k.
+template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc_mn(const void* p, unsigned lbo) {
+  unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
+  unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
+  return ((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
+}
 "#;
 
 /// The element at an offset of a swizzled shared buffer
@@ -489,14 +497,16 @@ const WGMMA_HELPER: &str = "__device__ __forceinline__ void tirc_wgmma_m64n";
 /// accumulators, `n / 2` a thread, as the warp tiles from `c` hold them):
 /// one line. The products issued between two barriers are one group,
 /// committed at the second.
-fn wgmma_helper(n: i64, bf16: bool) -> String {
+fn wgmma_helper(n: i64, bf16: bool, trans_b: bool) -> String {
     let ty = if bf16 { "bf16" } else { "f16" };
+    // The instruction's imm-trans-b: 1 reads B MN-major (stored k × n).
+    let (mn, tb) = if trans_b { ("", 0) } else { ("_mn", 1) };
     let regs = n / 2;
     let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
     let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(c[{i}])")).collect();
     format!(
-        "{WGMMA_HELPER}{n}k16_{ty}(float* c, unsigned long long da, unsigned long long db) {{ \
-         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{da}, %{db}, p, 1, 1, 0, 0;\\n}}\\n\" : {} : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\"); }}\n",
+        "{WGMMA_HELPER}{n}k16_{ty}{mn}(float* c, unsigned long long da, unsigned long long db) {{ \
+         asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, %{da}, %{db}, p, 1, 1, 0, {tb};\\n}}\\n\" : {} : \"l\"(da), \"l\"(db), \"r\"(1) : \"memory\"); }}\n",
         list.join(", "),
         outs.join(", "),
         s = regs + 2,
@@ -642,7 +652,7 @@ struct Gen {
     /// serializes every wgmma of a kernel where a wait lets products stay
     /// in flight between the accumulators' fill and their first product).
     wgmma_pending: bool,
-    wgmma_helpers: std::collections::BTreeSet<(i64, bool)>,
+    wgmma_helpers: std::collections::BTreeSet<(i64, bool, bool)>,
 }
 
 /// The most shared memory a kernel may declare statically, in bytes.
@@ -1175,20 +1185,43 @@ impl Gen {
     /// descriptors those of the first warp's A tile (16 rows a warp above
     /// this warp's) and of the B tiles.
     fn wgmma_op(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
-        let WmmaOp::Wgmma { n, .. } = w.op else { unreachable!("a wgmma") };
+        let WmmaOp::Wgmma { n, trans_b } = w.op else { unreachable!("a wgmma") };
         let t = w.op.wgmma_tiles();
         let (a, b) = (&w.tiles[t], &w.tiles[t + 1]);
         let dtype = a.buffer.dtype();
         let (c0, _) = flat_tile(&w.tiles[0])?;
         let (b0, ldm_b) = flat_tile(b)?;
         let (a0, ldm_a) = flat_tile(a)?;
-        // The tiles the instruction covers must be consecutive: the
-        // accumulators of each lane, and B's rows.
+        // The tiles the instruction covers must be where its operands'
+        // layouts put them: the accumulators of each lane one after the
+        // other; B's 16-row tiles one after the other (stored n × k), or
+        // its 16-column tiles four to an atom of one 128-byte line, the
+        // atoms `lbo` elements apart (stored k × n).
+        let atom = 4;
+        let lbo = if !trans_b && t > atom {
+            let (b4, _) = flat_tile(&w.tiles[t + 1 + atom])?;
+            self.an.simplify(&(b4 - b0.clone())).as_int()
+        } else {
+            Some(0)
+        };
+        let atom_start = self.an.simplify(&Expr::binary(BinOp::FloorMod, b0.clone(), Expr::int(64))).as_int();
+        if !trans_b && (lbo.is_none() || atom_start != Some(0)) {
+            return Err(Diagnostic::new(format!(
+                "wgmma's B tile of `{}` (stored k × n) must start an atom of 64 columns, the atoms a constant stride apart",
+                b.buffer.name()
+            )));
+        }
+        let lbo = lbo.unwrap_or(0);
         for j in 1..t {
             let (cj, _) = flat_tile(&w.tiles[j])?;
             let (bj, _) = flat_tile(&w.tiles[t + 1 + j])?;
             let dc = self.an.simplify(&(cj - c0.clone())).as_int();
-            let db = self.an.simplify(&(bj - b0.clone() - Expr::int(16 * j as i64) * ldm_b.clone())).as_int();
+            let want = if trans_b {
+                Expr::int(16 * j as i64) * ldm_b.clone()
+            } else {
+                Expr::int(16 * (j % atom) as i64 + lbo * (j / atom) as i64)
+            };
+            let db = self.an.simplify(&(bj - b0.clone() - want)).as_int();
             if dc != Some(256 * j as i64) || db != Some(0) {
                 return Err(Diagnostic::new(format!(
                     "wgmma's tile {j} of `{}` or of `{}` does not follow the one before it",
@@ -1211,7 +1244,7 @@ impl Gen {
             }
         }
         let bf16 = dtype == DType::BFloat16;
-        self.wgmma_helpers.insert((n, bf16));
+        self.wgmma_helpers.insert((n, bf16, trans_b));
         self.wgmma_pending = true;
         let per = tirc_ir::wmma::LANES * tirc_ir::wmma::PER_LANE;
         let ck = self.an.simplify(&Expr::binary(BinOp::FloorDiv, c0, Expr::int(per)));
@@ -1225,10 +1258,13 @@ impl Gen {
         );
         let pb = format!("{} + {}", self.buf_name(&b.buffer), self.expr(&b0)?);
         let ty = if bf16 { "bf16" } else { "f16" };
-        self.line(
-            ind,
-            &format!("tirc_wgmma_m64n{n}k16_{ty}({c}, tirc_wgmma_desc<{sa}>({pa}), tirc_wgmma_desc<{sb}>({pb}));"),
-        );
+        // B stored k × n: MN-major, the atoms `lbo` apart.
+        let (db, mn) = if trans_b {
+            (format!("tirc_wgmma_desc<{sb}>({pb})"), "")
+        } else {
+            (format!("tirc_wgmma_desc_mn<{sb}>({pb}, {})", lbo * dtype.bytes() as i64), "_mn")
+        };
+        self.line(ind, &format!("tirc_wgmma_m64n{n}k16_{ty}{mn}({c}, tirc_wgmma_desc<{sa}>({pa}), {db});"));
         Ok(())
     }
 

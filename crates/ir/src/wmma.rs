@@ -52,18 +52,23 @@
 //!
 //! | op | tiles | computes |
 //! |---|---|---|
-//! | `Wgmma { n, trans_b }` | `[c_0 .. c_{n/16-1}, a, b_0 .. b_{n/16-1}]` | `c_j[map(i, jj)] += sum_k a[i, k] * b_j[jj, k]` |
+//! | `Wgmma { n, trans_b }` | `[c_0 .. c_{n/16-1}, a, b_0 .. b_{n/16-1}]` | `c_j[map(i, jj)] += sum_k a[i, k] * b_j[k, jj]` (`trans_b`: `b_j[jj, k]`) |
 //!
-//! for each warp: its 16 rows of A (a shared 16×16 tile) times the n
-//! columns of B (n/16 shared tiles of B stored `n × k`, `trans_b`, the
-//! only form so far), into n/16 warp tiles of its accumulators, which
+//! for each warp: its 16 rows of A (a shared 16×16 tile, stored `m × k`)
+//! times the n columns of B (n/16 shared tiles of 16 columns, B stored
+//! `n × k` with `trans_b`, else `k × n`), into n/16 warp tiles of its
+//! accumulators, which
 //! hold exactly the registers the instruction's `m64nNk16` accumulator
 //! fragment gives the warp. The four warps of a group name the four
 //! consecutive 16-row tiles of one 64-row tile of A and the same tiles
 //! of B (the simulator checks it; the CUDA code issues one instruction
 //! for the four, its descriptors built from the first warp's tiles). Both
 //! operands must be in swizzled shared buffers whose rows are exactly one
-//! line of the swizzle (`sch.storage_swizzle`; 128 bytes: 64 halves).
+//! line of the swizzle (`sch.storage_swizzle`; 128 bytes: 64 halves): A
+//! and a B stored `n × k` K-major, a B stored `k × n` in atoms of one
+//! line of n (`transform_layout` `lambda k, n: (n // 64, k, n % 64)`),
+//! its 16-column tiles consecutive within an atom and the atoms one stride
+//! apart (the descriptor's leading byte offset).
 //!
 //! float32 operands are multiplied as tf32 (`mma.sync.m16n8k8.tf32`, four
 //! to a 16×16×16 tile, each operand rounded to 10 bits of mantissa, to
@@ -405,13 +410,10 @@ impl Wmma {
                     ));
                 }
             }
-            WmmaOp::Wgmma { n, trans_b } => {
+            WmmaOp::Wgmma { n, .. } => {
                 let t = self.op.wgmma_tiles();
                 if !(16..=256).contains(&n) || n % TILE != 0 {
                     return Err(format!("wgmma takes 16 to 256 columns, a multiple of 16, not {n}"));
-                }
-                if !trans_b {
-                    return Err("wgmma takes B stored n × k (trans_b) only, so far".into());
                 }
                 let (a, b) = (&self.tiles[t], &self.tiles[t + 1]);
                 for x in [a, b] {

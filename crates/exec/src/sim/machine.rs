@@ -586,9 +586,10 @@ impl<'p> Machine<'p> {
                 }
                 Ok(v)
             };
-            if let WmmaOp::Wgmma { .. } = w.op {
+            if let WmmaOp::Wgmma { trans_b, .. } = w.op {
                 // Each of the warp's accumulator tiles: its 16 rows of A
-                // times 16 rows of B (stored n × k).
+                // times 16 columns of B (stored n × k with trans_b, else
+                // k × n).
                 let t = w.op.wgmma_tiles();
                 let a = read(self, t)?;
                 for (j, tile) in addr[..t].iter().enumerate() {
@@ -597,7 +598,8 @@ impl<'p> Machine<'p> {
                     let mut v = [0.0; T * T];
                     for r in 0..T {
                         for c in 0..T {
-                            let dot: f64 = (0..T).map(|x| a[r * T + x] * b[c * T + x]).sum();
+                            let bt = |x: usize| if trans_b { b[c * T + x] } else { b[x * T + c] };
+                            let dot: f64 = (0..T).map(|x| a[r * T + x] * bt(x)).sum();
                             v[r * T + c] = w.round.round(acc[r * T + c] + dot);
                         }
                     }

@@ -93,27 +93,33 @@ enum Kind {
         acc: DType,
         to: Scope,
     },
-    /// `wgmma_m64n{n}k16_{f16f16f32,bf16bf16f32}_trans_b`: one warp's 16
-    /// rows of a warpgroup's product, n columns.
+    /// `wgmma_m64n{n}k16_{f16f16f32,bf16bf16f32}[_trans_b]`: one warp's
+    /// 16 rows of a warpgroup's product, n columns; B stored `n × k`
+    /// (`trans_b`) or `k × n`.
     Wgmma {
         input: DType,
         n: i64,
+        trans_b: bool,
     },
 }
 
-/// A `wgmma_*` intrinsic's name: `wgmma_m64n{n}k16_{t}{t}f32_trans_b`, t
-/// `f16` or `bf16`, n a multiple of 16 up to 256 (tirc's names: TVM 0.27
+/// A `wgmma_*` intrinsic's name: `wgmma_m64n{n}k16_{t}{t}f32[_trans_b]`,
+/// t `f16` or `bf16`, n a multiple of 16 up to 256 (tirc's names: TVM 0.27
 /// registers no wgmma intrinsic).
 fn wgmma_kind(name: &str) -> Option<Kind> {
     let rest = name.strip_prefix("wgmma_m64n")?;
     let (n, rest) = rest.split_once("k16_")?;
     let n: i64 = n.parse().ok()?;
+    let (rest, trans_b) = match rest.strip_suffix("_trans_b") {
+        Some(r) => (r, true),
+        None => (rest, false),
+    };
     let input = match rest {
-        "f16f16f32_trans_b" => DType::F16,
-        "bf16bf16f32_trans_b" => DType::BFloat16,
+        "f16f16f32" => DType::F16,
+        "bf16bf16f32" => DType::BFloat16,
         _ => return None,
     };
-    ((16..=256).contains(&n) && n % TILE == 0).then_some(Kind::Wgmma { input, n })
+    ((16..=256).contains(&n) && n % TILE == 0).then_some(Kind::Wgmma { input, n, trans_b })
 }
 
 /// TVM's registered name, and what it is.
@@ -206,8 +212,8 @@ const INTRINSICS: &[(&str, Kind)] = &[
 /// The names `tensorize` knows, for its error message.
 pub fn intrinsic_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = INTRINSICS.iter().map(|(n, _)| *n).collect();
-    v.push("wgmma_m64n{16,32,..,256}k16_f16f16f32_trans_b");
-    v.push("wgmma_m64n{16,32,..,256}k16_bf16bf16f32_trans_b");
+    v.push("wgmma_m64n{16,32,..,256}k16_f16f16f32[_trans_b]");
+    v.push("wgmma_m64n{16,32,..,256}k16_bf16bf16f32[_trans_b]");
     v
 }
 
@@ -427,7 +433,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 value: None,
             }
         }
-        Kind::Wgmma { input, n } => {
+        Kind::Wgmma { input, n, trans_b } => {
             scoped(buffer, Scope::Warp, DType::F32)?;
             let (c_read, (ab, aidx), (bb, bidx)) = product(buffer, value, DType::F32).map_err(|why| {
                 refuse(why.unwrap_or_else(|| {
@@ -443,16 +449,18 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 return Err(refuse("it reads another tile of C than it writes".into()));
             }
             let a = tile(&ab, &aidx, v[0], v[2])?;
-            let b = tile(&bb, &bidx, v[1], v[2])?;
             let mut tiles = cs;
             tiles.push(a);
+            // B's 16-column slices, each a 16×16 tile: rows of B stored
+            // n × k, columns of B stored k × n (whose layout may place
+            // the slices apart: `transform_layout` into 64-column atoms).
             for j in 0..t {
-                let mut bj = b.clone();
-                let r = bj.indices.len() - 2;
-                bj.indices[r] = Analyzer::new().simplify(&(bj.indices[r].clone() + Expr::int(TILE * j as i64)));
-                tiles.push(bj);
+                let shift = Expr::Var(v[1].clone()) + Expr::int(TILE * j as i64);
+                let sub: Vec<Expr> = bidx.iter().map(|e| substitute(e, &[(v[1].clone(), shift.clone())])).collect();
+                let (row, col) = if trans_b { (v[1], v[2]) } else { (v[2], v[1]) };
+                tiles.push(tile_at_points(&bb, &sub, row, col, &v).map_err(&refuse)?);
             }
-            Wmma { op: WmmaOp::Wgmma { n, trans_b: true }, tiles, value: None }
+            Wmma { op: WmmaOp::Wgmma { n, trans_b }, tiles, value: None }
         }
     };
     w.check().map_err(&refuse)?;
@@ -568,6 +576,50 @@ fn origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std:
         out.push(an.simplify(&substitute(e, &zero)));
     }
     Ok(Tile { buffer: b.clone(), indices: out, ldm: None })
+}
+
+/// The tile an access names, checked at each of its 256 elements: element
+/// `(r, c)` at the first element's indices with `r` and `c` added to the
+/// last two, the inner variables but `row` and `col` at 0. Unlike
+/// `origin`, the indices may divide and take remainders of the variables
+/// (a buffer `transform_layout`ed into atoms), as long as the tile stays
+/// inside one atom.
+fn tile_at_points(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std::result::Result<Tile, String> {
+    let n = idx.len();
+    if n < 2 {
+        return Err(format!("`{}` has fewer than two dimensions", b.name()));
+    }
+    let an = Analyzer::new();
+    let others: Vec<&&Var> = vars.iter().filter(|v| **v != row && **v != col).collect();
+    let at = |r: i64, c: i64| -> Vec<Expr> {
+        let mut bind: Vec<(Var, Expr)> =
+            vec![(row.clone(), Expr::Int(r, row.dtype())), (col.clone(), Expr::Int(c, col.dtype()))];
+        bind.extend(others.iter().map(|v| ((**v).clone(), Expr::Int(0, v.dtype()))));
+        idx.iter().map(|e| an.simplify(&substitute(e, &bind))).collect()
+    };
+    let first = at(0, 0);
+    for r in 0..TILE {
+        for c in 0..TILE {
+            let got = at(r, c);
+            let ok = (0..n).all(|d| {
+                let add = if d == n - 2 {
+                    r
+                } else if d == n - 1 {
+                    c
+                } else {
+                    0
+                };
+                an.simplify(&(got[d].clone() - first[d].clone())).as_int() == Some(add)
+            });
+            if !ok {
+                return Err(format!(
+                    "its access to `{}` does not walk a 16×16 tile row by row at element ({r}, {c})",
+                    b.name()
+                ));
+            }
+        }
+    }
+    Ok(Tile { buffer: b.clone(), indices: first, ldm: None })
 }
 
 /// The `count` warp tiles side by side an access names over a 16 × (16 ×
