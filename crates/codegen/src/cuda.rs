@@ -284,7 +284,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         wgmma: false,
         wgmma_in_flight: tirc_ir::launch::wgmma_in_flight(f),
         wgmma_pending: false,
-        wgmma_helpers: Default::default(),
+        wgmma_helpers: Vec::new(),
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
     let name = format!("{}_kernel", sanitize(&f.name));
@@ -416,8 +416,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     }
     if g.wgmma {
         src.push_str(WGMMA_PRELUDE);
-        for &(n, bf16, trans_b) in &g.wgmma_helpers {
-            src.push_str(&wgmma_helper(n, bf16, trans_b));
+        for &(n, dtype, trans_b) in &g.wgmma_helpers {
+            src.push_str(&wgmma_helper(n, dtype, trans_b));
         }
     }
     let mut uses_async = false;
@@ -497,8 +497,11 @@ const WGMMA_HELPER: &str = "__device__ __forceinline__ void tirc_wgmma_m64n";
 /// accumulators, `n / 2` a thread, as the warp tiles from `c` hold them):
 /// one line. The products issued between two barriers are one group,
 /// committed at the second.
-fn wgmma_helper(n: i64, bf16: bool, trans_b: bool) -> String {
-    let ty = if bf16 { "bf16" } else { "f16" };
+fn wgmma_helper(n: i64, dtype: DType, trans_b: bool) -> String {
+    if dtype == DType::F32 {
+        return wgmma_helper_tf32(n);
+    }
+    let ty = if dtype == DType::BFloat16 { "bf16" } else { "f16" };
     // The instruction's imm-trans-b: 1 reads B MN-major (stored k × n).
     let (mn, tb) = if trans_b { ("", 0) } else { ("_mn", 1) };
     let regs = n / 2;
@@ -512,6 +515,31 @@ fn wgmma_helper(n: i64, bf16: bool, trans_b: bool) -> String {
         s = regs + 2,
         da = regs,
         db = regs + 1,
+    )
+}
+
+/// The tf32 helper: a 16-deep product as two `wgmma.mma_async.m64nNk8`
+/// on float32 operands (the tensor cores read them as tf32), each operand
+/// K-major (tf32 has no transposed form), one descriptor pair for each
+/// half of k.
+fn wgmma_helper_tf32(n: i64) -> String {
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(c[{i}])")).collect();
+    let one = |da: &str, db: &str| {
+        format!(
+            "asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\nwgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{}}}, %{d0}, %{d1}, p, 1, 1;\\n}}\\n\" : {} : \"l\"({da}), \"l\"({db}), \"r\"(1) : \"memory\");",
+            list.join(", "),
+            outs.join(", "),
+            s = regs + 2,
+            d0 = regs,
+            d1 = regs + 1,
+        )
+    };
+    format!(
+        "{WGMMA_HELPER}{n}k16_tf32(float* c, unsigned long long da0, unsigned long long db0, unsigned long long da1, unsigned long long db1) {{ {} {} }}\n",
+        one("da0", "db0"),
+        one("da1", "db1")
     )
 }
 
@@ -652,7 +680,9 @@ struct Gen {
     /// serializes every wgmma of a kernel where a wait lets products stay
     /// in flight between the accumulators' fill and their first product).
     wgmma_pending: bool,
-    wgmma_helpers: std::collections::BTreeSet<(i64, bool, bool)>,
+    /// The helpers of each width, operand type and B layout used (in a
+    /// fixed order, so that the source is the same every time).
+    wgmma_helpers: Vec<(i64, DType, bool)>,
 }
 
 /// The most shared memory a kernel may declare statically, in bytes.
@@ -1243,8 +1273,9 @@ impl Gen {
                 )));
             }
         }
-        let bf16 = dtype == DType::BFloat16;
-        self.wgmma_helpers.insert((n, bf16, trans_b));
+        if !self.wgmma_helpers.contains(&(n, dtype, trans_b)) {
+            self.wgmma_helpers.push((n, dtype, trans_b));
+        }
         self.wgmma_pending = true;
         let per = tirc_ir::wmma::LANES * tirc_ir::wmma::PER_LANE;
         let ck = self.an.simplify(&Expr::binary(BinOp::FloorDiv, c0, Expr::int(per)));
@@ -1257,7 +1288,23 @@ impl Gen {
             self.expr(&(Expr::int(16) * ldm_a))?
         );
         let pb = format!("{} + {}", self.buf_name(&b.buffer), self.expr(&b0)?);
-        let ty = if bf16 { "bf16" } else { "f16" };
+        let ty = match dtype {
+            DType::BFloat16 => "bf16",
+            DType::F32 => "tf32",
+            _ => "f16",
+        };
+        if dtype == DType::F32 {
+            // Two m64nNk8, the second's operands 8 floats (32 bytes) on.
+            let pa8 = format!("{pa} + 8");
+            let pb8 = format!("{pb} + 8");
+            self.line(
+                ind,
+                &format!(
+                    "tirc_wgmma_m64n{n}k16_tf32({c}, tirc_wgmma_desc<{sa}>({pa}), tirc_wgmma_desc<{sb}>({pb}), tirc_wgmma_desc<{sa}>({pa8}), tirc_wgmma_desc<{sb}>({pb8}));"
+                ),
+            );
+            return Ok(());
+        }
         // B stored k × n: MN-major, the atoms `lbo` apart.
         let (db, mn) = if trans_b {
             (format!("tirc_wgmma_desc<{sb}>({pb})"), "")

@@ -276,8 +276,12 @@ impl Wmma {
     /// Whether it multiplies float32 operands as tf32 (10 bits of
     /// mantissa): the result is that precise, not float32's.
     pub fn is_tf32(&self) -> bool {
-        matches!(self.op, WmmaOp::MmaSync { .. })
-            && self.tiles.get(1).is_some_and(|a| a.buffer.dtype() == crate::DType::F32)
+        let a = match self.op {
+            WmmaOp::MmaSync { .. } => self.tiles.get(1),
+            WmmaOp::Wgmma { .. } => self.tiles.get(self.op.wgmma_tiles()),
+            _ => None,
+        };
+        a.is_some_and(|a| a.buffer.dtype() == crate::DType::F32)
     }
 
     /// The tiles it reads.
@@ -425,12 +429,15 @@ impl Wmma {
                         ));
                     }
                 }
+                // float32 operands are multiplied as tf32, which wgmma
+                // reads K-major only (B stored n × k).
                 let ok = a.buffer.dtype() == b.buffer.dtype()
-                    && matches!(a.buffer.dtype(), DType::Float(16) | DType::BFloat16)
+                    && (matches!(a.buffer.dtype(), DType::Float(16) | DType::BFloat16)
+                        || a.buffer.dtype() == DType::F32 && self.op == (WmmaOp::Wgmma { n, trans_b: true }))
                     && self.tiles[..t].iter().all(|c| c.buffer.dtype() == DType::F32);
                 if !ok {
                     return Err(format!(
-                        "wgmma takes float16 or bfloat16 operands and a float32 accumulator: `{}` is {}, `{}` {}, `{}` {}",
+                        "wgmma takes float16 or bfloat16 operands, or float32 (tf32) ones with B stored n × k, and a float32 accumulator: `{}` is {}, `{}` {}, `{}` {}",
                         name(a), a.buffer.dtype(), name(b), b.buffer.dtype(), name(&self.tiles[0]), self.tiles[0].buffer.dtype()
                     ));
                 }

@@ -591,10 +591,11 @@ impl<'p> Machine<'p> {
                 // times 16 columns of B (stored n × k with trans_b, else
                 // k × n).
                 let t = w.op.wgmma_tiles();
-                let a = read(self, t)?;
+                let round = |x: [f64; T * T]| if w.tf32 { x.map(tf32) } else { x };
+                let a = round(read(self, t)?);
                 for (j, tile) in addr[..t].iter().enumerate() {
                     let acc = from_warp(&read(self, j)?);
-                    let b = read(self, t + 1 + j)?;
+                    let b = round(read(self, t + 1 + j)?);
                     let mut v = [0.0; T * T];
                     for r in 0..T {
                         for c in 0..T {

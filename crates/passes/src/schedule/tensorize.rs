@@ -104,7 +104,8 @@ enum Kind {
 }
 
 /// A `wgmma_*` intrinsic's name: `wgmma_m64n{n}k16_{t}{t}f32[_trans_b]`,
-/// t `f16` or `bf16`, n a multiple of 16 up to 256 (tirc's names: TVM 0.27
+/// t `f16` or `bf16` (or `tf32`, float32 operands multiplied as tf32, with
+/// `_trans_b` only: two `m64nNk8`), n a multiple of 16 up to 256 (tirc's names: TVM 0.27
 /// registers no wgmma intrinsic).
 fn wgmma_kind(name: &str) -> Option<Kind> {
     let rest = name.strip_prefix("wgmma_m64n")?;
@@ -117,6 +118,7 @@ fn wgmma_kind(name: &str) -> Option<Kind> {
     let input = match rest {
         "f16f16f32" => DType::F16,
         "bf16bf16f32" => DType::BFloat16,
+        "tf32tf32f32" if trans_b => DType::F32,
         _ => return None,
     };
     ((16..=256).contains(&n) && n % TILE == 0).then_some(Kind::Wgmma { input, n, trans_b })
@@ -214,6 +216,7 @@ pub fn intrinsic_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = INTRINSICS.iter().map(|(n, _)| *n).collect();
     v.push("wgmma_m64n{16,32,..,256}k16_f16f16f32[_trans_b]");
     v.push("wgmma_m64n{16,32,..,256}k16_bf16bf16f32[_trans_b]");
+    v.push("wgmma_m64n{16,32,..,256}k16_tf32tf32f32_trans_b");
     v
 }
 
