@@ -78,19 +78,28 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
 
 /// The smallest interval holding both, when their ends can be ordered.
 pub fn union(a: &(Expr, Expr), b: &(Expr, Expr)) -> Option<(Expr, Expr)> {
-    Some((pick(&a.0, &b.0, true)?, pick(&a.1, &b.1, false)?))
+    union_in(&Analyzer::new(), a, b)
+}
+
+/// `union`, with what `an` knows of the variables (the ranges of the loops
+/// the bounds are taken in).
+pub fn union_in(an: &Analyzer, a: &(Expr, Expr), b: &(Expr, Expr)) -> Option<(Expr, Expr)> {
+    Some((pick(an, &a.0, &b.0, true)?, pick(an, &a.1, &b.1, false)?))
 }
 
 /// The smaller (or larger) of two expressions whose difference is constant.
-fn pick(x: &Expr, y: &Expr, smaller: bool) -> Option<Expr> {
-    let an = Analyzer::new();
+fn pick(an: &Analyzer, x: &Expr, y: &Expr, smaller: bool) -> Option<Expr> {
     let d = an.simplify(&(x.clone() - y.clone())).as_int()?;
     Some(if (d <= 0) == smaller { x.clone() } else { y.clone() })
 }
 
 /// `(lo, hi)` as a range, when its extent is a constant.
 pub fn to_range(lo: &Expr, hi: &Expr) -> Option<Range> {
-    let an = Analyzer::new();
+    to_range_in(&Analyzer::new(), lo, hi)
+}
+
+/// `to_range`, with what `an` knows of the variables.
+pub fn to_range_in(an: &Analyzer, lo: &Expr, hi: &Expr) -> Option<Range> {
     let extent = an.simplify(&(hi.clone() - lo.clone() + Expr::int(1)));
     extent.as_int()?;
     Some(Range::new(lo.clone(), extent))

@@ -21,7 +21,7 @@
 //! fragment (`wmma.*` scopes) is compacted as a local buffer, per warp; a
 //! tensor-core tile counts as its 16×16 box.
 
-use crate::bounds::{relax, to_range, union, Relaxed};
+use crate::bounds::{relax, to_range_in, union_in, Relaxed};
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -139,6 +139,14 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
     } else {
         Vec::new()
     };
+    // The loops the region is taken in (around the common ancestor, not
+    // relaxed) keep their ranges, so that two forms of one offset (a
+    // fused block index's `f // 2` and `f // 2 % 2`, with f < 4) are seen
+    // to be one.
+    let mut an = crate::arith::Analyzer::new();
+    for l in outer.iter().chain(&acc[0].loops[..depth]) {
+        an.bind_range(&l.var, &l.min, &l.extent);
+    }
     let mut region: Vec<Option<(Expr, Expr)>> = Vec::new();
     for (n, a) in acc.iter().enumerate() {
         let relaxed: Vec<Relaxed> = a
@@ -155,7 +163,7 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
                 region.push(r);
             } else {
                 region[d] = match (&region[d], r) {
-                    (Some(old), Some(new)) => union(old, &new),
+                    (Some(old), Some(new)) => union_in(&an, old, &new),
                     _ => None,
                 };
             }
@@ -167,7 +175,7 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
     let mut changed = false;
     for (d, r) in region.iter().enumerate() {
         let full = b.shape()[d].clone();
-        let range = r.as_ref().and_then(|(lo, hi)| to_range(lo, hi));
+        let range = r.as_ref().and_then(|(lo, hi)| to_range_in(&an, lo, hi));
         // A per-thread tile takes the region's constant extent even where the
         // buffer is smaller (a register tile of 8 rows of a 1-row matrix, its
         // extra rows never touched): its index then loses the thread's
@@ -187,7 +195,6 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
         }
     }
     let nb = if changed { b.with(|n| n.shape = shape) } else { b.clone() };
-    let an = crate::arith::Analyzer::new();
     let shift = |idx: &[Expr]| -> Vec<Expr> {
         idx.iter().zip(&offset).map(|(i, o)| an.simplify(&(i.clone() - o.clone()))).collect()
     };
