@@ -41,23 +41,8 @@ pub fn storage_align(
     factor: i64,
     offset: i64,
 ) -> Result<()> {
-    // 1.
-    let r = sch
-        .func
-        .body
-        .find_block(block)
-        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
-        .clone();
-    // 2.
-    let writes = block_buffers(&r, false);
-    let Some(b) = usize::try_from(buffer_index).ok().and_then(|i| writes.get(i)).cloned() else {
-        let names: Vec<String> = writes.iter().map(|b| format!("`{}`", b.name())).collect();
-        return Err(ScheduleError::bad_argument(format!(
-            "block `{block}` writes {} buffer(s), so index {buffer_index} names none of them",
-            writes.len()
-        ))
-        .help(format!("the buffers it writes, from index 0: {}", names.join(", "))));
-    };
+    // 1, 2.
+    let b = written_buffer(sch, block, buffer_index)?;
     // 3.
     if sch.func.params.contains(&b) {
         return Err(ScheduleError::new(format!(
@@ -113,4 +98,23 @@ pub fn storage_align(
         Ok(Stmt::Block(Box::new(r)))
     })?;
     Ok(())
+}
+
+/// The buffer `block` writes at `buffer_index` (checks 1 and 2 of
+/// `storage_align` and `storage_swizzle`).
+pub(super) fn written_buffer(sch: &Schedule, block: &BlockRV, buffer_index: i64) -> Result<tirc_ir::Buffer> {
+    let r = sch
+        .func
+        .body
+        .find_block(block)
+        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?;
+    let writes = block_buffers(r, false);
+    usize::try_from(buffer_index).ok().and_then(|i| writes.get(i)).cloned().ok_or_else(|| {
+        let names: Vec<String> = writes.iter().map(|b| format!("`{}`", b.name())).collect();
+        ScheduleError::bad_argument(format!(
+            "block `{block}` writes {} buffer(s), so index {buffer_index} names none of them",
+            writes.len()
+        ))
+        .help(format!("the buffers it writes, from index 0: {}", names.join(", ")))
+    })
 }

@@ -28,28 +28,12 @@
 
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use tirc_ir::buffer::{swizzle_atom, SWIZZLES};
-use tirc_ir::region::block_buffers;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{Scope, Stmt};
 
 pub fn storage_swizzle(sch: &mut Schedule, block: &BlockRV, buffer_index: i64, bytes: i64) -> Result<()> {
-    // 1.
-    let r = sch
-        .func
-        .body
-        .find_block(block)
-        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is no longer in the function")))?
-        .clone();
-    // 2.
-    let writes = block_buffers(&r, false);
-    let Some(b) = usize::try_from(buffer_index).ok().and_then(|i| writes.get(i)).cloned() else {
-        let names: Vec<String> = writes.iter().map(|b| format!("`{}`", b.name())).collect();
-        return Err(ScheduleError::bad_argument(format!(
-            "block `{block}` writes {} buffer(s), so index {buffer_index} names none of them",
-            writes.len()
-        ))
-        .help(format!("the buffers it writes, from index 0: {}", names.join(", "))));
-    };
+    // 1, 2.
+    let b = super::storage_align::written_buffer(sch, block, buffer_index)?;
     // 3.
     if sch.func.params.contains(&b) || b.scope() != Scope::Shared {
         return Err(ScheduleError::new(format!(

@@ -581,6 +581,15 @@ fn origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) -> std:
     Ok(Tile { buffer: b.clone(), indices: out, ldm: None })
 }
 
+/// The indices `idx` at element `(r, c)` of a tile: `row` at `r`, `col` at
+/// `c`, the other inner variables `vars` at 0, simplified.
+fn indices_at(an: &Analyzer, idx: &[Expr], (row, r): (&Var, i64), (col, c): (&Var, i64), vars: &[&Var]) -> Vec<Expr> {
+    let mut bind: Vec<(Var, Expr)> =
+        vec![(row.clone(), Expr::Int(r, row.dtype())), (col.clone(), Expr::Int(c, col.dtype()))];
+    bind.extend(vars.iter().filter(|v| **v != row && **v != col).map(|v| ((*v).clone(), Expr::Int(0, v.dtype()))));
+    idx.iter().map(|e| an.simplify(&substitute(e, &bind))).collect()
+}
+
 /// The tile an access names, checked at each of its 256 elements: element
 /// `(r, c)` at the first element's indices with `r` and `c` added to the
 /// last two, the inner variables but `row` and `col` at 0. Unlike
@@ -593,13 +602,7 @@ fn tile_at_points(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var])
         return Err(format!("`{}` has fewer than two dimensions", b.name()));
     }
     let an = Analyzer::new();
-    let others: Vec<&&Var> = vars.iter().filter(|v| **v != row && **v != col).collect();
-    let at = |r: i64, c: i64| -> Vec<Expr> {
-        let mut bind: Vec<(Var, Expr)> =
-            vec![(row.clone(), Expr::Int(r, row.dtype())), (col.clone(), Expr::Int(c, col.dtype()))];
-        bind.extend(others.iter().map(|v| ((**v).clone(), Expr::Int(0, v.dtype()))));
-        idx.iter().map(|e| an.simplify(&substitute(e, &bind))).collect()
-    };
+    let at = |r: i64, c: i64| indices_at(&an, idx, (row, r), (col, c), vars);
     let first = at(0, 0);
     for r in 0..TILE {
         for c in 0..TILE {
@@ -693,12 +696,7 @@ fn warp_origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) ->
         return Err(format!("its access to `{}` uses a variable of the tile it does not walk", b.name()));
     }
     let an = Analyzer::new();
-    let at = |r: i64, c: i64| -> Vec<Expr> {
-        let mut bind: Vec<(Var, Expr)> =
-            vec![(row.clone(), Expr::Int(r, row.dtype())), (col.clone(), Expr::Int(c, col.dtype()))];
-        bind.extend(others.iter().map(|v| ((**v).clone(), Expr::Int(0, v.dtype()))));
-        idx.iter().map(|e| an.simplify(&substitute(e, &bind))).collect()
-    };
+    let at = |r: i64, c: i64| indices_at(&an, idx, (row, r), (col, c), vars);
     let first = at(0, 0);
     for r in 0..TILE {
         for c in 0..TILE {
