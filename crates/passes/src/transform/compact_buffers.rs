@@ -24,6 +24,9 @@
 use crate::bounds::{relax, to_range_in, union_in, Relaxed};
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
+/// The largest extent a per-thread tile takes beyond its buffer's.
+const MAX_LOCAL_TILE: i64 = 1024;
+
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut allocs = Vec::new();
     f.body.walk(&mut |s| {
@@ -181,7 +184,13 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
         // extra rows never touched): its index then loses the thread's
         // offset, and it stays in registers.
         let per_thread = b.scope() == Scope::Local || b.scope().is_fragment();
-        let local_tile = per_thread && range.as_ref().is_some_and(|rg| rg.extent.as_int().is_some());
+        // (Up to MAX_LOCAL_TILE elements a dimension: a region past the
+        // buffer's own extent and that large comes from a split by a huge
+        // factor, and keeps the buffer's shape.)
+        let local_tile = per_thread
+            && range.as_ref().is_some_and(|rg| {
+                rg.extent.as_int().is_some_and(|e| e <= MAX_LOCAL_TILE || full.as_int().is_some_and(|f| e <= f))
+            });
         match range {
             Some(rg) if local_tile || rg.extent.as_int() < full.as_int() || full.as_int().is_none() => {
                 shape.push(rg.extent);
