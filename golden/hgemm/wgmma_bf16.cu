@@ -128,15 +128,12 @@ __device__ __forceinline__ void tirc_fence_proxy_async() { asm volatile("fence.p
 __device__ __forceinline__ int tirc_warp_in_group() {
   return (int)(((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) / 32 % 4);
 }
-template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p) {
-  unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
-  unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
-  return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
-}
-// An operand stored MN-major (B as k x n) in atoms of SW bytes of n by 8
-// rows of k: the leading byte offset is the distance between atoms along
-// n, the stride byte offset that between groups of 8 rows of k.
-template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc_mn(const void* p, unsigned lbo) {
+// The descriptor of an operand in swizzled shared memory: its start, the
+// leading byte offset (unused for a K-major operand: 16; for one stored
+// MN-major, B as k x n in atoms of SW bytes of n by 8 rows of k, the
+// distance between atoms along n), the stride between groups of 8 rows (8
+// rows of SW bytes) and the swizzle mode, offsets in units of 16 bytes.
+template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p, unsigned lbo = 16) {
   unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
   unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
   return ((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
@@ -213,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
     tirc_wgmma_fence();
     #pragma unroll
     for (int k_1 = 0; k_1 < 4; ++k_1) {
-      tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + (k_0 + 2) % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc_mn<128>(B_shared + (k_0 + 2) % 4 * 16384 + k_1 * 1024, 8192));
+      tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + (k_0 + 2) % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + (k_0 + 2) % 4 * 16384 + k_1 * 1024, 8192));
     }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 8; ++ax0_1_ax1_1_fused_0_1_2) {
@@ -233,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
   tirc_wgmma_fence();
   #pragma unroll
   for (int k_1_1 = 0; k_1_1 < 4; ++k_1_1) {
-    tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + ((int)(threadIdx.y)) * 1024 + k_1_1 * 16 + 16384 - tirc_warp_in_group() * 1024), tirc_wgmma_desc_mn<128>(B_shared + k_1_1 * 1024 + 32768, 8192));
+    tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + ((int)(threadIdx.y)) * 1024 + k_1_1 * 16 + 16384 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_1_1 * 1024 + 32768, 8192));
   }
   tirc_cp_async_commit();
   tirc_cp_async_wait<1>();
@@ -244,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
   tirc_wgmma_fence();
   #pragma unroll
   for (int k_1_2 = 0; k_1_2 < 4; ++k_1_2) {
-    tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + ((int)(threadIdx.y)) * 1024 + k_1_2 * 16 + 24576 - tirc_warp_in_group() * 1024), tirc_wgmma_desc_mn<128>(B_shared + k_1_2 * 1024 + 49152, 8192));
+    tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + ((int)(threadIdx.y)) * 1024 + k_1_2 * 16 + 24576 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_1_2 * 1024 + 49152, 8192));
   }
   tirc_cp_async_commit();
   tirc_cp_async_wait<0>();

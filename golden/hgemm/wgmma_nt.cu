@@ -127,15 +127,12 @@ __device__ __forceinline__ void tirc_fence_proxy_async() { asm volatile("fence.p
 __device__ __forceinline__ int tirc_warp_in_group() {
   return (int)(((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) / 32 % 4);
 }
-template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p) {
-  unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
-  unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
-  return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
-}
-// An operand stored MN-major (B as k x n) in atoms of SW bytes of n by 8
-// rows of k: the leading byte offset is the distance between atoms along
-// n, the stride byte offset that between groups of 8 rows of k.
-template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc_mn(const void* p, unsigned lbo) {
+// The descriptor of an operand in swizzled shared memory: its start, the
+// leading byte offset (unused for a K-major operand: 16; for one stored
+// MN-major, B as k x n in atoms of SW bytes of n by 8 rows of k, the
+// distance between atoms along n), the stride between groups of 8 rows (8
+// rows of SW bytes) and the swizzle mode, offsets in units of 16 bytes.
+template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p, unsigned lbo = 16) {
   unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
   unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
   return ((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);

@@ -451,11 +451,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
 
 /// What `wgmma` needs: its fences, the wait for the products in flight,
 /// the warp's place in its warpgroup and the shared-memory descriptor of
-/// an operand stored K-major in swizzled rows of `SW` bytes (PTX ISA,
-/// "Matrix Descriptor Format": the start address, the leading byte offset
-/// (unused for swizzled K-major layouts: 16), the stride between groups of
-/// 8 rows (8 rows of SW bytes) and the swizzle mode, each offset in units of
-/// 16 bytes).
+/// an operand in swizzled rows of `SW` bytes (PTX ISA, "Matrix Descriptor
+/// Format").
 const WGMMA_PRELUDE: &str = r#"#define TIRC_SM90A 1
 __device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -464,15 +461,12 @@ __device__ __forceinline__ void tirc_fence_proxy_async() { asm volatile("fence.p
 __device__ __forceinline__ int tirc_warp_in_group() {
   return (int)(((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) / 32 % 4);
 }
-template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p) {
-  unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
-  unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
-  return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
-}
-// An operand stored MN-major (B as k x n) in atoms of SW bytes of n by 8
-// rows of k: the leading byte offset is the distance between atoms along
-// n, the stride byte offset that between groups of 8 rows of k.
-template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc_mn(const void* p, unsigned lbo) {
+// The descriptor of an operand in swizzled shared memory: its start, the
+// leading byte offset (unused for a K-major operand: 16; for one stored
+// MN-major, B as k x n in atoms of SW bytes of n by 8 rows of k, the
+// distance between atoms along n), the stride between groups of 8 rows (8
+// rows of SW bytes) and the swizzle mode, offsets in units of 16 bytes.
+template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(const void* p, unsigned lbo = 16) {
   unsigned long long a = (unsigned long long)__cvta_generic_to_shared(p);
   unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
   return ((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
@@ -1193,8 +1187,8 @@ impl Gen {
                 .help("leave out storage_swizzle on buffers that ldmatrix or wmma reads"));
             }
         }
-        if w.op.wgmma_tiles() > 0 {
-            return self.wgmma_op(w, ind);
+        if let WmmaOp::Wgmma { n, trans_b } = w.op {
+            return self.wgmma_op(w, n, trans_b, ind);
         }
         // Any other access to warp tiles waits for the products in flight
         // (it may read their accumulators), and fences the next ones.
@@ -1214,30 +1208,32 @@ impl Gen {
     /// warpgroup, its accumulators the warp tiles from the first, its
     /// descriptors those of the first warp's A tile (16 rows a warp above
     /// this warp's) and of the B tiles.
-    fn wgmma_op(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
-        let WmmaOp::Wgmma { n, trans_b } = w.op else { unreachable!("a wgmma") };
+    fn wgmma_op(&mut self, w: &Wmma, n: i64, trans_b: bool, ind: usize) -> Result<(), Diagnostic> {
         let t = w.op.wgmma_tiles();
         let (a, b) = (&w.tiles[t], &w.tiles[t + 1]);
         let dtype = a.buffer.dtype();
         let (c0, _) = flat_tile(&w.tiles[0])?;
         let (b0, ldm_b) = flat_tile(b)?;
         let (a0, ldm_a) = flat_tile(a)?;
+        w.wgmma_operand_layout().map_err(Diagnostic::new)?;
         // The tiles the instruction covers must be where its operands'
         // layouts put them: the accumulators of each lane one after the
         // other; B's 16-row tiles one after the other (stored n × k), or
-        // its 16-column tiles four to an atom of one 128-byte line, the
-        // atoms `lbo` elements apart (stored k × n).
-        let atom = 4;
+        // (stored k × n) its 16-column tiles side by side in atoms of one
+        // 128-byte line, the atoms `lbo` elements apart (the one swizzle
+        // tirc reads B MN-major from, as measured on the H100).
+        let atom_cols = 128 / dtype.bytes() as i64;
+        let atom = (atom_cols / TILE) as usize;
         let lbo = if !trans_b && t > atom {
-            let (b4, _) = flat_tile(&w.tiles[t + 1 + atom])?;
-            self.an.simplify(&(b4 - b0.clone())).as_int()
+            let (next, _) = flat_tile(&w.tiles[t + 1 + atom])?;
+            self.an.simplify(&(next - b0.clone())).as_int()
         } else {
             Some(0)
         };
-        let atom_start = self.an.simplify(&Expr::binary(BinOp::FloorMod, b0.clone(), Expr::int(64))).as_int();
-        if !trans_b && (lbo.is_none() || atom_start != Some(0)) {
+        let atom_start = self.an.simplify(&Expr::binary(BinOp::FloorMod, b0.clone(), Expr::int(atom_cols))).as_int();
+        if !trans_b && (b.buffer.swizzle() != 128 || lbo.is_none() || atom_start != Some(0)) {
             return Err(Diagnostic::new(format!(
-                "wgmma's B tile of `{}` (stored k × n) must start an atom of 64 columns, the atoms a constant stride apart",
+                "wgmma's B tile of `{}` (stored k × n) must be swizzled by 128 bytes and start an atom of {atom_cols} columns, the atoms a constant stride apart",
                 b.buffer.name()
             )));
         }
@@ -1249,7 +1245,7 @@ impl Gen {
             let want = if trans_b {
                 Expr::int(16 * j as i64) * ldm_b.clone()
             } else {
-                Expr::int(16 * (j % atom) as i64 + lbo * (j / atom) as i64)
+                Expr::int(TILE * (j % atom) as i64 + lbo * (j / atom) as i64)
             };
             let db = self.an.simplify(&(bj - b0.clone() - want)).as_int();
             if dc != Some(256 * j as i64) || db != Some(0) {
@@ -1257,19 +1253,6 @@ impl Gen {
                     "wgmma's tile {j} of `{}` or of `{}` does not follow the one before it",
                     w.tiles[0].buffer.name(),
                     b.buffer.name()
-                )));
-            }
-        }
-        for x in [a, b] {
-            let line = x.buffer.swizzle();
-            let ldm = x.ldm.as_ref().and_then(|l| l.as_int());
-            if line == 0 || ldm.map(|l| l * dtype.bytes() as i64) != Some(line) {
-                return Err(Diagnostic::new(format!(
-                    "wgmma reads `{}` through a descriptor of swizzled rows: its rows must be one swizzle line ({} bytes), swizzled (storage_swizzle), and they are {} bytes, swizzle {}",
-                    x.buffer.name(),
-                    line.max(128),
-                    ldm.map_or("?".into(), |l| (l * dtype.bytes() as i64).to_string()),
-                    line
                 )));
             }
         }
@@ -1309,7 +1292,7 @@ impl Gen {
         let (db, mn) = if trans_b {
             (format!("tirc_wgmma_desc<{sb}>({pb})"), "")
         } else {
-            (format!("tirc_wgmma_desc_mn<{sb}>({pb}, {})", lbo * dtype.bytes() as i64), "_mn")
+            (format!("tirc_wgmma_desc<{sb}>({pb}, {})", lbo * dtype.bytes() as i64), "_mn")
         };
         self.line(ind, &format!("tirc_wgmma_m64n{n}k16_{ty}{mn}({c}, tirc_wgmma_desc<{sa}>({pa}), {db});"));
         Ok(())
@@ -1416,7 +1399,9 @@ impl Gen {
                 let c = warp(self, &w.tiles[1])?;
                 format!("tirc_mma_store({p}, {c}, {ldm});")
             }
-            WmmaOp::Wgmma { .. } => unreachable!("wgmma_op"),
+            WmmaOp::Wgmma { .. } => {
+                return Err(Diagnostic::new("a wgmma reached the warp-level helpers (wgmma_op writes it)"))
+            }
         };
         self.line(ind, &line);
         Ok(())

@@ -284,6 +284,32 @@ impl Wmma {
         a.is_some_and(|a| a.buffer.dtype() == crate::DType::F32)
     }
 
+    /// For a `Wgmma` of flat tiles: `Err` where an operand's shared tile
+    /// is not what the instruction's descriptor reads, K-major rows of one
+    /// swizzle line in a swizzled buffer (checked when lowering and again
+    /// by codegen, which builds the descriptors).
+    pub fn wgmma_operand_layout(&self) -> Result<(), String> {
+        let t = self.op.wgmma_tiles();
+        if t == 0 {
+            return Ok(());
+        }
+        for (x, what) in [(&self.tiles[t], "A"), (&self.tiles[t + 1], "B")] {
+            let bytes = x.buffer.dtype().bytes() as i64;
+            let row = x.ldm.as_ref().and_then(|l| l.as_int()).map(|l| l * bytes);
+            let line = x.buffer.swizzle();
+            if line == 0 || row != Some(line) {
+                return Err(format!(
+                    "wgmma reads its {what} operand `{}` through a descriptor of K-major rows of one swizzle line, \
+                     but the tile's rows are {} bytes and the buffer is {}",
+                    x.buffer.name(),
+                    row.map_or("?".into(), |r| r.to_string()),
+                    if line == 0 { "not swizzled".to_string() } else { format!("swizzled by {line} bytes") }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The tiles it reads.
     pub fn reads(&self) -> &[Tile] {
         match self.op {

@@ -596,14 +596,8 @@ impl<'p> Machine<'p> {
                 for (j, tile) in addr[..t].iter().enumerate() {
                     let acc = from_warp(&read(self, j)?);
                     let b = round(read(self, t + 1 + j)?);
-                    let mut v = [0.0; T * T];
-                    for r in 0..T {
-                        for c in 0..T {
-                            let bt = |x: usize| if trans_b { b[c * T + x] } else { b[x * T + c] };
-                            let dot: f64 = (0..T).map(|x| a[r * T + x] * bt(x)).sum();
-                            v[r * T + c] = w.round.round(acc[r * T + c] + dot);
-                        }
-                    }
+                    let bt = |x: usize, c: usize| if trans_b { b[c * T + x] } else { b[x * T + c] };
+                    let v = tile_product(&acc, |r, x| a[r * T + x], bt, w.round);
                     for (&ad, &x) in tile.iter().zip(&to_warp(&v)) {
                         self.touch(w.tiles[j].mem, ad, leader, Some(x))?;
                         self.mems[w.tiles[j].mem].data[ad] = x;
@@ -620,14 +614,7 @@ impl<'p> Machine<'p> {
                 WmmaOp::Mma { b_trans } => {
                     let (acc, a, b) = (read(self, 0)?, read(self, 1)?, read(self, 2)?);
                     let bk = |x: usize, c: usize| if b_trans { b[c * T + x] } else { b[x * T + c] };
-                    let mut v = [0.0; T * T];
-                    for r in 0..T {
-                        for c in 0..T {
-                            let dot: f64 = (0..T).map(|x| a[r * T + x] * bk(x, c)).sum();
-                            v[r * T + c] = w.round.round(acc[r * T + c] + dot);
-                        }
-                    }
-                    v
+                    tile_product(&acc, |r, x| a[r * T + x], bk, w.round)
                 }
                 WmmaOp::Store => read(self, 1)?.map(|x| w.round.round(x)),
                 // Warp tiles, lane by lane: element (i, j) of the 16×16
@@ -646,16 +633,9 @@ impl<'p> Machine<'p> {
                     }
                     let at = |i: usize, x: usize| if trans_a { a[x * T + i] } else { a[i * T + x] };
                     let bt = |x: usize, j: usize| if trans_b { b[j * T + x] } else { b[x * T + j] };
-                    let mut v = [0.0; T * T];
-                    for r in 0..T {
-                        for c in 0..T {
-                            let dot: f64 = (0..T).map(|x| at(r, x) * bt(x, c)).sum();
-                            v[r * T + c] = w.round.round(acc[r * T + c] + dot);
-                        }
-                    }
-                    to_warp(&v)
+                    to_warp(&tile_product(&acc, at, bt, w.round))
                 }
-                WmmaOp::Wgmma { .. } => unreachable!("done above"),
+                WmmaOp::Wgmma { .. } => return Err("a wgmma reached the warp-level operations".into()),
             };
             for (&a, &v) in addr[0].iter().zip(&out) {
                 self.touch(w.tiles[0].mem, a, leader, Some(v))?;
@@ -1295,6 +1275,25 @@ fn to_warp(tile: &[f64; 256]) -> [f64; 256] {
         *x = tile[(r * 16 + c) as usize];
     }
     out
+}
+
+/// `acc + a · b` on 16×16 tiles, row by row: products exact, summed in
+/// f64, each element rounded once to the accumulator's type.
+fn tile_product(
+    acc: &[f64; 256],
+    a: impl Fn(usize, usize) -> f64,
+    b: impl Fn(usize, usize) -> f64,
+    round: super::value::Precision,
+) -> [f64; 256] {
+    const T: usize = 16;
+    let mut v = [0.0; T * T];
+    for r in 0..T {
+        for c in 0..T {
+            let dot: f64 = (0..T).map(|x| a(r, x) * b(x, c)).sum();
+            v[r * T + c] = round.round(acc[r * T + c] + dot);
+        }
+    }
+    v
 }
 
 /// The 16×16 tile a warp tile holds, row by row.

@@ -195,30 +195,13 @@ fn wgmma_under_thread_condition(body: &Stmt) -> Option<String> {
     go(inner, &threads, &mut Vec::new())
 }
 
-/// A `wgmma` operand whose flat shared tile is not what the instruction's
-/// descriptor reads: rows (its row stride) of one line of the buffer's
-/// swizzle, the buffer swizzled.
+/// The first `wgmma` whose operands' shared tiles are not what its
+/// descriptors read (`Wmma::wgmma_operand_layout`).
 fn wgmma_layout_mismatch(body: &Stmt) -> Option<String> {
     let mut why = None;
     body.walk(&mut |s| {
-        let Stmt::Wmma(w) = s else { return };
-        let t = w.op.wgmma_tiles();
-        if t == 0 || why.is_some() {
-            return;
-        }
-        for (x, what) in [(&w.tiles[t], "A"), (&w.tiles[t + 1], "B")] {
-            let bytes = x.buffer.dtype().bytes() as i64;
-            let row = x.ldm.as_ref().and_then(|l| l.as_int()).map(|l| l * bytes);
-            let line = x.buffer.swizzle();
-            if line == 0 || row != Some(line) {
-                why.get_or_insert(format!(
-                    "wgmma reads its {what} operand `{}` through a descriptor of K-major rows of one swizzle line, \
-                     but the tile's rows are {} bytes and the buffer is {}",
-                    x.buffer.name(),
-                    row.map_or("?".into(), |r| r.to_string()),
-                    if line == 0 { "not swizzled".to_string() } else { format!("swizzled by {line} bytes") }
-                ));
-            }
+        if let (Stmt::Wmma(w), None) = (s, &why) {
+            why = w.wgmma_operand_layout().err();
         }
     });
     why
