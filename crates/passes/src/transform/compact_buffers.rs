@@ -10,7 +10,9 @@
 //! loop — inner loops relaxed to their ranges and, for shared memory, loops
 //! bound to thread indices relaxed too, inside the allocation or around it,
 //! since the threads of a block share one copy — and shrinks each dimension with a constant extent to it,
-//! subtracting the region's start from every index (a local buffer takes
+//! subtracting the region's start from every index, even where the region
+//! is as large as the buffer (TVM compacts a block's buffer this way, so a
+//! one-row cache indexed by the block's row is in bounds) (a local buffer takes
 //! the region's constant extent even where that is larger: it is the
 //! thread's tile, indexed without the thread's offset). A local allocation
 //! moves to the body of that loop; a shared one stays where it is, once per
@@ -192,7 +194,7 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
                 rg.extent.as_int().is_some_and(|e| e <= MAX_LOCAL_TILE || full.as_int().is_some_and(|f| e <= f))
             });
         match range {
-            Some(rg) if local_tile || rg.extent.as_int() < full.as_int() || full.as_int().is_none() => {
+            Some(rg) if local_tile || rg.extent.as_int() <= full.as_int() || full.as_int().is_none() => {
                 shape.push(rg.extent);
                 offset.push(rg.min);
                 changed = true;
