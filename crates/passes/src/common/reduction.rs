@@ -3,7 +3,8 @@
 //! `decompose_reduction`, whose file states the preconditions, checked here
 //! in its order, and the pass `lower_init`), and the form of an update that
 //! combines with a known operator (`combiner`, `identity`: what
-//! `lower_cross_thread_reduction` and `rfactor` accept).
+//! `rfactor` accepts; `combiners`, several such components in one block:
+//! what `lower_cross_thread_reduction` accepts).
 
 use super::error::{Result, ScheduleError};
 use super::tree::{replace_block, replace_loop};
@@ -146,6 +147,60 @@ pub fn combiner(store: &Stmt) -> Option<(Buffer, Vec<Expr>, BinOp, Expr)> {
         return None;
     };
     Some((buffer.clone(), indices.clone(), *op, v))
+}
+
+/// One component of a reduction's update, `out[idx] = out[idx] op value`.
+#[derive(Clone, Debug)]
+pub struct Combiner {
+    pub out: Buffer,
+    pub idx: Vec<Expr>,
+    pub op: BinOp,
+    pub value: Expr,
+}
+
+/// The components of an update that combine independently: one
+/// `C[i] = C[i] op v`, or several stores of that form (TVM's tuple
+/// reductions, such as a layer norm's sum and sum of squares in one block),
+/// their values possibly bound by `let`s first. Each component writes its own
+/// buffer, and no value reads an output: a reducer whose components depend
+/// on one another (argmax) is not one of these.
+pub fn combiners(body: &Stmt) -> Option<Vec<Combiner>> {
+    fn flatten(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<Stmt>) -> Option<()> {
+        match s {
+            Stmt::Let { var, value, body } => {
+                let v = substitute(value, lets);
+                lets.push((var.clone(), v));
+                flatten(body, lets, out)
+            }
+            Stmt::Seq(items) => items.iter().try_for_each(|x| flatten(x, lets, out)),
+            Stmt::Store { buffer, indices, value } => {
+                out.push(Stmt::Store {
+                    buffer: buffer.clone(),
+                    indices: indices.iter().map(|i| substitute(i, lets)).collect(),
+                    value: substitute(value, lets),
+                });
+                Some(())
+            }
+            _ => None,
+        }
+    }
+    let mut stores = Vec::new();
+    flatten(body, &mut Vec::new(), &mut stores)?;
+    let parts: Vec<Combiner> = stores
+        .iter()
+        .map(|st| combiner(st).map(|(out, idx, op, value)| Combiner { out, idx, op, value }))
+        .collect::<Option<_>>()?;
+    for (n, c) in parts.iter().enumerate() {
+        if parts[..n].iter().any(|p| p.out == c.out) {
+            return None;
+        }
+        let mut coupled = false;
+        c.value.walk(&mut |x| coupled |= matches!(x, Expr::Load(lb, _) if parts.iter().any(|p| &p.out == lb)));
+        if coupled {
+            return None;
+        }
+    }
+    (!parts.is_empty()).then_some(parts)
 }
 
 /// The identity of `op` at type `t`.

@@ -5,7 +5,10 @@
 //! TVM allows `sch.bind(k, "threadIdx.x")` on a reduction loop (a row sum,
 //! softmax's max and sum, a GEMV): the threads split the reduction and must
 //! combine their partial results. For such a block `B` (its update
-//! `C[i] = C[i] op v` with `op` one of `+ * min max`, its init if any), let
+//! `C[i] = C[i] op v` with `op` one of `+ * min max`, its init if any;
+//! or several such updates of distinct buffers, none reading another's
+//! output — TVM's tuple reductions, a layer norm's sum and sum of squares —
+//! each then carried through the steps below side by side), let
 //! T be the loops bound to `threadIdx` that its reduction variables use,
 //! directly nested from the outermost of them (the *chain*, which may hold
 //! other thread loops, over spatial axes), with serial loops below. The
@@ -34,7 +37,7 @@
 //! statements, or an output that depends on a thread loop of T.
 
 use crate::arith::{all_of, conjuncts, Analyzer};
-use crate::common::reduction::{combiner, identity};
+use crate::common::reduction::{combiners, identity, Combiner};
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{substitute, substitute_stmt};
 use tirc_ir::{BinOp, BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var};
@@ -89,8 +92,13 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let err = |m: String| Diagnostic::new(format!("cross-thread reduction of block `{name}`: {m}"));
     let path = root.loops_above(name).unwrap_or_default();
     let r = root.blocks().into_iter().find(|r| r.block.name == name).cloned().ok_or_else(|| err("not found".into()))?;
-    let (out, idx, op, v) = combiner(&r.block.body)
-        .ok_or_else(|| err("its update is not `C[..] = C[..] op v` with op one of + * min max".into()))?;
+    let parts = combiners(&r.block.body).ok_or_else(|| {
+        err("its update is not `C[..] = C[..] op v` with op one of + * min max (or several such, each of its own buffer and reading none of the others)".into())
+    })?;
+    let locals = parts.iter().filter(|c| c.out.scope() == Scope::Local).count();
+    if locals != 0 && locals != parts.len() {
+        return Err(err("some of its outputs are local and some are not: split it into one block each".into()));
+    }
     let reduce_uses =
         |v: &Var| r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, e)| iv.kind == IterKind::Reduce && e.uses(v));
     let is_thread = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
@@ -136,9 +144,22 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
             )));
         }
     }
-    let dtype = out.dtype();
-    let red = Buffer::new(format!("{name}_red"), dtype, vec![Expr::int(n_s * n_t)], Scope::Shared);
-    let acc = Buffer::new(format!("{name}_acc"), dtype, vec![Expr::int(1)], Scope::Local);
+    // One shared array and one accumulator a component (`_red`, `_acc`,
+    // numbered when there are several).
+    let suffix = |c: usize| if parts.len() == 1 { String::new() } else { c.to_string() };
+    let red: Vec<Buffer> = parts
+        .iter()
+        .enumerate()
+        .map(|(c, p)| {
+            Buffer::new(format!("{name}_red{}", suffix(c)), p.out.dtype(), vec![Expr::int(n_s * n_t)], Scope::Shared)
+        })
+        .collect();
+    let acc: Vec<Buffer> = parts
+        .iter()
+        .enumerate()
+        .map(|(c, p)| Buffer::new(format!("{name}_acc{}", suffix(c)), p.out.dtype(), vec![Expr::int(1)], Scope::Local))
+        .collect();
+    let acc0 = |c: usize| Expr::Load(acc[c].clone(), vec![Expr::int(0)]);
 
     // A fresh copy of the chain's loops around `body`; returns it and the
     // map from old loop variables to new.
@@ -172,7 +193,6 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let mut b1 = r.block.clone();
     b1.name = format!("{name}_in_thread");
     b1.init = None;
-    let acc0 = Expr::Load(acc.clone(), vec![Expr::int(0)]);
     // Its own block variables: the write-back block keeps the original ones.
     let fresh: Vec<(Var, Expr)> =
         b1.iter_vars.iter().map(|iv| (iv.var.clone(), Expr::var(&iv.var.renamed(iv.var.name())))).collect();
@@ -181,10 +201,12 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
             iv.var = nv.clone();
         }
     }
-    b1.body = substitute_stmt(
-        &Stmt::Store { buffer: acc.clone(), indices: vec![Expr::int(0)], value: Expr::binary(op, acc0.clone(), v) },
-        &fresh,
-    );
+    let updates = parts.iter().enumerate().map(|(c, Combiner { op, value, .. })| Stmt::Store {
+        buffer: acc[c].clone(),
+        indices: vec![Expr::int(0)],
+        value: Expr::binary(*op, acc0(c), value.clone()),
+    });
+    b1.body = substitute_stmt(&Stmt::seq(updates.collect()), &fresh);
     let (reads, writes) = infer_block_regions(&b1);
     b1.reads = reads;
     b1.writes = writes;
@@ -194,14 +216,26 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     }
     let identity_map: Vec<(Var, Expr)> = vec![];
     let (base, t) = place(&identity_map);
-    let phase1 = Stmt::Allocate {
-        buffer: acc.clone(),
-        body: Box::new(Stmt::seq(vec![
-            Stmt::Store { buffer: acc.clone(), indices: vec![Expr::int(0)], value: identity(op, dtype) },
-            inner_stmt,
-            Stmt::Store { buffer: red.clone(), indices: vec![Analyzer::new().simplify(&(base + t))], value: acc0 },
-        ])),
-    };
+    let at_thread = Analyzer::new().simplify(&(base + t));
+    let mut phase1_body: Vec<Stmt> = parts
+        .iter()
+        .enumerate()
+        .map(|(c, p)| Stmt::Store {
+            buffer: acc[c].clone(),
+            indices: vec![Expr::int(0)],
+            value: identity(p.op, p.out.dtype()),
+        })
+        .collect();
+    phase1_body.push(inner_stmt);
+    phase1_body.extend((0..parts.len()).map(|c| Stmt::Store {
+        buffer: red[c].clone(),
+        indices: vec![at_thread.clone()],
+        value: acc0(c),
+    }));
+    let mut phase1 = Stmt::seq(phase1_body);
+    for a in acc.iter().rev() {
+        phase1 = Stmt::Allocate { buffer: a.clone(), body: Box::new(phase1) };
+    }
     let mut phase1_loops = phase1;
     for l in chain.iter().rev() {
         phase1_loops = Stmt::For(Box::new(l.with_body(phase1_loops)));
@@ -217,12 +251,12 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         phases.push(copy_chain(&format!("s{step}"), &|map| {
             let (base, t) = place(map);
             let at = |k: Expr| Analyzer::new().simplify(&(base.clone() + k));
-            let load = |k: Expr| Expr::Load(red.clone(), vec![at(k)]);
-            let value = Expr::binary(op, load(t.clone()), load(t.clone() + Expr::int(up)));
-            Stmt::if_then(
-                Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)),
-                Stmt::Store { buffer: red.clone(), indices: vec![at(t.clone())], value },
-            )
+            let steps = parts.iter().zip(&red).map(|(p, rb)| {
+                let load = |k: Expr| Expr::Load(rb.clone(), vec![at(k)]);
+                let value = Expr::binary(p.op, load(t.clone()), load(t.clone() + Expr::int(up)));
+                Stmt::Store { buffer: rb.clone(), indices: vec![at(t.clone())], value }
+            });
+            Stmt::if_then(Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)), Stmt::seq(steps.collect()))
         }));
         m = up;
         step += 1;
@@ -248,24 +282,30 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         let reduced: Vec<&Var> = chain.iter().filter(|l| reduce_uses(&l.var)).chain(inner).map(|l| &l.var).collect();
         let kept = conjuncts(&r.predicate).into_iter().filter(|c| !reduced.iter().any(|v| c.uses(v)));
         b.predicate = an.simplify(&substitute(&all_of(kept), &at_start));
-        let total = Expr::Load(red.clone(), vec![base.clone()]);
-        b.block.body = Stmt::Store {
-            buffer: out.clone(),
-            indices: idx.clone(),
-            value: Expr::binary(op, Expr::Load(out.clone(), idx.clone()), total),
-        };
+        let writes = parts.iter().zip(&red).map(|(p, rb)| {
+            let total = Expr::Load(rb.clone(), vec![base.clone()]);
+            Stmt::Store {
+                buffer: p.out.clone(),
+                indices: p.idx.clone(),
+                value: Expr::binary(p.op, Expr::Load(p.out.clone(), p.idx.clone()), total),
+            }
+        });
+        b.block.body = Stmt::seq(writes.collect());
         let (reads, writes) = infer_block_regions(&b.block);
         b.block.reads = reads;
         b.block.writes = writes;
         // A local output is each thread's own: every thread takes the
         // total. Any other is written once.
-        if out.scope() == Scope::Local {
+        if locals != 0 {
             Stmt::Block(Box::new(b))
         } else {
             Stmt::if_then(Expr::binary(BinOp::Eq, t, Expr::int(0)), Stmt::Block(Box::new(b)))
         }
     }));
-    let replacement = Stmt::Allocate { buffer: red, body: Box::new(Stmt::seq(phases)) };
+    let mut replacement = Stmt::seq(phases);
+    for rb in red.iter().rev() {
+        replacement = Stmt::Allocate { buffer: rb.clone(), body: Box::new(replacement) };
+    }
     let head = chain[0].var.clone();
     Ok(root.rewrite(&mut |s| match s {
         Stmt::For(l) if l.var == head => Some(replacement.clone()),
