@@ -10,6 +10,9 @@
 //!   (negative counts from the end, `-1` appends it). Its variables are that
 //!   one, `B`'s spatial variables, and one reduction variable per other loop
 //!   that fed `B`'s reduction variables; its init is the identity of `op`.
+//!   The parts of `B`'s predicate that speak of those other loops guard
+//!   its update inside the block (an `if`), so that every partial result,
+//!   one that no iteration reaches included, is initialized.
 //! - `B` in its place, under its loops less the other reduction loops
 //!   (`loop` stays, and feeds its one reduction variable), which combines
 //!   the partial results, `C[s] = C[s] op C_rf[.., r, ..]`, with `B`'s own
@@ -35,6 +38,8 @@
 //!    no loop feeds both kinds, and every variable's binding is an
 //!    expression of the loops around the block.
 //! 6. `factor_axis` is in `-(ndim + 1)..=ndim`, `ndim` the dimensions of `C`.
+//! 7. The parts of the predicate that speak of the reduction loops other
+//!    than `loop` name no loop that is not some variable's whole binding.
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, conjuncts};
@@ -225,11 +230,34 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
     let rf_buf = Buffer::new(rf_name, out.dtype(), shape, scope);
     let mut rf_idx = idx.clone();
     rf_idx.insert(axis, Expr::var(&rf_var));
-    let rf_update = Stmt::Store {
+    // 7. The parts of B's predicate that speak of the loops B_rf reduces
+    // over guard its update, not the block: a partial result that no
+    // iteration reaches (the last row of a split the factor does not
+    // divide) must still be initialized, since B reads it. They are said
+    // in B_rf's variables.
+    let reduced_loops: Vec<&Var> = path.iter().filter(|x| feeds_reduce(x) && x.var != l.var).map(|x| &x.var).collect();
+    let (guard, stays): (Vec<Expr>, Vec<Expr>) =
+        conjuncts(&r.predicate).into_iter().partition(|c| reduced_loops.iter().any(|v| c.uses(v)));
+    let mut to_block_vars = loop_to_var.clone();
+    for (iv, e) in &bindings {
+        if let (IterKind::Spatial, Expr::Var(lv)) = (iv.kind, e) {
+            to_block_vars.push((lv.clone(), Expr::var(&iv.var)));
+        }
+    }
+    let guard = substitute(&all_of(guard), &to_block_vars);
+    if let Some(x) = path.iter().find(|x| guard.uses(&x.var)) {
+        return Err(ScheduleError::new(format!(
+            "the predicate of block `{name}` ties its reduction to loop `{}`, which no variable of the block \
+             is bound to: the partial block could not say where its part is empty",
+            x.var.name()
+        )));
+    }
+    let rf_store = Stmt::Store {
         buffer: rf_buf.clone(),
         indices: rf_idx.clone(),
         value: Expr::binary(op, Expr::Load(rf_buf.clone(), rf_idx.clone()), substitute(&v, &reduce_map)),
     };
+    let rf_update = if guard.as_int() == Some(1) { rf_store } else { Stmt::if_then(guard, rf_store) };
     let rf_init = Stmt::Store { buffer: rf_buf.clone(), indices: rf_idx.clone(), value: identity(op, out.dtype()) };
     let rf_block_name = fresh_name(&taken, &format!("{name}_rf"));
     let rf_realize = realize(
@@ -245,7 +273,7 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
             span: None,
         },
         rf_values,
-        substitute(&r.predicate, &fresh_loop),
+        substitute(&all_of(stays), &fresh_loop),
     );
     let mut rf_nest = rf_realize;
     for x in path.iter().rev() {

@@ -110,14 +110,27 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     if inner.iter().chain(&path[..lo]).any(|l| is_thread(l) && reduce_uses(&l.var)) {
         return Err(err("its thread-bound reduction loops must be nested directly in one another".into()));
     }
-    // The chain must hold nothing but the loops down to the block.
-    let mut s = &chain[0].body;
-    loop {
-        match s {
-            Stmt::For(l) => s = &l.body,
-            Stmt::Block(b) if b.block.name == name => break,
-            _ => return Err(err("the loops bound to its threads hold other statements too".into())),
+    // Other statements in the chain (an rfactor's partial block before
+    // the total, placed there by reverse_compute_at) run in step 1 as
+    // before; they must not touch the output, whose total exists only after
+    // step 3.
+    let mut touches = false;
+    let others = chain[0].body.rewrite(&mut |x| match x {
+        Stmt::Block(b) if b.block.name == name => Some(Stmt::seq(vec![])),
+        _ => None,
+    });
+    others.walk(&mut |x| {
+        if let Stmt::Store { buffer, .. } = x {
+            touches |= parts.iter().any(|p| &p.out == buffer);
         }
+        x.for_each_expr(|e| {
+            e.walk(&mut |y| touches |= matches!(y, Expr::Load(lb, _) if parts.iter().any(|p| &p.out == lb)))
+        });
+    });
+    if touches {
+        return Err(err(
+            "other statements in the loops bound to its threads use its output, which holds the total only after the threads combine their parts".into(),
+        ));
     }
     let konst = |l: &For| -> Result<(Var, Expr, i64), Diagnostic> {
         let e = l.extent.as_int().ok_or_else(|| err(format!("loop `{}` has no constant extent", l.var.name())))?;
@@ -134,8 +147,14 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         .collect::<Result<_, _>>()?;
     let n_t: i64 = t_loops.iter().map(|x| x.2).product();
     let n_s: i64 = s_loops.iter().map(|x| x.2).product();
-    let below: Vec<&Var> =
-        chain.iter().chain(inner).filter(|l| reduce_uses(&l.var) || !is_thread(l)).map(|l| &l.var).collect();
+    // (A loop of one iteration is a constant: `reverse_compute_at` leaves
+    // the block's own loops so.)
+    let below: Vec<&Var> = chain
+        .iter()
+        .chain(inner)
+        .filter(|l| (reduce_uses(&l.var) || !is_thread(l)) && l.extent.as_int() != Some(1))
+        .map(|l| &l.var)
+        .collect();
     for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
         if iv.kind == IterKind::Spatial && below.iter().any(|x| e.uses(x)) {
             return Err(err(format!(
@@ -210,10 +229,19 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let (reads, writes) = infer_block_regions(&b1);
     b1.reads = reads;
     b1.writes = writes;
-    let mut inner_stmt = Stmt::Block(Box::new(BlockRealize { block: b1, ..r.clone() }));
-    for l in inner.iter().rev() {
-        inner_stmt = Stmt::For(Box::new(l.with_body(inner_stmt)));
-    }
+    // The loops below the chain around the block (with whatever else they
+    // hold), the block replaced by its in-thread part.
+    let in_thread = Stmt::Block(Box::new(BlockRealize { block: b1, ..r.clone() }));
+    let swap = |s: &Stmt| {
+        s.rewrite(&mut |x| match x {
+            Stmt::Block(b) if b.block.name == name => Some(in_thread.clone()),
+            _ => None,
+        })
+    };
+    let inner_stmt = match inner.first() {
+        Some(l) => swap(&Stmt::For(Box::new((*l).clone()))),
+        None => in_thread.clone(),
+    };
     let identity_map: Vec<(Var, Expr)> = vec![];
     let (base, t) = place(&identity_map);
     let at_thread = Analyzer::new().simplify(&(base + t));
@@ -236,10 +264,13 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     for a in acc.iter().rev() {
         phase1 = Stmt::Allocate { buffer: a.clone(), body: Box::new(phase1) };
     }
-    let mut phase1_loops = phase1;
-    for l in chain.iter().rev() {
-        phase1_loops = Stmt::For(Box::new(l.with_body(phase1_loops)));
-    }
+    // Step 1 is the chain as it was, that subtree replaced.
+    let top_loop = inner.first().map(|l| l.var.clone());
+    let phase1_loops = Stmt::For(Box::new(chain[0].clone())).rewrite(&mut |x| match x {
+        Stmt::For(l) if Some(&l.var) == top_loop.as_ref() => Some(phase1.clone()),
+        Stmt::Block(b) if top_loop.is_none() && b.block.name == name => Some(phase1.clone()),
+        _ => None,
+    });
     let mut phases = vec![phase1_loops];
 
     // 2. Halving: the lower `m / 2` threads add the values `ceil(m / 2)`
