@@ -489,7 +489,13 @@ fn check_own_variables(block: &Block, block_vars: &[usize], span: Span) -> R<()>
 /// - in a block with a reduction axis, a store to an element that does not
 ///   depend on the reduction axis and that the body has not read before
 ///   (`C[vi] = 0.0` in the body instead of the init): every reduction step
-///   but the last would be lost.
+///   but the last would be lost;
+/// - a plain store (its value does not read the element it writes) whose
+///   value depends on a spatial axis its indices do not (`B[0, vj] = A[vi,
+///   vj]`): iterations along that axis write different values to one
+///   element, and the last one in whatever order they run wins. (One that
+///   accumulates, `B[0] = B[0] + A[vi, vj]`, is run in order by the
+///   reference; bound to threads it is refused when lowered.)
 ///
 /// The init may not read a buffer at an index that depends on a reduction
 /// axis: it runs once, before the first reduction step, and primitives place
@@ -606,6 +612,38 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
     });
     if let Some(d) = problem {
         return Err(d);
+    }
+    // The values through the body's `let`s, to see which axes they use.
+    let mut lets: Vec<(Var, Expr)> = Vec::new();
+    let mut collided: Option<(String, String)> = None;
+    block.body.walk(&mut |st| match st {
+        Stmt::Let { var, value, .. } => lets.push((var.clone(), crate::subst::substitute(value, &lets))),
+        Stmt::Store { buffer, indices, value } if collided.is_none() => {
+            let value = crate::subst::substitute(value, &lets);
+            let mut accumulates = false;
+            value.walk(&mut |x| {
+                accumulates |= matches!(x, Expr::Load(b, i) if b == buffer && i.len() == indices.len() && i.iter().zip(indices).all(|(a, c)| crate::structural_eq::same_expr(a, c)))
+            });
+            let axis = block.iter_vars.iter().find(|iv| {
+                iv.kind == IterKind::Spatial
+                    && iv.dom.extent.as_int() != Some(1)
+                    && value.uses(&iv.var)
+                    && !indices.iter().any(|i| i.uses(&iv.var))
+            });
+            if let (false, Some(iv)) = (accumulates, axis) {
+                collided = Some((buffer.name().to_string(), iv.var.name().to_string()));
+            }
+        }
+        _ => {}
+    });
+    if let Some((b, v)) = collided {
+        return Err(Diagnostic::at(
+            span,
+            format!(
+                "block `{name}` stores into `{b}` a value that depends on its spatial axis `{v}`, at indices that do not: every iteration along `{v}` writes the same element, and which one lands would depend on their order"
+            ),
+        )
+        .help(format!("index `{b}` by `{v}` too, or make `{v}` a reduction axis (\"R\") with an init")));
     }
     for (b, idx) in &loads {
         let written: Vec<&[Expr]> = stores.iter().filter(|(w, _)| w == b).map(|(_, i)| *i).collect();

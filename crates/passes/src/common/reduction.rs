@@ -165,27 +165,10 @@ pub struct Combiner {
 /// buffer, and no value reads an output: a reducer whose components depend
 /// on one another (argmax) is not one of these.
 pub fn combiners(body: &Stmt) -> Option<Vec<Combiner>> {
-    fn flatten(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<Stmt>) -> Option<()> {
-        match s {
-            Stmt::Let { var, value, body } => {
-                let v = substitute(value, lets);
-                lets.push((var.clone(), v));
-                flatten(body, lets, out)
-            }
-            Stmt::Seq(items) => items.iter().try_for_each(|x| flatten(x, lets, out)),
-            Stmt::Store { buffer, indices, value } => {
-                out.push(Stmt::Store {
-                    buffer: buffer.clone(),
-                    indices: indices.iter().map(|i| substitute(i, lets)).collect(),
-                    value: substitute(value, lets),
-                });
-                Some(())
-            }
-            _ => None,
-        }
-    }
-    let mut stores = Vec::new();
-    flatten(body, &mut Vec::new(), &mut stores)?;
+    let stores: Vec<Stmt> = flatten_stores(body)?
+        .into_iter()
+        .map(|(buffer, indices, value)| Stmt::Store { buffer, indices, value })
+        .collect();
     let parts: Vec<Combiner> = stores
         .iter()
         .map(|st| combiner(st).map(|(out, idx, op, value)| Combiner { out, idx, op, value }))
@@ -201,6 +184,161 @@ pub fn combiners(body: &Stmt) -> Option<Vec<Combiner>> {
         }
     }
     (!parts.is_empty()).then_some(parts)
+}
+
+/// A reduction as threads combine it: per component, its output element,
+/// the value one iteration contributes (`elems`, in the block's variables),
+/// the value a thread starts from, and `combine`, the component of the
+/// combination of two partial results `lhs` and `rhs` (one variable each
+/// component). `coupled` when a component's combination reads another's
+/// (the components must then be assigned together).
+#[derive(Clone, Debug)]
+pub struct Reducer {
+    pub outs: Vec<(Buffer, Vec<Expr>)>,
+    pub elems: Vec<Expr>,
+    pub start: Vec<Expr>,
+    pub lhs: Vec<Var>,
+    pub rhs: Vec<Var>,
+    pub combine: Vec<Expr>,
+    pub coupled: bool,
+}
+
+impl Reducer {
+    /// The combination of the partial results `a` and `b`, a component each.
+    pub fn apply(&self, a: &[Expr], b: &[Expr]) -> Vec<Expr> {
+        let map: Vec<(Var, Expr)> = self
+            .lhs
+            .iter()
+            .cloned()
+            .zip(a.iter().cloned())
+            .chain(self.rhs.iter().cloned().zip(b.iter().cloned()))
+            .collect();
+        self.combine.iter().map(|e| substitute(e, &map)).collect()
+    }
+}
+
+/// The reducer of a reduction block's update and init: independent
+/// components (`combiners`, each starting from its operator's identity), or
+/// a selection of one partial result by a comparison both components share,
+/// as an argmax writes it (`idx = Select(val >= x, idx, k)`, `val =
+/// Select(val >= x, val, x)`), starting from the init's constants.
+pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
+    let placeholders = |outs: &[(Buffer, Vec<Expr>)], side: &str| -> Vec<Var> {
+        outs.iter().enumerate().map(|(c, (b, _))| Var::new(format!("{side}{c}"), b.dtype())).collect()
+    };
+    if let Some(parts) = combiners(body) {
+        let outs: Vec<(Buffer, Vec<Expr>)> = parts.iter().map(|p| (p.out.clone(), p.idx.clone())).collect();
+        let (lhs, rhs) = (placeholders(&outs, "lhs"), placeholders(&outs, "rhs"));
+        let combine =
+            parts.iter().enumerate().map(|(c, p)| Expr::binary(p.op, Expr::var(&lhs[c]), Expr::var(&rhs[c]))).collect();
+        return Some(Reducer {
+            elems: parts.iter().map(|p| p.value.clone()).collect(),
+            start: parts.iter().map(|p| identity(p.op, p.out.dtype())).collect(),
+            outs,
+            lhs,
+            rhs,
+            combine,
+            coupled: false,
+        });
+    }
+    // A selection: every component `Select(cond, own, e)` (or the branches
+    // the other way round), `own` its output element, `e` reading no output.
+    let stores = flatten_stores(body)?;
+    let outs: Vec<(Buffer, Vec<Expr>)> = stores.iter().map(|(b, i, _)| (b.clone(), i.clone())).collect();
+    if outs.iter().enumerate().any(|(n, (b, _))| outs[..n].iter().any(|(x, _)| x == b)) {
+        return None;
+    }
+    let is_out = |e: &Expr| matches!(e, Expr::Load(lb, _) if outs.iter().any(|(b, _)| b == lb));
+    let reads_out = |e: &Expr| {
+        let mut found = false;
+        e.walk(&mut |x| found |= is_out(x));
+        found
+    };
+    let own = |c: usize, e: &Expr| matches!(e, Expr::Load(lb, idx) if *lb == outs[c].0 && idx.len() == outs[c].1.len() && idx.iter().zip(&outs[c].1).all(|(x, y)| same_expr(x, y)));
+    let mut elems = Vec::new();
+    for (c, (_, _, value)) in stores.iter().enumerate() {
+        let Expr::Select(_, x, y) = value else { return None };
+        let e = if own(c, x) && !reads_out(y) {
+            (**y).clone()
+        } else if own(c, y) && !reads_out(x) {
+            (**x).clone()
+        } else {
+            return None;
+        };
+        elems.push(e);
+    }
+    let (lhs, rhs) = (placeholders(&outs, "lhs"), placeholders(&outs, "rhs"));
+    // Each output element becomes its `lhs`, each contribution its `rhs`
+    // (the component's own first: a min and a max of one value are two
+    // contributions), whole expressions before their parts.
+    fn replace(e: &Expr, order: &[(Expr, Var)], is_out: &dyn Fn(&Expr) -> Option<Var>) -> Expr {
+        if let Some(v) = is_out(e) {
+            return Expr::var(&v);
+        }
+        if let Some((_, v)) = order.iter().find(|(x, _)| same_expr(x, e)) {
+            return Expr::var(v);
+        }
+        e.map_children(|c| replace(c, order, is_out))
+    }
+    let out_var = |e: &Expr| -> Option<Var> {
+        outs.iter().position(|(b, idx)| matches!(e, Expr::Load(lb, i) if lb == b && i.len() == idx.len() && i.iter().zip(idx).all(|(x, y)| same_expr(x, y)))).map(|c| lhs[c].clone())
+    };
+    let mut combine = Vec::new();
+    for (c, (_, _, value)) in stores.iter().enumerate() {
+        let mut order = vec![(elems[c].clone(), rhs[c].clone())];
+        order.extend(elems.iter().cloned().zip(rhs.iter().cloned()).filter(|(_, v)| *v != rhs[c]));
+        let e = replace(value, &order, &out_var);
+        // Closed: nothing left of the iteration but the placeholders.
+        let mut closed = true;
+        e.walk(&mut |x| match x {
+            Expr::Load(..) => closed = false,
+            Expr::Var(v) => closed &= lhs.contains(v) || rhs.contains(v),
+            _ => {}
+        });
+        if !closed {
+            return None;
+        }
+        combine.push(e);
+    }
+    // Each thread starts from the init's value, a constant.
+    let init_stores = flatten_stores(init?)?;
+    let mut start = Vec::new();
+    for (b, _) in &outs {
+        let (_, _, v) = init_stores.iter().find(|(x, _, _)| x == b)?;
+        let mut constant = true;
+        v.walk(&mut |x| constant &= !matches!(x, Expr::Load(..) | Expr::Var(_)));
+        if !constant {
+            return None;
+        }
+        start.push(v.clone());
+    }
+    Some(Reducer { outs, elems, start, lhs, rhs, combine, coupled: true })
+}
+
+/// The stores of a body of `let`s and stores, the lets' values substituted.
+fn flatten_stores(body: &Stmt) -> Option<Vec<(Buffer, Vec<Expr>, Expr)>> {
+    fn go(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<(Buffer, Vec<Expr>, Expr)>) -> Option<()> {
+        match s {
+            Stmt::Let { var, value, body } => {
+                let v = substitute(value, lets);
+                lets.push((var.clone(), v));
+                go(body, lets, out)
+            }
+            Stmt::Seq(items) => items.iter().try_for_each(|x| go(x, lets, out)),
+            Stmt::Store { buffer, indices, value } => {
+                out.push((
+                    buffer.clone(),
+                    indices.iter().map(|i| substitute(i, lets)).collect(),
+                    substitute(value, lets),
+                ));
+                Some(())
+            }
+            _ => None,
+        }
+    }
+    let mut out = Vec::new();
+    go(body, &mut Vec::new(), &mut out)?;
+    Some(out)
 }
 
 /// The identity of `op` at type `t`.

@@ -25,7 +25,9 @@
 //! is tracked like shared memory: a barrier orders global memory among the
 //! threads of a block too. One whose every access has the same
 //! coefficients of the thread indices (`C[i, j] +=` in place) stays with
-//! the thread that owns the element and is not.
+//! the thread that owns the element and is not, unless some thread index
+//! is in none of its indices (`S[blockIdx.x]`, written by one thread and
+//! read by all).
 
 use std::collections::HashSet;
 use tirc_ir::{Buffer, BufferId, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
@@ -96,7 +98,13 @@ fn exchanged_globals(body: &Stmt, threads: &[Var]) -> HashSet<BufferId> {
         }
     };
     body.for_each_access(&mut |b, idx, store| note(b, idx, store));
-    let exchanged = |m: &[Mapping]| m.len() > 1 || m.iter().flatten().flatten().any(Option::is_none);
+    // One map, affine in every thread index: each element stays with one
+    // thread, unless some thread index is in none of the indices (all the
+    // threads along it touch the same element: a value one writes and the
+    // others read).
+    let shared_along = |m: &Mapping| (0..threads.len()).any(|t| m.iter().all(|dim| dim[t] == Some(0)));
+    let exchanged =
+        |m: &[Mapping]| m.len() > 1 || m.iter().flatten().flatten().any(Option::is_none) || m.iter().any(shared_along);
     seen.into_iter().filter(|(_, w, r, m)| *w && *r && exchanged(m)).map(|(b, ..)| b.id()).collect()
 }
 

@@ -8,7 +8,10 @@
 //! `C[i] = C[i] op v` with `op` one of `+ * min max`, its init if any;
 //! or several such updates of distinct buffers, none reading another's
 //! output — TVM's tuple reductions, a layer norm's sum and sum of squares —
-//! each then carried through the steps below side by side), let
+//! each then carried through the steps below side by side; or a selection,
+//! every output `Select(cond, C[i], v)` under one comparison, as an argmax
+//! writes its index and value, combined by that comparison and started
+//! from the init's constants — `common::reduction::Reducer`), let
 //! T be the loops bound to `threadIdx` that its reduction variables use,
 //! directly nested from the outermost of them (the *chain*, which may hold
 //! other thread loops, over spatial axes), with serial loops below. The
@@ -37,7 +40,7 @@
 //! statements, or an output that depends on a thread loop of T.
 
 use crate::arith::{all_of, conjuncts, Analyzer};
-use crate::common::reduction::{combiners, identity, Combiner};
+use crate::common::reduction::{reducer, Reducer};
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{substitute, substitute_stmt};
 use tirc_ir::{BinOp, BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var};
@@ -92,11 +95,12 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let err = |m: String| Diagnostic::new(format!("cross-thread reduction of block `{name}`: {m}"));
     let path = root.loops_above(name).unwrap_or_default();
     let r = root.blocks().into_iter().find(|r| r.block.name == name).cloned().ok_or_else(|| err("not found".into()))?;
-    let parts = combiners(&r.block.body).ok_or_else(|| {
-        err("its update is not `C[..] = C[..] op v` with op one of + * min max (or several such, each of its own buffer and reading none of the others)".into())
+    let red_r = reducer(&r.block.body, r.block.init.as_ref()).ok_or_else(|| {
+        err("its update is not `C[..] = C[..] op v` with op one of + * min max (or several such, each of its own buffer and reading none of the others), nor a selection of one partial result as an argmax's (`Select(cond, C[..], v)` for every output, the init constants)".into())
     })?;
-    let locals = parts.iter().filter(|c| c.out.scope() == Scope::Local).count();
-    if locals != 0 && locals != parts.len() {
+    let outs: Vec<&Buffer> = red_r.outs.iter().map(|(b, _)| b).collect();
+    let locals = outs.iter().filter(|b| b.scope() == Scope::Local).count();
+    if locals != 0 && locals != outs.len() {
         return Err(err("some of its outputs are local and some are not: split it into one block each".into()));
     }
     let reduce_uses =
@@ -121,11 +125,9 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     });
     others.walk(&mut |x| {
         if let Stmt::Store { buffer, .. } = x {
-            touches |= parts.iter().any(|p| &p.out == buffer);
+            touches |= outs.contains(&buffer);
         }
-        x.for_each_expr(|e| {
-            e.walk(&mut |y| touches |= matches!(y, Expr::Load(lb, _) if parts.iter().any(|p| &p.out == lb)))
-        });
+        x.for_each_expr(|e| e.walk(&mut |y| touches |= matches!(y, Expr::Load(lb, _) if outs.contains(&lb))));
     });
     if touches {
         return Err(err(
@@ -165,20 +167,21 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     }
     // One shared array and one accumulator a component (`_red`, `_acc`,
     // numbered when there are several).
-    let suffix = |c: usize| if parts.len() == 1 { String::new() } else { c.to_string() };
-    let red: Vec<Buffer> = parts
+    let suffix = |c: usize| if outs.len() == 1 { String::new() } else { c.to_string() };
+    let red: Vec<Buffer> = outs
         .iter()
         .enumerate()
-        .map(|(c, p)| {
-            Buffer::new(format!("{name}_red{}", suffix(c)), p.out.dtype(), vec![Expr::int(n_s * n_t)], Scope::Shared)
+        .map(|(c, b)| {
+            Buffer::new(format!("{name}_red{}", suffix(c)), b.dtype(), vec![Expr::int(n_s * n_t)], Scope::Shared)
         })
         .collect();
-    let acc: Vec<Buffer> = parts
+    let acc: Vec<Buffer> = outs
         .iter()
         .enumerate()
-        .map(|(c, p)| Buffer::new(format!("{name}_acc{}", suffix(c)), p.out.dtype(), vec![Expr::int(1)], Scope::Local))
+        .map(|(c, b)| Buffer::new(format!("{name}_acc{}", suffix(c)), b.dtype(), vec![Expr::int(1)], Scope::Local))
         .collect();
-    let acc0 = |c: usize| Expr::Load(acc[c].clone(), vec![Expr::int(0)]);
+    let acc_at: Vec<(Buffer, Vec<Expr>)> = acc.iter().map(|a| (a.clone(), vec![Expr::int(0)])).collect();
+    let acc_loads: Vec<Expr> = acc_at.iter().map(|(a, i)| Expr::Load(a.clone(), i.clone())).collect();
 
     // A fresh copy of the chain's loops around `body`; returns it and the
     // map from old loop variables to new.
@@ -220,12 +223,8 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
             iv.var = nv.clone();
         }
     }
-    let updates = parts.iter().enumerate().map(|(c, Combiner { op, value, .. })| Stmt::Store {
-        buffer: acc[c].clone(),
-        indices: vec![Expr::int(0)],
-        value: Expr::binary(*op, acc0(c), value.clone()),
-    });
-    b1.body = substitute_stmt(&Stmt::seq(updates.collect()), &fresh);
+    let update = assign(&red_r, &acc_at, red_r.apply(&acc_loads, &red_r.elems), &format!("{name}_in"));
+    b1.body = substitute_stmt(&update, &fresh);
     let (reads, writes) = infer_block_regions(&b1);
     b1.reads = reads;
     b1.writes = writes;
@@ -245,20 +244,16 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let identity_map: Vec<(Var, Expr)> = vec![];
     let (base, t) = place(&identity_map);
     let at_thread = Analyzer::new().simplify(&(base + t));
-    let mut phase1_body: Vec<Stmt> = parts
+    let mut phase1_body: Vec<Stmt> = acc_at
         .iter()
-        .enumerate()
-        .map(|(c, p)| Stmt::Store {
-            buffer: acc[c].clone(),
-            indices: vec![Expr::int(0)],
-            value: identity(p.op, p.out.dtype()),
-        })
+        .zip(&red_r.start)
+        .map(|((a, i), v)| Stmt::Store { buffer: a.clone(), indices: i.clone(), value: v.clone() })
         .collect();
     phase1_body.push(inner_stmt);
-    phase1_body.extend((0..parts.len()).map(|c| Stmt::Store {
-        buffer: red[c].clone(),
+    phase1_body.extend(red.iter().zip(&acc_loads).map(|(rb, a)| Stmt::Store {
+        buffer: rb.clone(),
         indices: vec![at_thread.clone()],
-        value: acc0(c),
+        value: a.clone(),
     }));
     let mut phase1 = Stmt::seq(phase1_body);
     for a in acc.iter().rev() {
@@ -282,12 +277,12 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         phases.push(copy_chain(&format!("s{step}"), &|map| {
             let (base, t) = place(map);
             let at = |k: Expr| Analyzer::new().simplify(&(base.clone() + k));
-            let steps = parts.iter().zip(&red).map(|(p, rb)| {
-                let load = |k: Expr| Expr::Load(rb.clone(), vec![at(k)]);
-                let value = Expr::binary(p.op, load(t.clone()), load(t.clone() + Expr::int(up)));
-                Stmt::Store { buffer: rb.clone(), indices: vec![at(t.clone())], value }
-            });
-            Stmt::if_then(Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)), Stmt::seq(steps.collect()))
+            let loads =
+                |k: Expr| -> Vec<Expr> { red.iter().map(|rb| Expr::Load(rb.clone(), vec![at(k.clone())])).collect() };
+            let targets: Vec<(Buffer, Vec<Expr>)> = red.iter().map(|rb| (rb.clone(), vec![at(t.clone())])).collect();
+            let values = red_r.apply(&loads(t.clone()), &loads(t.clone() + Expr::int(up)));
+            let step_stmt = assign(&red_r, &targets, values, &format!("{name}_s{step}"));
+            Stmt::if_then(Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)), step_stmt)
         }));
         m = up;
         step += 1;
@@ -313,15 +308,9 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         let reduced: Vec<&Var> = chain.iter().filter(|l| reduce_uses(&l.var)).chain(inner).map(|l| &l.var).collect();
         let kept = conjuncts(&r.predicate).into_iter().filter(|c| !reduced.iter().any(|v| c.uses(v)));
         b.predicate = an.simplify(&substitute(&all_of(kept), &at_start));
-        let writes = parts.iter().zip(&red).map(|(p, rb)| {
-            let total = Expr::Load(rb.clone(), vec![base.clone()]);
-            Stmt::Store {
-                buffer: p.out.clone(),
-                indices: p.idx.clone(),
-                value: Expr::binary(p.op, Expr::Load(p.out.clone(), p.idx.clone()), total),
-            }
-        });
-        b.block.body = Stmt::seq(writes.collect());
+        let totals: Vec<Expr> = red.iter().map(|rb| Expr::Load(rb.clone(), vec![base.clone()])).collect();
+        let current: Vec<Expr> = red_r.outs.iter().map(|(o, i)| Expr::Load(o.clone(), i.clone())).collect();
+        b.block.body = assign(&red_r, &red_r.outs, red_r.apply(&current, &totals), &format!("{name}_w"));
         let (reads, writes) = infer_block_regions(&b.block);
         b.block.reads = reads;
         b.block.writes = writes;
@@ -342,4 +331,22 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         Stmt::For(l) if l.var == head => Some(replacement.clone()),
         _ => None,
     }))
+}
+
+/// `targets[c] = values[c]` for every component, together: where the
+/// components read one another (an argmax's index and value), the values
+/// are bound by `let`s first, named from `prefix`.
+fn assign(red: &Reducer, targets: &[(Buffer, Vec<Expr>)], values: Vec<Expr>, prefix: &str) -> Stmt {
+    let store =
+        |(b, i): &(Buffer, Vec<Expr>), value: Expr| Stmt::Store { buffer: b.clone(), indices: i.clone(), value };
+    if !red.coupled {
+        return Stmt::seq(targets.iter().zip(values).map(|(t, v)| store(t, v)).collect());
+    }
+    let vars: Vec<Var> =
+        targets.iter().enumerate().map(|(c, (b, _))| Var::new(format!("{prefix}_v{c}"), b.dtype())).collect();
+    let mut s = Stmt::seq(targets.iter().zip(&vars).map(|(t, v)| store(t, Expr::var(v))).collect());
+    for (v, value) in vars.iter().zip(values).rev() {
+        s = Stmt::Let { var: v.clone(), value, body: Box::new(s) };
+    }
+    s
 }
