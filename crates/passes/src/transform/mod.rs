@@ -24,6 +24,7 @@ pub mod promote_accumulators;
 pub mod relax_edge_guards;
 pub mod relax_guards;
 pub mod simplify;
+pub mod skip_idle_blocks;
 pub mod split_kernels;
 pub mod unroll_loops;
 pub mod verify_ir;
@@ -62,6 +63,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "loop_partition", run: |f, _| loop_partition::run(f) },
     Pass { name: "relax_edge_guards", run: |f, _| relax_edge_guards::run(f) },
     Pass { name: "hoist_invariant_guards", run: |f, _| hoist_invariant_guards::run(f) },
+    Pass { name: "skip_idle_blocks", run: |f, _| skip_idle_blocks::run(f) },
     Pass { name: "unroll_loops", run: |f, _| unroll_loops::run(f) },
 ];
 
