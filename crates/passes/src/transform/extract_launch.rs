@@ -257,7 +257,10 @@ fn extract(s: &Stmt, vars: &[(ThreadTag, Var, Expr)]) -> Stmt {
                 return s.map_children(|c| extract(c, vars));
             };
             let Some((_, v, ext)) = axis(&t) else { return s.clone() };
-            let body = substitute_stmt(&extract(&l.body, vars), &[(l.var.clone(), Expr::var(v))]);
+            // A loop from `min` (`T.thread_binding(3, 16, ..)`) runs its
+            // iteration `min + i` on thread `i`.
+            let at = if l.min.as_int() == Some(0) { Expr::var(v) } else { Expr::var(v) + l.min.clone() };
+            let body = substitute_stmt(&extract(&l.body, vars), &[(l.var.clone(), at)]);
             match (l.extent.as_int(), ext.as_int()) {
                 (Some(e), Some(x)) if e < x => Stmt::if_then(Expr::binary(BinOp::Lt, Expr::var(v), Expr::int(e)), body),
                 _ => body,
