@@ -221,7 +221,9 @@ impl Reducer {
 /// components (`combiners`, each starting from its operator's identity), or
 /// a selection of one partial result by a comparison both components share,
 /// as an argmax writes it (`idx = Select(val >= x, idx, k)`, `val =
-/// Select(val >= x, val, x)`), starting from the init's constants.
+/// Select(val >= x, val, x)`): one ordering comparison of one component's
+/// two sides, the same side taken by every component; starting from the
+/// init's constants.
 pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
     let placeholders = |outs: &[(Buffer, Vec<Expr>)], side: &str| -> Vec<Var> {
         outs.iter().enumerate().map(|(c, (b, _))| Var::new(format!("{side}{c}"), b.dtype())).collect()
@@ -299,6 +301,34 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
             return None;
         }
         combine.push(e);
+    }
+    // One comparison picks the whole left or the whole right partial result:
+    // `lhs_k op rhs_k` (op one of < <= > >=) of one component k, the same
+    // in every component, and every component takes the same side when it
+    // holds. Anything else (two different conditions, a component taking
+    // the other side) depends on the order of the elements.
+    let is = |e: &Expr, v: &Var| matches!(e, Expr::Var(x) if x == v);
+    let mut shared: Option<(Expr, bool)> = None;
+    for (c, e) in combine.iter().enumerate() {
+        let Expr::Select(cond, x, y) = e else { return None };
+        let left_first = if is(x, &lhs[c]) && is(y, &rhs[c]) {
+            true
+        } else if is(x, &rhs[c]) && is(y, &lhs[c]) {
+            false
+        } else {
+            return None;
+        };
+        match &shared {
+            None => shared = Some(((**cond).clone(), left_first)),
+            Some((first, side)) if same_expr(first, cond) && *side == left_first => {}
+            Some(_) => return None,
+        }
+    }
+    let (cond, _) = shared?;
+    let Expr::Binary(op, a, b) = &cond else { return None };
+    let ordered = (0..outs.len()).any(|k| (is(a, &lhs[k]) && is(b, &rhs[k])) || (is(a, &rhs[k]) && is(b, &lhs[k])));
+    if !matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge) || !ordered {
+        return None;
     }
     // Each thread starts from the init's value, a constant.
     let init_stores = flatten_stores(init?)?;
