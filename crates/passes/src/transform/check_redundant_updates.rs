@@ -16,7 +16,7 @@
 //! in registers (`promote_accumulators`) do: the refusal names the buffer
 //! and the axis.
 
-use tirc_ir::{Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{BinOp, Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut found = None;
@@ -47,7 +47,7 @@ type Found = Option<(String, String, bool)>;
 
 fn walk(
     s: &Stmt,
-    threads: &mut Vec<(Var, String)>,
+    threads: &mut Vec<(Var, String, Option<i64>)>,
     conds: &mut Vec<Expr>,
     lets: &mut Vec<(Var, Expr)>,
     found: &mut Found,
@@ -64,7 +64,7 @@ fn walk(
         Stmt::Launch { var, tag, extent, body } => {
             let many = !tag.is_block && extent.as_int() != Some(1);
             if many {
-                threads.push((var.clone(), tag.name()));
+                threads.push((var.clone(), tag.name(), extent.as_int()));
             }
             walk(body, threads, conds, lets, found);
             if many {
@@ -74,17 +74,19 @@ fn walk(
         Stmt::If { cond, then, orelse } => {
             conds.push(cond.clone());
             walk(then, threads, conds, lets, found);
-            if let Some(e) = orelse {
-                walk(e, threads, conds, lets, found);
-            }
             conds.pop();
+            if let Some(e) = orelse {
+                conds.push(Expr::Not(Box::new(cond.clone())));
+                walk(e, threads, conds, lets, found);
+                conds.pop();
+            }
         }
         Stmt::Store { buffer, indices, value } if matches!(buffer.scope(), Scope::Global | Scope::Shared) => {
             let mut reads = false;
             value.walk(&mut |e| reads |= matches!(e, Expr::Load(b, _) if b.key() == buffer.key()));
             let value = tirc_ir::subst::substitute(value, lets);
-            for (v, name) in threads.iter() {
-                if !indices.iter().any(|i| i.uses(v)) && !conds.iter().any(|c| c.uses(v)) && (reads || value.uses(v)) {
+            for (v, name, extent) in threads.iter() {
+                if !indices.iter().any(|i| i.uses(v)) && several_pass(v, *extent, conds) && (reads || value.uses(v)) {
                     *found = Some((buffer.name().to_string(), name.clone(), reads));
                     return;
                 }
@@ -92,4 +94,66 @@ fn walk(
         }
         _ => s.for_each_child(|c| walk(c, threads, conds, lets, found)),
     }
+}
+
+/// Whether more than one value of the thread index `v` (of `extent`
+/// threads) passes the conditions: each that names `v` must bound it by a
+/// constant (`v < 8`, `not v < 8`, `v == 0`); one of another form may pin a
+/// single thread, and counts as passing one.
+fn several_pass(v: &Var, extent: Option<i64>, conds: &[Expr]) -> bool {
+    let Some(mut hi) = extent else { return false };
+    let mut lo = 0i64;
+    for c in conds.iter().flat_map(crate::arith::conjuncts) {
+        if !c.uses(v) {
+            continue;
+        }
+        let (negated, inner) = match &c {
+            Expr::Not(x) => (true, (**x).clone()),
+            x => (false, x.clone()),
+        };
+        let Expr::Binary(op, a, b) = &inner else { return false };
+        // `v op k`, the variable on the left.
+        let (op, k) = match (&**a, &**b) {
+            (Expr::Var(x), k) if x == v => (*op, k.as_int()),
+            (k, Expr::Var(x)) if x == v => (
+                match op {
+                    BinOp::Lt => BinOp::Gt,
+                    BinOp::Le => BinOp::Ge,
+                    BinOp::Gt => BinOp::Lt,
+                    BinOp::Ge => BinOp::Le,
+                    o => *o,
+                },
+                k.as_int(),
+            ),
+            _ => return false,
+        };
+        let Some(k) = k else { return false };
+        let op = if negated {
+            match op {
+                BinOp::Lt => BinOp::Ge,
+                BinOp::Le => BinOp::Gt,
+                BinOp::Gt => BinOp::Le,
+                BinOp::Ge => BinOp::Lt,
+                BinOp::Eq => BinOp::Ne,
+                BinOp::Ne => BinOp::Eq,
+                _ => return false,
+            }
+        } else {
+            op
+        };
+        match op {
+            BinOp::Lt => hi = hi.min(k),
+            BinOp::Le => hi = hi.min(k + 1),
+            BinOp::Gt => lo = lo.max(k + 1),
+            BinOp::Ge => lo = lo.max(k),
+            BinOp::Eq => {
+                lo = lo.max(k);
+                hi = hi.min(k + 1);
+            }
+            // All but one still leaves several, where there were three.
+            BinOp::Ne => {}
+            _ => return false,
+        }
+    }
+    hi - lo > 1
 }
