@@ -5,7 +5,7 @@ __device__ __forceinline__ int tirc_floormod(int a, int b) { int r = a % b; retu
 __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __restrict__ A, const float* __restrict__ B, float* C) {
   float C_local[32];
   #pragma unroll
   for (int C_t0 = 0; C_t0 < 8; ++C_t0) {

@@ -5,7 +5,7 @@ __device__ __forceinline__ int tirc_floormod(int a, int b) { int r = a % b; retu
 __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { long long q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
-extern "C" __global__ void __launch_bounds__(128) row_sum_kernel(const float* __restrict__ A, float* __restrict__ B) {
+extern "C" __global__ void __launch_bounds__(128) row_sum_kernel(const float* __restrict__ A, float* B) {
   float B_local[1];
   if (((int)(threadIdx.x)) == 0) {
     B_local[0] = B[((int)(blockIdx.x))];

@@ -308,7 +308,24 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     // aliasing facts on it (read-only, no alias with W), and then drops
     // the stores to W that this load reads (found on TVM's argmax tests:
     // the result kept W's contents from before the launch).
-    let mixed = loaded_beside_written(f, &written);
+    let mut mixed = loaded_beside_written(f, &written);
+    // A global buffer the kernel both writes and reads may pass values
+    // between its threads (one writes, the others read after a barrier):
+    // `__restrict__` there let the CUDA compiler move the others' load
+    // above the barrier, and they read what was there before the launch
+    // (tests/data/conformance/global_total_read_by_all_threads.tir on the
+    // H100). Such buffers are plain pointers.
+    let mut loaded = HashSet::new();
+    f.body.walk(&mut |s| {
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let Expr::Load(b, _) = x {
+                    loaded.insert(b.clone());
+                }
+            })
+        })
+    });
+    mixed.extend(written.iter().filter(|b| b.scope() == Scope::Global && loaded.contains(*b)).cloned());
     for b in &f.params {
         let n = g.buf_name(b);
         let konst = if written.contains(b) { "" } else { "const " };
@@ -339,7 +356,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
             None if b.shape().iter().all(|e| e.is_size_expr(&f.sizes)) => 0,
             None => return Err(Diagnostic::new(format!("buffer `{}` has no constant size to allocate", b.name()))),
         };
-        sig.push(format!("{}* __restrict__ {n}", ctype(b.dtype())?));
+        let restrict = if mixed.contains(b) { "" } else { " __restrict__" };
+        sig.push(format!("{}*{restrict} {n}", ctype(b.dtype())?));
         scratch.push((n, b.dtype(), size.max(0) as usize));
     }
     // Run-time sizes are the last arguments; they are at least 1.
