@@ -30,8 +30,9 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
         .help(format!("index `{buffer}` by the loop bound to {axis}, or keep that loop serial"))
         .or_at_ir(f.span, "in this function")),
         Some((buffer, axis, true)) => Err(Diagnostic::new(format!(
-            "the kernel updates `{buffer}` (reads the element it writes) on every thread along {axis} at once: no \
-             loop bound to {axis} runs the block that updates it, but the kernel launches {axis} for another"
+            "the kernel updates `{buffer}` (reads the element it writes) from several threads along {axis} at \
+             once: the element's index does not name {axis} and no guard keeps the update to one thread (no loop \
+             bound to {axis} runs the block that updates it, or a condition lets several threads through)"
         ))
         .help(format!(
             "bind a loop of the updating block to {axis}, or keep its accumulator in registers (cache_write to \
