@@ -621,9 +621,7 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
         Stmt::Store { buffer, indices, value } if collided.is_none() => {
             let value = crate::subst::substitute(value, &lets);
             let mut accumulates = false;
-            value.walk(&mut |x| {
-                accumulates |= matches!(x, Expr::Load(b, i) if b == buffer && i.len() == indices.len() && i.iter().zip(indices).all(|(a, c)| crate::structural_eq::same_expr(a, c)))
-            });
+            value.walk(&mut |x| accumulates |= matches!(x, Expr::Load(b, i) if b == buffer && same(i, indices)));
             let axis = block.iter_vars.iter().find(|iv| {
                 iv.kind == IterKind::Spatial
                     && iv.dom.extent.as_int() != Some(1)

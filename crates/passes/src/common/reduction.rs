@@ -126,6 +126,11 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     Ok((body, init_name))
 }
 
+/// Whether `e` is a load of `b` at exactly `idx`.
+fn loads_element(e: &Expr, b: &Buffer, idx: &[Expr]) -> bool {
+    matches!(e, Expr::Load(lb, i) if lb == b && i.len() == idx.len() && i.iter().zip(idx).all(|(x, y)| same_expr(x, y)))
+}
+
 /// The combiner of `C[i] = C[i] op v`: `op` and `v`.
 pub fn combiner(store: &Stmt) -> Option<(Buffer, Vec<Expr>, BinOp, Expr)> {
     let Stmt::Store { buffer, indices, value } = store else { return None };
@@ -133,7 +138,7 @@ pub fn combiner(store: &Stmt) -> Option<(Buffer, Vec<Expr>, BinOp, Expr)> {
     if !matches!(op, BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max) {
         return None;
     }
-    let is_self = |e: &Expr| matches!(e, Expr::Load(lb, idx) if lb == buffer && idx.len() == indices.len() && idx.iter().zip(indices).all(|(x, y)| same_expr(x, y)));
+    let is_self = |e: &Expr| loads_element(e, buffer, indices);
     let reads_out = |e: &Expr| {
         let mut found = false;
         e.walk(&mut |x| found |= matches!(x, Expr::Load(lb, _) if lb == buffer));
@@ -256,7 +261,7 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
         e.walk(&mut |x| found |= is_out(x));
         found
     };
-    let own = |c: usize, e: &Expr| matches!(e, Expr::Load(lb, idx) if *lb == outs[c].0 && idx.len() == outs[c].1.len() && idx.iter().zip(&outs[c].1).all(|(x, y)| same_expr(x, y)));
+    let own = |c: usize, e: &Expr| loads_element(e, &outs[c].0, &outs[c].1);
     let mut elems = Vec::new();
     for (c, (_, _, value)) in stores.iter().enumerate() {
         let Expr::Select(_, x, y) = value else { return None };
@@ -282,9 +287,8 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
         }
         e.map_children(|c| replace(c, order, is_out))
     }
-    let out_var = |e: &Expr| -> Option<Var> {
-        outs.iter().position(|(b, idx)| matches!(e, Expr::Load(lb, i) if lb == b && i.len() == idx.len() && i.iter().zip(idx).all(|(x, y)| same_expr(x, y)))).map(|c| lhs[c].clone())
-    };
+    let out_var =
+        |e: &Expr| -> Option<Var> { outs.iter().position(|(b, idx)| loads_element(e, b, idx)).map(|c| lhs[c].clone()) };
     let mut combine = Vec::new();
     for (c, (_, _, value)) in stores.iter().enumerate() {
         let mut order = vec![(elems[c].clone(), rhs[c].clone())];

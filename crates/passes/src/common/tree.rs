@@ -4,7 +4,8 @@
 //! `ir`.)
 
 use super::error::{Result, ScheduleError};
-use tirc_ir::{BlockRealize, For, Stmt, Var};
+use tirc_ir::subst::replace_buffers_stmt;
+use tirc_ir::{BlockRealize, Buffer, For, Stmt, Var};
 
 /// `Stmt::rewrite`, for replacements that can fail.
 pub fn try_rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Result<Stmt>>) -> Result<Stmt> {
@@ -100,4 +101,23 @@ pub fn fresh_name(taken: &[String], base: &str) -> String {
         return base.to_string();
     }
     (1..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+}
+
+/// `s` with buffer `b` replaced by `nb` (the same buffer with another
+/// property: its scope, its swizzle) in every access and in the block that
+/// allocates it.
+pub fn replace_buffer(s: &Stmt, b: &Buffer, nb: &Buffer) -> Stmt {
+    let body = replace_buffers_stmt(s, &[(b.clone(), nb.clone())]);
+    body.rewrite(&mut |x| match x {
+        Stmt::Block(r) if r.block.alloc_buffers.contains(b) => {
+            let mut r = (**r).clone();
+            for a in &mut r.block.alloc_buffers {
+                if a == b {
+                    *a = nb.clone();
+                }
+            }
+            Some(Stmt::Block(Box::new(r)))
+        }
+        _ => None,
+    })
 }

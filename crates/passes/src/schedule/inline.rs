@@ -28,7 +28,7 @@ use super::{BlockRV, Result, Schedule, ScheduleError};
 
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
-use tirc_ir::subst::{replace_buffers_stmt, substitute};
+use tirc_ir::subst::substitute;
 use tirc_ir::{BlockRealize, Buffer, Expr, IterKind, Scope, Stmt, Var};
 
 pub fn compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
@@ -153,22 +153,7 @@ pub fn set_scope(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -
     })?;
     check_allocated(sch, &b)?;
     let nb = b.with(|n| n.scope = sc);
-    let body = replace_buffers_stmt(&sch.func.body, &[(b.clone(), nb.clone())]);
-    sch.func.body = body.rewrite(&mut |s| match s {
-        Stmt::Block(x) if x.block.alloc_buffers.contains(&b) => {
-            let mut x = (**x).clone();
-            for a in &mut x.block.alloc_buffers {
-                if *a == b {
-                    *a = nb.clone();
-                }
-            }
-            x.block.body = x.block.body.rewrite(&mut |_| None);
-            let inner = replace_buffers_stmt(&x.block.body, &[(b.clone(), nb.clone())]);
-            x.block.body = inner;
-            Some(Stmt::Block(Box::new(x)))
-        }
-        _ => None,
-    });
+    sch.func.body = crate::common::tree::replace_buffer(&sch.func.body, &b, &nb);
     Ok(())
 }
 

@@ -28,7 +28,6 @@
 
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use tirc_ir::buffer::{swizzle_atom, SWIZZLES};
-use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{Scope, Stmt};
 
 pub fn storage_swizzle(sch: &mut Schedule, block: &BlockRV, buffer_index: i64, bytes: i64) -> Result<()> {
@@ -84,18 +83,6 @@ pub fn storage_swizzle(sch: &mut Schedule, block: &BlockRV, buffer_index: i64, b
         )));
     }
     let nb = b.with(|n| n.swizzle = bytes);
-    let body = replace_buffers_stmt(&sch.func.body, &[(b.clone(), nb.clone())]);
-    sch.func.body = body.rewrite(&mut |s| match s {
-        Stmt::Block(x) if x.block.alloc_buffers.contains(&b) => {
-            let mut x = (**x).clone();
-            for a in &mut x.block.alloc_buffers {
-                if *a == b {
-                    *a = nb.clone();
-                }
-            }
-            Some(Stmt::Block(Box::new(x)))
-        }
-        _ => None,
-    });
+    sch.func.body = crate::common::tree::replace_buffer(&sch.func.body, &b, &nb);
     Ok(())
 }
