@@ -14,6 +14,7 @@ mod lower;
 mod nvrtc_golden;
 mod registry;
 mod roundtrip;
+mod scalars;
 mod schedules;
 mod semantics;
 mod simulator;

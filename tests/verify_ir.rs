@@ -91,6 +91,7 @@ fn an_unbound_variable_and_an_unallocated_buffer_are_internal_errors() {
         name: "f".into(),
         params: vec![a.clone()],
         sizes: vec![],
+        scalars: vec![],
         attrs: vec![],
         body,
         span: None,

@@ -38,6 +38,12 @@ pub struct CudaKernel {
     /// (`tirc::compile::Compiled::bind_sizes`); `launch.grid` is then the
     /// grid for them.
     pub size_values: Vec<i64>,
+    /// The function's scalar parameters (`PrimFunc::scalars`, `alpha:
+    /// T.float32`): by-value arguments after the sizes, by name and type.
+    pub scalars: Vec<(String, DType)>,
+    /// The value of each scalar for the next launches, once given
+    /// (`tirc::compile::Compiled::bind_scalars`).
+    pub scalar_values: Vec<f64>,
     /// Each grid extent as a C expression of the sizes (`(m + 63) / 64`),
     /// for a launcher that computes the grid at run time.
     pub grid_exprs: [String; 3],
@@ -368,6 +374,13 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         sizes.push((n, v.dtype()));
         g.an.bind_sizes(std::slice::from_ref(v));
     }
+    // Then the scalar values, each passed by value in its own type.
+    let mut scalars = Vec::new();
+    for v in &f.scalars {
+        let n = g.var_name(v);
+        sig.push(format!("{} {n}", ctype(v.dtype())?));
+        scalars.push((n, v.dtype()));
+    }
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
     let (offsets, total) = tirc_ir::launch::shared_layout(&f.body);
@@ -462,6 +475,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         dynamic_shared_bytes,
         sizes,
         size_values: Vec::new(),
+        scalars,
+        scalar_values: Vec::new(),
         grid_exprs,
         min_blocks_per_sm,
     })
@@ -647,6 +662,7 @@ pub fn translation_unit(kernels: &[&CudaKernel]) -> String {
 /// Every type a buffer, a cast or a literal of `f` has.
 fn dtypes(f: &PrimFunc) -> HashSet<DType> {
     let mut out: HashSet<DType> = f.params.iter().map(|b| b.dtype()).collect();
+    out.extend(f.scalars.iter().map(|v| v.dtype()));
     f.body.walk(&mut |s| {
         if let Stmt::Allocate { buffer, .. } = s {
             out.insert(buffer.dtype());

@@ -362,6 +362,11 @@ pub struct LoadedKernel {
     sizes: Vec<SizeArg>,
     /// The kernel's run-time sizes, by name and type.
     size_types: Vec<(String, DType)>,
+    /// The scalar parameters' values, passed after the sizes (empty until
+    /// `set_scalars` for a kernel loaded without values).
+    scalars: Vec<ScalarArg>,
+    /// The kernel's scalar parameters, by name and type.
+    scalar_types: Vec<(String, DType)>,
 }
 
 /// The size arguments of `k` for `values`, each checked against its type.
@@ -388,6 +393,34 @@ fn size_args_of(name: &str, sizes: &[(String, DType)], values: &[i64]) -> Result
 enum SizeArg {
     I32(i32),
     I64(i64),
+}
+
+/// A scalar parameter's value (`alpha: T.float32`) as a kernel argument,
+/// in the parameter's type: a float16 or bfloat16 as its 16 bits.
+#[derive(Clone, Copy, Debug)]
+enum ScalarArg {
+    F32(f32),
+    F64(f64),
+    Bits16(u16),
+}
+
+/// The scalar arguments of kernel `name` for `values`, one per parameter
+/// of `types`, each rounded to its type.
+fn scalar_args_of(name: &str, types: &[(String, DType)], values: &[f64]) -> Result<Vec<ScalarArg>, String> {
+    if values.len() != types.len() {
+        return Err(format!("kernel {name} takes {} scalar values, {} given", types.len(), values.len()));
+    }
+    types
+        .iter()
+        .zip(values)
+        .map(|((n, t), v)| match t {
+            DType::Float(32) => Ok(ScalarArg::F32(*v as f32)),
+            DType::Float(64) => Ok(ScalarArg::F64(*v)),
+            DType::Float(16) => Ok(ScalarArg::Bits16(half::f16::from_f64(*v).to_bits())),
+            DType::BFloat16 => Ok(ScalarArg::Bits16(half::bf16::from_f64(*v).to_bits())),
+            t => Err(format!("kernel {name}: scalar parameter {n} of type {t} cannot be passed")),
+        })
+        .collect()
 }
 
 impl LoadedKernel {
@@ -427,7 +460,22 @@ impl LoadedKernel {
         Ok(())
     }
 
+    /// The values of the scalar parameters (`CudaKernel::scalars`) for the
+    /// next launches, each rounded to its type.
+    pub fn set_scalars(&mut self, values: &[f64]) -> Result<(), String> {
+        self.scalars = scalar_args_of(&self.name, &self.scalar_types, values)?;
+        Ok(())
+    }
+
     fn check_sizes(&self) -> Result<(), String> {
+        if self.scalars.len() != self.scalar_types.len() {
+            let names: Vec<&str> = self.scalar_types.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!(
+                "kernel {} takes scalar values ({}) that were given none",
+                self.name,
+                names.join(", ")
+            ));
+        }
         if self.sizes.len() != self.size_types.len() {
             let names: Vec<&str> = self.size_types.iter().map(|(n, _)| n.as_str()).collect();
             return Err(format!(
@@ -594,6 +642,11 @@ impl Gpu {
         }
         // A generic kernel loads without values; `set_sizes` gives them.
         let sizes = if k.size_values.len() == k.sizes.len() { size_args(k, &k.size_values)? } else { Vec::new() };
+        let scalars = if k.scalar_values.len() == k.scalars.len() {
+            scalar_args_of(&k.name, &k.scalars, &k.scalar_values)?
+        } else {
+            Vec::new()
+        };
         let scratch = k
             .scratch
             .iter()
@@ -626,6 +679,8 @@ impl Gpu {
                 scratch,
                 sizes,
                 size_types: k.sizes.clone(),
+                scalars,
+                scalar_types: k.scalars.clone(),
             })
         })
     }
@@ -706,6 +761,13 @@ impl Gpu {
                 SizeArg::I64(x) => args.arg(x),
             };
         }
+        for v in &k.scalars {
+            match v {
+                ScalarArg::F32(x) => args.arg(x),
+                ScalarArg::F64(x) => args.arg(x),
+                ScalarArg::Bits16(x) => args.arg(x),
+            };
+        }
         unsafe { args.launch(k.cfg) }.map(|_| ()).map_err(|e| format!("launching kernel {} failed: {e}", k.name))
     }
 
@@ -773,6 +835,14 @@ impl Gpu {
                 params.push(match v {
                     SizeArg::I32(x) => x as *mut i32 as *mut std::ffi::c_void,
                     SizeArg::I64(x) => x as *mut i64 as *mut std::ffi::c_void,
+                });
+            }
+            let mut scalars = k.scalars.clone();
+            for v in scalars.iter_mut() {
+                params.push(match v {
+                    ScalarArg::F32(x) => x as *mut f32 as *mut std::ffi::c_void,
+                    ScalarArg::F64(x) => x as *mut f64 as *mut std::ffi::c_void,
+                    ScalarArg::Bits16(x) => x as *mut u16 as *mut std::ffi::c_void,
                 });
             }
             let cfg = k.cfg;

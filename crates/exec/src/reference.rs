@@ -62,6 +62,7 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
             name: format!("{}_ref{i}", f.name),
             params: params.clone(),
             sizes: f.sizes.clone(),
+            scalars: f.scalars.clone(),
             attrs: vec![],
             body: root_block(item, vec![]),
             span: f.span,

@@ -87,6 +87,8 @@ fn kernel(name: &str, source: String, grid: i64, block: i64, params: usize, shar
         dynamic_shared_bytes: shared,
         sizes: vec![],
         size_values: vec![],
+        scalars: vec![],
+        scalar_values: vec![],
         grid_exprs: [grid.to_string(), "1".into(), "1".into()],
         min_blocks_per_sm: None,
     }

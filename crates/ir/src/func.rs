@@ -22,6 +22,11 @@ pub struct PrimFunc {
     /// a scalar argument of the kernel, after its buffers, and may appear
     /// in buffer shapes, loop extents and the grid.
     pub sizes: Vec<Var>,
+    /// Scalar parameters of the computation (`alpha: T.float32`), in the
+    /// order they were declared: values the caller passes, never sizes (a
+    /// float cannot index, bound a loop or shape a buffer). Each is a
+    /// by-value argument of every kernel, after its sizes.
+    pub scalars: Vec<Var>,
     pub attrs: Annotations,
     pub body: Stmt,
     /// The function's name in the source, where an error found while
@@ -81,6 +86,26 @@ impl PrimFunc {
             params: self.params.iter().map(swap).collect(),
             sizes: self.sizes.iter().filter(|v| !map.iter().any(|(x, _)| x == *v)).cloned().collect(),
             body,
+            ..self.clone()
+        }
+    }
+
+    /// This function with its scalar parameters replaced by the given
+    /// values (those not given stay parameters): what the simulator and the
+    /// reference run, as the kernel computes with the values it is passed
+    /// (each already rounded to its type).
+    pub fn bind_scalars(&self, values: &[(Var, f64)]) -> PrimFunc {
+        let map: Vec<(Var, Expr)> = values
+            .iter()
+            .filter(|(v, _)| self.scalars.contains(v))
+            .map(|(v, x)| (v.clone(), Expr::Float(*x, v.dtype())))
+            .collect();
+        if map.is_empty() {
+            return self.clone();
+        }
+        PrimFunc {
+            body: self.body.map_exprs(&mut |e| substitute(e, &map)),
+            scalars: self.scalars.iter().filter(|v| !map.iter().any(|(x, _)| x == *v)).cloned().collect(),
             ..self.clone()
         }
     }

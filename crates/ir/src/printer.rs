@@ -218,6 +218,9 @@ impl Printer {
                 params.push(format!("{name}: T.Buffer({decl})"));
             }
         }
+        for v in &f.scalars {
+            params.push(format!("{}: T.{}", self.var(v), v.dtype()));
+        }
         self.line(0, "@T.prim_func");
         self.line(0, &format!("def {}({}):", f.name, params.join(", ")));
         if !f.attrs.is_empty() {

@@ -69,6 +69,15 @@ fn build_kernel(
     // A function of run-time sizes (`m = T.int32()`) is compiled once; each
     // call binds the sizes its arrays have (`Kernel::bind`).
     let compiled = compile(source, &request).map_err(|ds| diagnostics(&ds, filename, source))?;
+    if !compiled.original.scalars.is_empty() {
+        let names: Vec<&str> = compiled.original.scalars.iter().map(|v| v.name()).collect();
+        return Err(err(format!(
+            "function {} takes scalar parameters ({}), which the Python package cannot pass yet: run it with `tirc run -D {}=..`, or call the launcher of `tirc build`",
+            compiled.original.name,
+            names.join(", "),
+            names[0]
+        )));
+    }
     Ok(Kernel { compiled, request, loaded: RefCell::new(None), bound: RefCell::new(None) })
 }
 

@@ -18,6 +18,10 @@ pub struct Request {
     /// The function to use when no schedule is named.
     pub func: Option<String>,
     pub defines: Vec<(String, i64)>,
+    /// The `-D` values that are not integers (`-D alpha=0.5`): for the
+    /// function's scalar parameters (`alpha: T.float32`) only. An integer
+    /// `-D` gives a scalar parameter its value too.
+    pub fractions: Vec<(String, f64)>,
     pub params: Vec<(String, String)>,
     /// Compile size variables (`m = T.int32()`) as the constants their
     /// `-D` values give, instead of as run-time kernel arguments.
@@ -49,6 +53,9 @@ pub struct Compiled {
     /// Warnings about the lowered kernels: they are correct, but likely
     /// slower than meant (`verify_local_indices`).
     pub warnings: Vec<Diagnostic>,
+    /// The values `bind_scalars` gave the function's scalar parameters, and
+    /// whether each was drawn at random (no `-D` gave it).
+    pub scalar_values: Vec<(Var, f64, bool)>,
 }
 
 /// One kernel of a compiled function.
@@ -155,6 +162,57 @@ impl Compiled {
             }
         }
         Ok(self)
+    }
+}
+
+impl Compiled {
+    /// This compilation with every scalar parameter (`alpha: T.float32`)
+    /// given its value: the one a `-D` gives (`defines`, then `fractions`),
+    /// else one drawn from `seed` uniformly in [-1, 1), as the inputs are;
+    /// each rounded to its type. The reference, the scheduled function and
+    /// every kernel's IR take the values as constants (what the simulator
+    /// runs); each CUDA kernel is given them as arguments, its source
+    /// unchanged.
+    pub fn bind_scalars(mut self, defines: &[(String, i64)], fractions: &[(String, f64)], seed: u64) -> Compiled {
+        if self.original.scalars.is_empty() {
+            return self;
+        }
+        let mut rng = tirc_exec::data::Rng::new(seed ^ 0x5ca1_a25e_ed00_0001);
+        let mut values = Vec::new();
+        for v in &self.original.scalars {
+            let given = fractions
+                .iter()
+                .rev()
+                .find(|(n, _)| n == v.name())
+                .map(|(_, x)| *x)
+                .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64));
+            let x = given.unwrap_or_else(|| rng.uniform());
+            values.push((v.clone(), round_to(v.dtype(), x), given.is_none()));
+        }
+        let bound: Vec<(Var, f64)> = values.iter().map(|(v, x, _)| (v.clone(), *x)).collect();
+        self.original = self.original.bind_scalars(&bound);
+        self.scheduled = self.scheduled.bind_scalars(&bound);
+        for k in &mut self.kernels {
+            k.cuda.scalar_values =
+                k.lowered.scalars.iter().map(|v| bound.iter().find(|(x, _)| x == v).map_or(0.0, |(_, x)| *x)).collect();
+            k.lowered = k.lowered.bind_scalars(&bound);
+            for (_, f) in &mut k.after {
+                *f = f.bind_scalars(&bound);
+            }
+        }
+        self.scalar_values = values;
+        self
+    }
+}
+
+/// `x` as the nearest value of the floating-point type `t`.
+fn round_to(t: DType, x: f64) -> f64 {
+    match tirc_exec::data::HostData::zeros(t, 1) {
+        Ok(mut d) => {
+            d.set_f64(&[x]);
+            d.get(0)
+        }
+        Err(_) => x,
     }
 }
 
@@ -407,7 +465,23 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         warnings.extend(transform::verify_local_indices::check(&lowered));
         kernels.push(Kernel { after, lowered, cuda });
     }
-    Ok(Compiled { module, original, scheduled, trace, replay, kernels, intermediates, warnings })
+    check_fractions(&original, &req.fractions)?;
+    Ok(Compiled { module, original, scheduled, trace, replay, kernels, intermediates, warnings, scalar_values: vec![] })
+}
+
+/// A `-D` that is not an integer names a scalar parameter of `f`: module
+/// constants and sizes are integers.
+fn check_fractions(f: &PrimFunc, fractions: &[(String, f64)]) -> Result<(), Diagnostic> {
+    for (n, x) in fractions {
+        if !f.scalars.iter().any(|v| v.name() == n) {
+            let d = Diagnostic::new(format!(
+                "-D {n}={x}: `{n}` is not a scalar parameter of `{}`; module constants and sizes are integers",
+                f.name
+            ));
+            return Err(did_you_mean(d, n, f.scalars.iter().map(|v| v.name())));
+        }
+    }
+    Ok(())
 }
 
 /// `-D NAME=VALUE`: a module constant to override.
@@ -415,6 +489,37 @@ pub fn parse_define(s: &str) -> Result<(String, i64), String> {
     let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
     let v: i64 = v.trim().parse().map_err(|_| format!("`{v}` is not an integer"))?;
     Ok((n.trim().to_string(), v))
+}
+
+/// A `-D` value: an integer, or a number with a fraction or an exponent
+/// (`-D alpha=0.5`), for a scalar parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Number {
+    Int(i64),
+    Fraction(f64),
+}
+
+impl std::fmt::Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Number::Int(i) => write!(f, "{i}"),
+            Number::Fraction(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+/// `-D NAME=VALUE` where VALUE may be any finite number.
+pub fn parse_number_define(s: &str) -> Result<(String, Number), String> {
+    let (n, v) = s.split_once('=').ok_or_else(|| format!("expected NAME=VALUE, got `{s}`"))?;
+    let t = v.trim();
+    let x = match t.parse::<i64>() {
+        Ok(i) => Number::Int(i),
+        Err(_) => match t.parse::<f64>() {
+            Ok(x) if x.is_finite() => Number::Fraction(x),
+            _ => return Err(format!("`{v}` is not a number")),
+        },
+    };
+    Ok((n.trim().to_string(), x))
 }
 
 /// `-p NAME=VALUE`: a schedule parameter to override.

@@ -147,7 +147,7 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
     let names: Vec<(tirc_ir::Var, String)> =
         f.sizes.iter().cloned().zip(first.sizes.iter().map(|(n, _)| n.clone())).collect();
     let sizes: Vec<(String, DType)> = first.sizes.clone();
-    let signature = launch_signature(&name, &args, &sizes)?;
+    let signature = launch_signature(&name, &args, &sizes, &first.scalars)?;
     let header = header(&name, c, req, o, &args, &signature, &names)?;
     let source = format!(
         "// {name}.cu: {}\n// nvcc compiles the kernels and the launcher; NVRTC the kernels only.\n{device}\n{}",
@@ -201,15 +201,21 @@ fn provenance(c: &Compiled, req: &Request, o: &Options) -> String {
     s
 }
 
-/// `cudaError_t <name>_launch(const float* A, ..., int m, cudaStream_t
-/// stream)`: the buffers, then the run-time sizes.
-fn launch_signature(name: &str, args: &[Arg], sizes: &[(String, DType)]) -> Result<String, String> {
+/// `cudaError_t <name>_launch(const float* A, ..., int m, float alpha,
+/// cudaStream_t stream)`: the buffers, the run-time sizes, then the scalar
+/// parameters.
+fn launch_signature(
+    name: &str,
+    args: &[Arg],
+    sizes: &[(String, DType)],
+    scalars: &[(String, DType)],
+) -> Result<String, String> {
     let mut ps = Vec::new();
     for a in args {
         let konst = if a.access == "read" || a.access == "unused" { "const " } else { "" };
         ps.push(format!("{konst}{}* {}", c_type(a.buffer.dtype())?, a.c_name));
     }
-    for (n, t) in sizes {
+    for (n, t) in sizes.iter().chain(scalars) {
         ps.push(format!("{} {n}", c_type(*t)?));
     }
     ps.push("cudaStream_t stream".to_string());
@@ -226,7 +232,8 @@ fn header(
     names: &Names,
 ) -> Result<String, String> {
     let mut h = format!("// {name}.h: {}\n#pragma once\n#include <cuda_runtime.h>\n", provenance(c, req, o));
-    let types: Vec<DType> = args.iter().map(|a| a.buffer.dtype()).collect();
+    let types: Vec<DType> =
+        args.iter().map(|a| a.buffer.dtype()).chain(c.original.scalars.iter().map(|v| v.dtype())).collect();
     if types.contains(&DType::Float(16)) {
         h += "#include <cuda_fp16.h>\n";
     }
@@ -261,6 +268,10 @@ fn header(
             "// {} known only at run time: each at least 1 (else cudaErrorInvalidValue),\n// the grid computed from them.\n",
             sizes.join(", ")
         );
+    }
+    if !c.original.scalars.is_empty() {
+        let scalars: Vec<String> = c.first().cuda.scalars.iter().map(|(n, t)| format!("{n} ({t})")).collect();
+        h += &format!("// {}: scalar values, passed as they are.\n", scalars.join(", "));
     }
     h += "// Returns the first error of an allocation or a launch; an error while a\n// kernel runs shows at the next synchronization of the stream.\n";
     h += &format!("{sig};\n\n#ifdef __cplusplus\n}}\n#endif\n");
@@ -341,6 +352,7 @@ fn launcher(
             .map(|a| a.c_name.as_str())
             .chain(scratch.iter().map(String::as_str))
             .chain(k.sizes.iter().map(|(n, _)| n.as_str()))
+            .chain(k.scalars.iter().map(|(n, _)| n.as_str()))
             .collect();
         s += &format!(
             "  {}<<<dim3({}, {}, {}), dim3({}, {}, {}), {dynamic}, stream>>>({});\n  if ((err = cudaGetLastError()) != cudaSuccess) goto done;\n",
@@ -411,6 +423,8 @@ fn metadata(
                 "arguments": args.iter().chain(intermediates).map(|a| a.c_name.clone()).collect::<Vec<_>>(),
                 // After the arguments and the scratch buffers, by value.
                 "sizes": k.sizes.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+                // Then the scalar parameters, by value.
+                "scalars": k.scalars.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
                 "scratch": k.scratch.iter().map(|(n, t, count)| json!({"name": n, "dtype": t.to_string(), "elements": count})).collect::<Vec<_>>(),
             })
         })
@@ -434,6 +448,8 @@ fn metadata(
         // Scalar arguments known at run time, after the buffers (and each
         // kernel's scratch), in this order.
         "sizes": names.iter().map(|(v, n)| json!({"name": n, "dtype": v.dtype().to_string()})).collect::<Vec<_>>(),
+        // Then the scalar parameters (`alpha: T.float32`), by value.
+        "scalars": c.first().cuda.scalars.iter().map(|(n, t)| json!({"name": n, "dtype": t.to_string()})).collect::<Vec<_>>(),
         "intermediates": inter,
         "kernels": kernels,
     }))

@@ -146,3 +146,21 @@ fn a_run_time_size_is_an_argument_of_the_launcher() {
         assert!(dir.join("matmul.ptx").exists() && dir.join("matmul.cubin").exists());
     }
 }
+
+#[test]
+fn scalar_parameters_are_arguments_of_the_launcher() {
+    let dir = out_dir("scalars");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "tests/data/sizes/scalars.tir", "-s", "two_kernels", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let header = std::fs::read_to_string(dir.join("gemm.h")).unwrap();
+    assert!(header.contains("float* C, float alpha, float beta, cudaStream_t stream);"), "{header}");
+    let source = std::fs::read_to_string(dir.join("gemm.cu")).unwrap();
+    assert!(source.contains("(A, B, C0, C, S, alpha, beta);"), "each kernel is passed the values:\n{source}");
+    let j = json(&dir);
+    assert_eq!(
+        j["scalars"],
+        serde_json::json!([{"name": "alpha", "dtype": "float32"}, {"name": "beta", "dtype": "float32"}])
+    );
+    assert_eq!(j["kernels"][1]["scalars"], serde_json::json!(["alpha", "beta"]));
+}

@@ -88,6 +88,22 @@ fn bad_input_exits_1_with_a_located_diagnostic() {
 }
 
 #[test]
+fn scalar_parameters_take_their_values_from_d_or_the_seed() {
+    let f = "tests/data/sizes/scalars.tir";
+    let o = tirc(&["run", f, "-s", "fused", "-D", "alpha=0.5", "-D", "beta=2", "--target", "sim", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"scalars\": {\"alpha\": 0.5, \"beta\": 2}"), "{}", stdout(&o));
+    let o = tirc(&["run", f, "-s", "fused", "--seed", "4", "--target", "sim"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("scalars: alpha = ") && stdout(&o).contains("(random)"), "{}", stdout(&o));
+    let o = tirc(&["run", f, "-s", "fused", "-D", "M=0.5", "--target", "sim"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("`M` is not a scalar parameter"), "{}", stderr(&o));
+    let o = tirc(&["run", f, "-s", "fused", "-D", "alpha=fast", "--target", "sim"]);
+    assert_eq!(code(&o), 2, "not a number is a usage error");
+}
+
+#[test]
 fn unknown_overrides_are_bad_input() {
     let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step2", "-p", "BQ=3"]);
     assert_eq!(code(&o), 1);

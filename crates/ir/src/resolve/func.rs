@@ -51,6 +51,8 @@ pub(crate) struct FuncResolver<'a> {
     pub(crate) mode: SizeMode,
     /// The run-time size variables declared so far, in order, and where.
     pub(crate) size_vars: Vec<Var>,
+    /// The scalar parameters (`alpha: T.float32`), in order.
+    pub(crate) scalar_vars: Vec<Var>,
     pub(crate) size_spans: Vec<(String, Span)>,
     pub scopes: Vec<Vec<(String, Binding)>>,
     pub errors: Vec<Diagnostic>,
@@ -88,6 +90,7 @@ pub(crate) fn resolve_prim_func(
         used_sizes: vec![],
         mode,
         size_vars: vec![],
+        scalar_vars: vec![],
         size_spans: vec![],
         scopes: vec![vec![]],
         errors: vec![],
@@ -113,6 +116,20 @@ pub(crate) fn resolve_prim_func(
                 }
                 bufs.push(Some(Buffer::new("", DType::I32, vec![], Scope::Global)));
             }
+            Ok(None) if scalar_type(p.annotation.as_ref()).is_some() => {
+                // A value the caller passes (`alpha: T.float32`): usable in
+                // any block, as a size is.
+                let dtype = scalar_type(p.annotation.as_ref()).unwrap_or(DType::F32);
+                let v = Var::new(&p.name.name, dtype);
+                // A whole-number `-D` gives it its value when it runs.
+                if r.sizes.iter().any(|(n, _)| *n == p.name.name) {
+                    r.used_sizes.push(p.name.name.clone());
+                }
+                r.block_vars.push(v.key());
+                r.bind(&p.name.name, Binding::Var(v.clone()));
+                r.scalar_vars.push(v);
+                bufs.push(Some(Buffer::new("", dtype, vec![], Scope::Global)));
+            }
             Ok(None) => {
                 r.bind(&p.name.name, Binding::Handle);
                 r.handles.push((p.name.name.clone(), None));
@@ -135,7 +152,9 @@ pub(crate) fn resolve_prim_func(
     let mut out_params = Vec::new();
     for (p, b) in params.iter().zip(bufs) {
         match b {
-            Some(b) if is_size_annotation(p.annotation.as_ref()) && b.name().is_empty() => {}
+            Some(b)
+                if (is_size_annotation(p.annotation.as_ref()) || scalar_type(p.annotation.as_ref()).is_some())
+                    && b.name().is_empty() => {}
             Some(b) => out_params.push(b),
             None => match r.handles.iter().find(|(n, _)| *n == p.name.name) {
                 Some((_, Some(b))) => out_params.push(b.clone()),
@@ -167,6 +186,7 @@ pub(crate) fn resolve_prim_func(
         name: name.name.clone(),
         params: out_params,
         sizes: r.size_vars,
+        scalars: r.scalar_vars,
         attrs: r.attrs,
         body,
         span: Some(name.span),
@@ -320,14 +340,19 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(p.span, format!("parameter `{}` has no type", p.name.name))
                 .help(format!("write `{}: T.Buffer((M, N), \"float32\")`", p.name.name)));
         };
-        if dotted(ann).as_deref() == Some("T.handle") || is_size_annotation(Some(ann)) {
+        if dotted(ann).as_deref() == Some("T.handle")
+            || is_size_annotation(Some(ann))
+            || scalar_type(Some(ann)).is_some()
+        {
             return Ok(None);
         }
         if let Some(t) = dotted(ann).and_then(|d| d.strip_prefix("T.").map(str::to_string)) {
             if DType::parse(&t).is_some() {
                 return Err(Diagnostic::at(
                     ann.span,
-                    format!("a scalar parameter of type {t} is not supported: only integer sizes are"),
+                    format!(
+                        "a scalar parameter of type {t} is not supported: integer sizes and floating-point values are"
+                    ),
                 )
                 .help("pass the value in a one-element buffer, or make it a module constant"));
             }
@@ -969,7 +994,15 @@ impl FuncResolver<'_> {
             };
             loops.push((min, extent, kind, ann));
         }
-        for (_, ext, _, _) in &loops {
+        for (min, ext, _, _) in &loops {
+            for x in [min, ext] {
+                if !x.dtype().is_int() {
+                    return Err(Diagnostic::at(
+                        iter.span,
+                        format!("a loop's bounds must be integers, not {}", x.dtype()),
+                    ));
+                }
+            }
             if let Some(e) = ext.as_int() {
                 if e <= 0 {
                     return Err(Diagnostic::at(iter.span, format!("a loop must run at least once, not {e} times")));
@@ -1172,6 +1205,14 @@ fn is_size_annotation(ann: Option<&ast::Expr>) -> bool {
     ann.and_then(dotted)
         .and_then(|d| d.strip_prefix("T.").and_then(DType::parse))
         .is_some_and(|t| t.is_int() && t != DType::Bool)
+}
+
+/// The type of a scalar value parameter, `alpha: T.float32` (or another
+/// floating-point type).
+fn scalar_type(ann: Option<&ast::Expr>) -> Option<DType> {
+    ann.and_then(dotted)
+        .and_then(|d| d.strip_prefix("T.").and_then(DType::parse))
+        .filter(|t| matches!(t, DType::Float(16 | 32 | 64) | DType::BFloat16))
 }
 
 /// `T.int32()`, `T.int64()`, or TVM's older `T.var("int32")`.

@@ -63,6 +63,7 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
                 name: if i == 0 { f.name.clone() } else { format!("{}_{i}", f.name) },
                 params: params.clone(),
                 sizes: f.sizes.clone(),
+                scalars: f.scalars.clone(),
                 attrs: f.attrs.clone(),
                 body: root_block(item, used),
                 span: f.span,

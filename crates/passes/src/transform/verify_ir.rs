@@ -111,7 +111,7 @@ pub fn after(pass: &str, f: &PrimFunc, target: &Target) -> Result<(), Diagnostic
         buffers: f.params.clone(),
         problem: None,
     };
-    for s in &f.sizes {
+    for s in f.sizes.iter().chain(&f.scalars) {
         v.bind(s.key());
     }
     let mut body = &f.body;

@@ -93,7 +93,9 @@ pub fn main(a: Args) -> u8 {
         if let Some(f) = &a.common.func {
             argv.extend(["--func".into(), f.clone()]);
         }
-        for (k, v) in a.common.define.iter().chain(&sizes) {
+        let given: Vec<(String, crate::compile::Number)> =
+            sizes.iter().map(|(k, v)| (k.clone(), crate::compile::Number::Int(*v))).collect();
+        for (k, v) in a.common.define.iter().chain(&given) {
             argv.extend(["-D".into(), format!("{k}={v}")]);
         }
         for (k, v) in &a.common.param {

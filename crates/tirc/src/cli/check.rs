@@ -11,7 +11,7 @@ pub struct Args {
     /// The .tir file.
     pub file: std::path::PathBuf,
     /// Override a module constant (compile-time: the kernel is specialized to it), or give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize): -D M=64 -D m=1000.
-    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = super::parse_define)]
+    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = crate::compile::parse_define)]
     pub define: Vec<(String, i64)>,
     /// Also run each schedule on the simulator at the file's `# test-sizes:`
     /// (overridden by -D) and check it against the unscheduled function.

@@ -9,7 +9,7 @@ pub mod lower;
 pub mod run;
 pub mod tune;
 
-use crate::compile::{parse_define, parse_param};
+use crate::compile::{parse_number_define, parse_param, Number};
 use tirc_ir::Diagnostic;
 
 /// Exit status for bad input or a mismatch.
@@ -28,9 +28,9 @@ pub struct Common {
     /// The prim_func to use when no schedule is named.
     #[arg(long)]
     pub func: Option<String>,
-    /// Override a module constant (compile-time: the kernel is specialized to it), or give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize): -D M=64 -D m=1000.
-    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_define)]
-    pub define: Vec<(String, i64)>,
+    /// Override a module constant (compile-time: the kernel is specialized to it), give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize), or give a scalar parameter (`alpha: T.float32`) its value (a kernel argument; without -D, `run` draws it from --seed): -D M=64 -D m=1000 -D alpha=0.5.
+    #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_number_define)]
+    pub define: Vec<(String, Number)>,
     /// Override a schedule parameter: -p BM=64.
     #[arg(short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub param: Vec<(String, String)>,
@@ -79,11 +79,31 @@ pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
 }
 
 impl Common {
+    /// The integer `-D` values: module constants, sizes (and scalar
+    /// parameters given a whole number).
+    pub fn int_defines(&self) -> Vec<(String, i64)> {
+        self.define
+            .iter()
+            .filter_map(|(n, v)| match v {
+                Number::Int(i) => Some((n.clone(), *i)),
+                Number::Fraction(_) => None,
+            })
+            .collect()
+    }
+
     pub fn request(&self) -> crate::compile::Request {
         crate::compile::Request {
             schedule: self.schedule.clone(),
             func: self.func.clone(),
-            defines: self.define.clone(),
+            defines: self.int_defines(),
+            fractions: self
+                .define
+                .iter()
+                .filter_map(|(n, v)| match v {
+                    Number::Fraction(x) => Some((n.clone(), *x)),
+                    Number::Int(_) => None,
+                })
+                .collect(),
             params: self.param.clone(),
             specialize: self.specialize,
             target: self.arch.clone(),

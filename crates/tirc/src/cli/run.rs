@@ -172,6 +172,8 @@ fn run(a: &Args, warn: &mut dyn FnMut(&str, &[tirc_ir::Diagnostic])) -> Result<(
     let c = compile(&src, &req).map_err(|ds| Stop::Diagnostics(src.clone(), ds))?;
     // Run-time sizes take their -D values now: the kernel is generic.
     let c = c.bind_sizes(&req.defines).map_err(|d| Stop::Diagnostics(src.clone(), vec![d]))?;
+    // Scalar parameters take theirs: a -D, else a value drawn from the seed.
+    let c = c.bind_scalars(&req.defines, &req.fractions, seed(a));
     warn(&src, &c.warnings);
     let o = execute(a, &c).map_err(Stop::Error)?;
     Ok((c, o))
@@ -248,7 +250,7 @@ fn tuned(a: &Args, db: &std::path::Path, src: &str) -> Result<Vec<(String, Strin
     let schedule = a.common.schedule.as_deref().ok_or("--tuned needs --schedule: the schedule whose tuning to use")?;
     let on_gpu = a.target == Target::Cuda || (a.target == Target::Auto && gpu::available().is_ok());
     let name = if on_gpu { Some(gpu::Gpu::open()?.name()) } else { None };
-    let (params, r) = crate::tune::tuned_params(db, src, &a.common.define, schedule, name.as_deref())?;
+    let (params, r) = crate::tune::tuned_params(db, src, &a.common.int_defines(), schedule, name.as_deref())?;
     let shown: Vec<String> = params.iter().map(|(n, v)| format!("-p {n}={v}")).collect();
     eprintln!(
         "tuned: {} (the best of {} on {}: {:.4} ms)",
@@ -514,6 +516,11 @@ fn outcome_json(a: &Args, c: &Compiled, o: &Outcome) -> String {
     if let Some(d) = &o.device {
         fields.push(format!("\"device\": {}", json_str(d)));
     }
+    if !c.scalar_values.is_empty() {
+        let values: Vec<String> =
+            c.scalar_values.iter().map(|(v, x, _)| format!("{}: {}", json_str(v.name()), num(Some(*x)))).collect();
+        fields.push(format!("\"scalars\": {{{}}}", values.join(", ")));
+    }
     let r = o.resources;
     let int = |v: Option<i64>| v.map_or("null".to_string(), |x| x.to_string());
     fields.push(format!("\"registers_per_thread\": {}", int(r.map(|r| r.registers_per_thread as i64))));
@@ -542,6 +549,14 @@ fn print_text(a: &Args, c: &Compiled, o: &Outcome) {
     println!("target: {} ({})", o.target, o.why);
     if let Some(d) = &o.device {
         println!("device: {d}");
+    }
+    if !c.scalar_values.is_empty() {
+        let shown: Vec<String> = c
+            .scalar_values
+            .iter()
+            .map(|(v, x, random)| format!("{} = {x}{}", v.name(), if *random { " (random)" } else { "" }))
+            .collect();
+        println!("scalars: {}", shown.join(", "));
     }
     for k in &c.kernels {
         let l = k.cuda.launch;
