@@ -304,8 +304,9 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         // The predicate's parts that speak of the reduced loops were the
         // threads' own (phase 1 applied them; a thread whose part is all
         // masked holds the identity): the total is written whatever they
-        // say of the first iteration.
-        let reduced: Vec<&Var> = chain.iter().filter(|l| reduce_uses(&l.var)).chain(inner).map(|l| &l.var).collect();
+        // say of the first iteration. The others (a spatial bound, of an
+        // inner loop of one iteration too) guard the write.
+        let reduced: Vec<&Var> = chain.iter().chain(inner).filter(|l| reduce_uses(&l.var)).map(|l| &l.var).collect();
         let kept = conjuncts(&r.predicate).into_iter().filter(|c| !reduced.iter().any(|v| c.uses(v)));
         b.predicate = an.simplify(&substitute(&all_of(kept), &at_start));
         let totals: Vec<Expr> = red.iter().map(|rb| Expr::Load(rb.clone(), vec![base.clone()])).collect();
