@@ -72,21 +72,37 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
             produced.len()
         )));
     };
+    // Every read of `b` at one index, each dimension a distinct iteration
+    // variable (in any order: a transposed read is one), so that the
+    // producer's element is the one read.
     let mut at_vars = true;
+    let mut read_at: Option<Vec<Var>> = None;
     g.walk(&mut |e| {
         if let Expr::Load(lb, idx) = e {
             if lb == b {
-                at_vars &= index_vars(&r, idx).is_some();
+                match (index_vars(&r, idx), &read_at) {
+                    (None, _) => at_vars = false,
+                    (Some(v), Some(first)) => at_vars &= v == *first,
+                    (Some(v), None) => read_at = Some(v),
+                }
             }
         }
     });
-    let full = r.block.iter_vars.len() == b.ndim()
-        && r.block.iter_vars.iter().zip(b.shape()).all(|(iv, s)| {
-            iv.dom.min.as_int() == Some(0) && iv.dom.extent.as_int().is_some() && iv.dom.extent.as_int() == s.as_int()
-        });
+    // ... over the whole buffer: the variable of dimension d runs over
+    // [0, extent of d).
+    let full = read_at.as_ref().is_some_and(|vars| {
+        vars.len() == b.ndim()
+            && vars.iter().zip(b.shape()).all(|(v, s)| {
+                r.block.iter_vars.iter().find(|iv| iv.var == *v).is_some_and(|iv| {
+                    iv.dom.min.as_int() == Some(0)
+                        && iv.dom.extent.as_int().is_some()
+                        && iv.dom.extent.as_int() == s.as_int()
+                })
+            })
+    });
     if !at_vars || !full || r.predicate.as_bool() != Some(true) {
         return Err(ScheduleError::new(format!(
-            "block `{block}` must read `{}` at its iteration variables over the whole buffer, under no predicate",
+            "block `{block}` must read `{}` at one index of its iteration variables over the whole buffer, under no predicate",
             b.name()
         )));
     }
