@@ -209,6 +209,24 @@ pub struct Reducer {
 }
 
 impl Reducer {
+    /// `targets[c] = values[c]` for every component, the values computed
+    /// first (as `let`s named `<prefix>_v<c>`) when the components are
+    /// coupled, so that each reads the others' old values.
+    pub fn assign(&self, targets: &[(Buffer, Vec<Expr>)], values: Vec<Expr>, prefix: &str) -> Stmt {
+        let store =
+            |(b, i): &(Buffer, Vec<Expr>), value: Expr| Stmt::Store { buffer: b.clone(), indices: i.clone(), value };
+        if !self.coupled {
+            return Stmt::seq(targets.iter().zip(values).map(|(t, v)| store(t, v)).collect());
+        }
+        let vars: Vec<Var> =
+            targets.iter().enumerate().map(|(c, (b, _))| Var::new(format!("{prefix}_v{c}"), b.dtype())).collect();
+        let mut s = Stmt::seq(targets.iter().zip(&vars).map(|(t, v)| store(t, Expr::var(v))).collect());
+        for (v, value) in vars.iter().zip(values).rev() {
+            s = Stmt::Let { var: v.clone(), value, body: Box::new(s) };
+        }
+        s
+    }
+
     /// The combination of the partial results `a` and `b`, a component each.
     pub fn apply(&self, a: &[Expr], b: &[Expr]) -> Vec<Expr> {
         let map: Vec<(Var, Expr)> = self
@@ -350,7 +368,7 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
 }
 
 /// The stores of a body of `let`s and stores, the lets' values substituted.
-fn flatten_stores(body: &Stmt) -> Option<Vec<(Buffer, Vec<Expr>, Expr)>> {
+pub fn flatten_stores(body: &Stmt) -> Option<Vec<(Buffer, Vec<Expr>, Expr)>> {
     fn go(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<(Buffer, Vec<Expr>, Expr)>) -> Option<()> {
         match s {
             Stmt::Let { var, value, body } => {

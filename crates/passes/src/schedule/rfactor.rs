@@ -31,9 +31,12 @@
 //!    loop that feeds a reduction variable of the block.
 //! 2. The block is in the root block's scope.
 //! 3. The block is a reduction: an init, and an update
-//!    `C[s] = C[s] op v` with `op` one of `+ * min max`, `v` not reading `C`;
-//!    the init stores into the same element.
-//! 4. No other block writes `C`.
+//!    `C[s] = C[s] op v` with `op` one of `+ * min max`, `v` not reading `C`
+//!    (or several such, each of its own buffer: TVM's tuple reductions), or
+//!    an argmax's selection (`common::reduction::reducer`); the init stores
+//!    into each output's element. With several outputs each gets its
+//!    `C_rf`, and `B_rf` starts a selection from the init's constants.
+//! 4. No other block writes an output.
 //! 5. The loop feeds a reduction variable of the block and no spatial one,
 //!    no loop feeds both kinds, and every variable's binding is an
 //!    expression of the loops around the block.
@@ -43,7 +46,7 @@
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, conjuncts};
-use crate::common::reduction::{combiner, identity};
+use crate::common::reduction::{flatten_stores, reducer};
 use crate::common::tree::{block_and_buffer_names, fresh_name, get_loop, loop_names};
 use tirc_ir::region::{block_buffers, infer_block_regions};
 use tirc_ir::subst::substitute;
@@ -89,30 +92,32 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
             .help("it needs an init and an update C[..] = C[..] op v, with op one of + * min max")
     };
     let init = r.block.init.clone().ok_or_else(|| not_reduction("it has no init"))?;
-    let (out, idx, op, v) =
-        combiner(&r.block.body).ok_or_else(|| not_reduction("its update is not C[..] = C[..] op v"))?;
-    let Stmt::Store { buffer: ib, indices: ii, value: init_value } = &init else {
-        return Err(not_reduction("its init is not one store"));
+    let red = reducer(&r.block.body, Some(&init))
+        .ok_or_else(|| not_reduction("its update is not C[..] = C[..] op v, nor an argmax's selection"))?;
+    let init_stores = flatten_stores(&init).ok_or_else(|| not_reduction("its init is not stores"))?;
+    let initialized = |b: &Buffer, i: &[Expr]| {
+        init_stores.iter().any(|(ib, ij, _)| {
+            ib == b && ij.len() == i.len() && ij.iter().zip(i).all(|(x, y)| tirc_ir::structural_eq::same_expr(x, y))
+        })
     };
-    let same_element = ib == &out
-        && ii.len() == idx.len()
-        && ii.iter().zip(&idx).all(|(a, b)| tirc_ir::structural_eq::same_expr(a, b));
-    if !same_element {
+    if init_stores.len() != red.outs.len() || red.outs.iter().any(|(b, i)| !initialized(b, i)) {
         return Err(not_reduction("its init stores to another element than its update"));
     }
     // 4.
-    if let Some(other) = sch
-        .func
-        .body
-        .blocks()
-        .into_iter()
-        .find(|o| o.block.name != name && o.block.name != "root" && block_buffers(o, false).contains(&out))
-    {
-        return Err(ScheduleError::new(format!(
-            "block `{}` writes `{}` too: rfactor needs block `{name}` to be its only writer",
-            other.block.name,
-            out.name()
-        )));
+    for (out, _) in &red.outs {
+        if let Some(other) = sch
+            .func
+            .body
+            .blocks()
+            .into_iter()
+            .find(|o| o.block.name != name && o.block.name != "root" && block_buffers(o, false).contains(out))
+        {
+            return Err(ScheduleError::new(format!(
+                "block `{}` writes `{}` too: rfactor needs block `{name}` to be its only writer",
+                other.block.name,
+                out.name()
+            )));
+        }
     }
     // 5.
     let path: Vec<For> = sch.func.body.loops_above(&name).unwrap_or_default().into_iter().cloned().collect();
@@ -149,11 +154,15 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
         return Err(ScheduleError::new(format!("loop `{}` feeds no reduction variable of block `{name}`", lp.name())));
     }
     // 6.
-    let ndim = idx.len() as i64;
+    let (out0, idx0) = &red.outs[0];
+    let ndim = idx0.len() as i64;
+    if let Some((b, _)) = red.outs.iter().find(|(_, i)| i.len() != idx0.len()) {
+        return Err(not_reduction(&format!("its outputs `{}` and `{}` have different ranks", out0.name(), b.name())));
+    }
     if !(-(ndim + 1)..=ndim).contains(&factor_axis) {
         return Err(ScheduleError::bad_argument(format!(
             "factor_axis {factor_axis} is out of range: `{}` has {ndim} dimension(s), so it must be in [{}, {ndim}]",
-            out.name(),
+            out0.name(),
             -(ndim + 1)
         )));
     }
@@ -222,14 +231,21 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
         .filter(|(iv, _)| iv.kind == IterKind::Reduce)
         .map(|(iv, e)| (iv.var.clone(), substitute(e, &loop_to_var)))
         .collect();
-    let mut shape = out.shape().to_vec();
-    shape.insert(axis, l.extent.clone());
+    // One partial-result buffer an output, `lp`'s dimension at `axis`.
     let taken = block_and_buffer_names(&sch.func);
-    let rf_name = fresh_name(&taken, &format!("{}_rf", out.name()));
-    let scope = if out.scope() == Scope::Local { Scope::Local } else { Scope::Global };
-    let rf_buf = Buffer::new(rf_name, out.dtype(), shape, scope);
-    let mut rf_idx = idx.clone();
-    rf_idx.insert(axis, Expr::var(&rf_var));
+    let mut buffer_names = taken.clone();
+    let mut rf_outs: Vec<(Buffer, Vec<Expr>)> = Vec::new();
+    for (out, idx) in &red.outs {
+        let mut shape = out.shape().to_vec();
+        shape.insert(axis, l.extent.clone());
+        let rf_name = fresh_name(&buffer_names, &format!("{}_rf", out.name()));
+        buffer_names.push(rf_name.clone());
+        let scope = if out.scope() == Scope::Local { Scope::Local } else { Scope::Global };
+        let mut rf_idx = idx.clone();
+        rf_idx.insert(axis, Expr::var(&rf_var));
+        rf_outs.push((Buffer::new(rf_name, out.dtype(), shape, scope), rf_idx));
+    }
+    let rf_bufs: Vec<Buffer> = rf_outs.iter().map(|(b, _)| b.clone()).collect();
     // 7. The parts of B's predicate that speak of the loops B_rf reduces
     // over guard its update, not the block: a partial result that no
     // iteration reaches (the last row of a split the factor does not
@@ -252,14 +268,20 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
             x.var.name()
         )));
     }
-    let rf_store = Stmt::Store {
-        buffer: rf_buf.clone(),
-        indices: rf_idx.clone(),
-        value: Expr::binary(op, Expr::Load(rf_buf.clone(), rf_idx.clone()), substitute(&v, &reduce_map)),
+    let loads = |outs: &[(Buffer, Vec<Expr>)]| -> Vec<Expr> {
+        outs.iter().map(|(b, i)| Expr::Load(b.clone(), i.clone())).collect()
     };
-    let rf_update = if guard.as_int() == Some(1) { rf_store } else { Stmt::if_then(guard, rf_store) };
-    let rf_init = Stmt::Store { buffer: rf_buf.clone(), indices: rf_idx.clone(), value: identity(op, out.dtype()) };
+    let elems: Vec<Expr> = red.elems.iter().map(|e| substitute(e, &reduce_map)).collect();
     let rf_block_name = fresh_name(&taken, &format!("{name}_rf"));
+    let rf_store = red.assign(&rf_outs, red.apply(&loads(&rf_outs), &elems), &rf_block_name);
+    let rf_update = if guard.as_int() == Some(1) { rf_store } else { Stmt::if_then(guard, rf_store) };
+    let rf_init = Stmt::seq(
+        rf_outs
+            .iter()
+            .zip(&red.start)
+            .map(|((b, i), v)| Stmt::Store { buffer: b.clone(), indices: i.clone(), value: v.clone() })
+            .collect(),
+    );
     let rf_realize = realize(
         Block {
             name: rf_block_name.clone(),
@@ -310,15 +332,22 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
             spatial_map.push((iv.var.clone(), Expr::var(&nv)));
         }
     }
-    let wb_idx: Vec<Expr> = idx.iter().map(|e| substitute(e, &spatial_map)).collect();
-    let mut wb_rf_idx = wb_idx.clone();
-    wb_rf_idx.insert(axis, Expr::var(&wb_rf_var));
-    let wb_update = Stmt::Store {
-        buffer: out.clone(),
-        indices: wb_idx.clone(),
-        value: Expr::binary(op, Expr::Load(out.clone(), wb_idx.clone()), Expr::Load(rf_buf.clone(), wb_rf_idx)),
-    };
-    let wb_init = Stmt::Store { buffer: out.clone(), indices: wb_idx, value: substitute(init_value, &spatial_map) };
+    let wb_outs: Vec<(Buffer, Vec<Expr>)> = red
+        .outs
+        .iter()
+        .map(|(b, idx)| (b.clone(), idx.iter().map(|e| substitute(e, &spatial_map)).collect()))
+        .collect();
+    let wb_rf: Vec<(Buffer, Vec<Expr>)> = wb_outs
+        .iter()
+        .zip(&rf_bufs)
+        .map(|((_, i), rb)| {
+            let mut i = i.clone();
+            i.insert(axis, Expr::var(&wb_rf_var));
+            (rb.clone(), i)
+        })
+        .collect();
+    let wb_update = red.assign(&wb_outs, red.apply(&loads(&wb_outs), &loads(&wb_rf)), &name);
+    let wb_init = tirc_ir::subst::substitute_stmt(&init, &spatial_map);
     let kept = conjuncts(&r.predicate).into_iter().filter(|c| !dropped.iter().any(|v| c.uses(v)));
     let mut wb = realize(
         Block {
@@ -349,7 +378,7 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
         _ => None,
     });
     stmts.insert(top, rf_nest);
-    super::cache::set_root(sch, stmts, vec![rf_buf]);
+    super::cache::set_root(sch, stmts, rf_bufs);
     Ok(rf_block_name)
 }
 

@@ -40,7 +40,7 @@
 //! statements, or an output that depends on a thread loop of T.
 
 use crate::arith::{all_of, conjuncts, Analyzer};
-use crate::common::reduction::{reducer, Reducer};
+use crate::common::reduction::reducer;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{substitute, substitute_stmt};
 use tirc_ir::{BinOp, BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var};
@@ -223,7 +223,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
             iv.var = nv.clone();
         }
     }
-    let update = assign(&red_r, &acc_at, red_r.apply(&acc_loads, &red_r.elems), &format!("{name}_in"));
+    let update = red_r.assign(&acc_at, red_r.apply(&acc_loads, &red_r.elems), &format!("{name}_in"));
     b1.body = substitute_stmt(&update, &fresh);
     let (reads, writes) = infer_block_regions(&b1);
     b1.reads = reads;
@@ -281,7 +281,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
                 |k: Expr| -> Vec<Expr> { red.iter().map(|rb| Expr::Load(rb.clone(), vec![at(k.clone())])).collect() };
             let targets: Vec<(Buffer, Vec<Expr>)> = red.iter().map(|rb| (rb.clone(), vec![at(t.clone())])).collect();
             let values = red_r.apply(&loads(t.clone()), &loads(t.clone() + Expr::int(up)));
-            let step_stmt = assign(&red_r, &targets, values, &format!("{name}_s{step}"));
+            let step_stmt = red_r.assign(&targets, values, &format!("{name}_s{step}"));
             Stmt::if_then(Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)), step_stmt)
         }));
         m = up;
@@ -311,7 +311,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         b.predicate = an.simplify(&substitute(&all_of(kept), &at_start));
         let totals: Vec<Expr> = red.iter().map(|rb| Expr::Load(rb.clone(), vec![base.clone()])).collect();
         let current: Vec<Expr> = red_r.outs.iter().map(|(o, i)| Expr::Load(o.clone(), i.clone())).collect();
-        b.block.body = assign(&red_r, &red_r.outs, red_r.apply(&current, &totals), &format!("{name}_w"));
+        b.block.body = red_r.assign(&red_r.outs, red_r.apply(&current, &totals), &format!("{name}_w"));
         let (reads, writes) = infer_block_regions(&b.block);
         b.block.reads = reads;
         b.block.writes = writes;
@@ -332,22 +332,4 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         Stmt::For(l) if l.var == head => Some(replacement.clone()),
         _ => None,
     }))
-}
-
-/// `targets[c] = values[c]` for every component, together: where the
-/// components read one another (an argmax's index and value), the values
-/// are bound by `let`s first, named from `prefix`.
-fn assign(red: &Reducer, targets: &[(Buffer, Vec<Expr>)], values: Vec<Expr>, prefix: &str) -> Stmt {
-    let store =
-        |(b, i): &(Buffer, Vec<Expr>), value: Expr| Stmt::Store { buffer: b.clone(), indices: i.clone(), value };
-    if !red.coupled {
-        return Stmt::seq(targets.iter().zip(values).map(|(t, v)| store(t, v)).collect());
-    }
-    let vars: Vec<Var> =
-        targets.iter().enumerate().map(|(c, (b, _))| Var::new(format!("{prefix}_v{c}"), b.dtype())).collect();
-    let mut s = Stmt::seq(targets.iter().zip(&vars).map(|(t, v)| store(t, Expr::var(v))).collect());
-    for (v, value) in vars.iter().zip(values).rev() {
-        s = Stmt::Let { var: v.clone(), value, body: Box::new(s) };
-    }
-    s
 }
