@@ -3,7 +3,8 @@
 //! after every lowering pass, and the kernel, give the result of the
 //! function run as written (its sequential reference). Each file names the
 //! bug it guards against in its first lines. A file with schedules is
-//! checked under each; one without, function by function.
+//! checked under each; one without, function by function; run-time sizes
+//! at the values of its `# test-sizes:` line.
 
 use tirc::compile::{compile_module, load, Request};
 use tirc::verify::{sim_check_kernels, sim_check_with};
@@ -32,6 +33,9 @@ fn accepted_programs_compute_what_they_say() {
         };
         for req in requests {
             let c = compile_module(module.clone(), &req).unwrap_or_else(|e| panic!("{name} {req:?}: {}", e.message));
+            // Run-time sizes take the file's `# test-sizes:` values.
+            let c =
+                c.bind_sizes(&tirc::tune::test_sizes(&src)).unwrap_or_else(|e| panic!("{name} {req:?}: {}", e.message));
             let mut stages = vec![("scheduled".to_string(), c.scheduled.clone(), true)];
             // A function of several kernels is checked whole, kernel after
             // kernel (`sim_check_kernels`); one kernel, after every pass.

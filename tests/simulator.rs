@@ -47,6 +47,7 @@ fn the_scalar_machine_agrees_with_the_columns() {
         for f in &module.funcs {
             let req = tirc::compile::Request { func: Some(f.name.clone()), ..Default::default() };
             let c = tirc::compile::compile_module(module.clone(), &req).unwrap_or_else(|e| panic!("{}", e.message));
+            let c = c.bind_sizes(&tirc::tune::test_sizes(&src)).unwrap_or_else(|e| panic!("{}", e.message));
             let mut args = tirc::measure::prepare(&c.original, 7).unwrap_or_else(|e| panic!("{e}")).args;
             for b in &c.intermediates {
                 let count = b.num_elements().unwrap_or(0) as usize;

@@ -21,11 +21,14 @@
 //! 4. The producer runs before its consumers in the current order.
 //! 5. The block accesses each such buffer at its iteration variables
 //!    (`X[v0, v1]`), so a region of the buffer is a range of each variable.
-//! 6. The region has a constant size in each dimension.
+//! 6. The region has a size in each dimension: a constant, an expression
+//!    of the function's run-time sizes (a row of `n` elements), or, where
+//!    it depends on the loops outside, a largest value, to which it is
+//!    widened (the predicate keeps the block in its domain).
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
-use crate::bounds::{relax, to_range, union, Relaxed};
+use crate::bounds::{relax, union, Relaxed};
 use crate::common::tree::fresh_loop_name;
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
@@ -204,33 +207,48 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         (Stmt::Block(b), None) if b.block.name == block => Some(Stmt::NoOp),
         _ => None,
     });
-    // 6. New loops and bindings.
-    let mut loops: Vec<(Var, i64)> = Vec::new();
+    // 6. New loops and bindings. A region whose size depends on the loops
+    // outside (a tile that spans one batch or two) is widened to its
+    // largest size, the predicate keeping it in the block's domain; one of
+    // the function's run-time sizes is a loop of that many iterations.
+    let sizes = &sch.func.sizes;
+    let only_sizes = |e: &Expr| {
+        let mut ok = true;
+        e.walk(&mut |x| ok &= !matches!(x, Expr::Var(v) if !sizes.contains(v)));
+        ok
+    };
+    let mut loops: Vec<(Var, Expr)> = Vec::new();
     let mut values = Vec::new();
     let mut preds = Vec::new();
     let mut taken = removed.clone();
     for (iv, rg) in r.block.iter_vars.iter().zip(&ranges) {
         let (lo, extent) = match rg {
             Some((lo, hi)) => {
-                let range = to_range(lo, hi).ok_or_else(|| {
-                    ScheduleError::new(format!(
-                        "the region of `{}` needed has no constant size: from {} to {}",
-                        iv.var.name(),
-                        tirc_ir::printer::print_expr(lo),
-                        tirc_ir::printer::print_expr(hi)
-                    ))
-                })?;
-                (range.min, range.extent.as_int().unwrap_or(1))
-            }
-            None => match iv.dom.extent.as_int() {
-                Some(e) => (iv.dom.min.clone(), e),
-                None => {
-                    return Err(ScheduleError::new(format!(
-                        "iteration variable `{}` of block `{block}` has no constant domain",
-                        iv.var.name()
-                    )))
+                let extent = an.simplify(&(hi.clone() - lo.clone() + Expr::int(1)));
+                let widest = an.bound(&extent).map(|(_, h)| h).filter(|h| *h >= 1 && *h <= i64::from(i32::MAX));
+                match (extent.as_int(), widest) {
+                    (Some(e), _) => (lo.clone(), Expr::int(e)),
+                    (None, _) if only_sizes(&extent) => (lo.clone(), extent),
+                    (None, Some(h)) if !sizes.iter().any(|v| extent.uses(v)) => (lo.clone(), Expr::int(h)),
+                    _ => {
+                        return Err(ScheduleError::new(format!(
+                            "the region of `{}` needed has no size that bounds it: from {} to {}",
+                            iv.var.name(),
+                            tirc_ir::printer::print_expr(lo),
+                            tirc_ir::printer::print_expr(hi)
+                        )))
+                    }
                 }
-            },
+            }
+            None if only_sizes(&iv.dom.extent) && only_sizes(&iv.dom.min) => {
+                (iv.dom.min.clone(), iv.dom.extent.clone())
+            }
+            None => {
+                return Err(ScheduleError::new(format!(
+                    "iteration variable `{}` of block `{block}` has a domain that depends on loops",
+                    iv.var.name()
+                )))
+            }
         };
         let name = fresh_loop_name(&taken, &format!("ax{}", loops.len()));
         let v = Var::new(name, DType::I32);
@@ -238,7 +256,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         let value = an.simplify(&(lo.clone() + Expr::var(&v)));
         // Keep the block inside its domain where the region may leave it.
         let end = iv.dom.min.clone() + iv.dom.extent.clone();
-        let last = an.simplify(&(lo.clone() + Expr::int(extent - 1)));
+        let last = an.simplify(&(lo.clone() + extent.clone() - Expr::int(1)));
         if an.prove(&Expr::binary(BinOp::Lt, last, end.clone())) != Some(true) {
             preds.push(Expr::binary(BinOp::Lt, value.clone(), an.simplify(&end)));
         }
@@ -256,7 +274,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         nest = Stmt::For(Box::new(For {
             var: v,
             min: Expr::int(0),
-            extent: Expr::int(e),
+            extent: e,
             kind: ForKind::Serial,
             annotations: vec![],
             body: nest,

@@ -94,9 +94,11 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
         vars.len() == b.ndim()
             && vars.iter().zip(b.shape()).all(|(v, s)| {
                 r.block.iter_vars.iter().find(|iv| iv.var == *v).is_some_and(|iv| {
-                    iv.dom.min.as_int() == Some(0)
-                        && iv.dom.extent.as_int().is_some()
-                        && iv.dom.extent.as_int() == s.as_int()
+                    let same = match (iv.dom.extent.as_int(), s.as_int()) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => tirc_ir::structural_eq::same_expr(&iv.dom.extent, s),
+                    };
+                    iv.dom.min.as_int() == Some(0) && same
                 })
             })
     });
