@@ -9,18 +9,32 @@
 //! loop, say) would read elements that other threads hold in their own
 //! registers, and get garbage. The function is refused, naming the buffer,
 //! both blocks and the axis.
+//!
+//! Under the same thread loops, the blocks must also agree on which thread
+//! holds which element: a thread that reads an element only other threads
+//! write (a write-back re-split over the threads differently from the
+//! computation) reads its own, unwritten copy. Where the loops that place
+//! the accesses have constant bounds and few iterations (2^18 at most),
+//! every access is enumerated and such a read refused.
 
-use tirc_ir::{BlockRealize, Buffer, Diagnostic, ForKind, PrimFunc, Scope, Stmt, ThreadTag, Var};
+use std::collections::{HashMap, HashSet};
+use tirc_ir::subst::substitute;
+use tirc_ir::{BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, ThreadTag, Var};
 
-/// A block touching a local buffer, with the thread-bound loops around it.
+/// A block touching a local buffer, with the thread-bound loops around it
+/// and every loop around it, outermost first.
 struct Use<'a> {
     block: &'a BlockRealize,
     around: Vec<(ThreadTag, Var)>,
+    loops: Vec<&'a For>,
 }
+
+/// The most loop iterations enumerated for one block.
+const MAX_ENUMERATED: i64 = 1 << 18;
 
 pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut uses: Vec<(Buffer, Use)> = Vec::new();
-    collect(&f.body, &mut Vec::new(), &mut uses);
+    collect(&f.body, &mut Vec::new(), &mut Vec::new(), &mut uses);
     for (b, u) in &uses {
         for (tag, var) in &u.around {
             if !u.block.iter_values.iter().any(|v| v.uses(var)) {
@@ -45,10 +59,177 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
             }
         }
     }
+    let mut buffers: Vec<&Buffer> = Vec::new();
+    for (b, _) in &uses {
+        if !buffers.contains(&b) {
+            buffers.push(b);
+        }
+    }
+    for b in buffers {
+        let mine: Vec<&Use> = uses.iter().filter(|(c, _)| c == b).map(|(_, u)| u).collect();
+        if mine.len() > 1 && mine.iter().any(|u| !u.around.is_empty()) {
+            owners_agree(b, &mine)?;
+        }
+    }
     Ok(())
 }
 
-fn collect<'a>(s: &'a Stmt, around: &mut Vec<(ThreadTag, Var)>, out: &mut Vec<(Buffer, Use<'a>)>) {
+/// An access of a block: the element, the thread that makes it (its
+/// thread indices by axis), whether it writes.
+type Access = (Vec<i64>, Vec<(u8, i64)>, bool);
+
+/// The threads (their indices by axis) that write each element.
+type Writers<'a> = HashMap<&'a [i64], HashSet<&'a [(u8, i64)]>>;
+
+/// Every element of `b` a thread reads is one that thread writes, where
+/// some thread writes it (a read of what no block writes is not this
+/// check's business). Blocks whose accesses cannot be enumerated are left
+/// alone.
+fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<(), Diagnostic> {
+    let mut all: Vec<(&Use, Vec<Access>)> = Vec::new();
+    for u in uses {
+        match accesses(b, u) {
+            Some(a) => all.push((u, a)),
+            None => return Ok(()),
+        }
+    }
+    let mut writers: Writers = HashMap::new();
+    for (_, acc) in &all {
+        for (elem, thread, write) in acc {
+            if *write {
+                writers.entry(elem.as_slice()).or_default().insert(thread.as_slice());
+            }
+        }
+    }
+    for (u, acc) in &all {
+        for (elem, thread, write) in acc {
+            let Some(w) = writers.get(elem.as_slice()) else { continue };
+            if !*write && !w.contains(thread.as_slice()) {
+                let who: Vec<String> =
+                    thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
+                let at: Vec<String> = elem.iter().map(i64::to_string).collect();
+                return Err(Diagnostic::new(format!(
+                    "local buffer `{}`: block `{}` reads element [{}] on the thread with {}, but only other threads write it: local memory is private to each thread",
+                    b.name(),
+                    u.block.block.name,
+                    at.join(", "),
+                    who.join(", ")
+                ))
+                .help("split and bind the loops of the blocks that share a local buffer the same way, so that each thread reads what it wrote, or use shared memory")
+                .or_at_ir(u.block.block.span, "this block reads it"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The accesses of `b` by block `u`, by enumeration of the loops that
+/// place them; `None` when a bound is not constant, an index is not an
+/// integer expression of those loops, or there are too many iterations.
+fn accesses(b: &Buffer, u: &Use) -> Option<Vec<Access>> {
+    let r = u.block;
+    let binds: Vec<(Var, Expr)> =
+        r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
+    // Every store counts as a write (that only lets more reads through);
+    // a load counts as a read only where it always runs, not in a branch
+    // of a select or an `if`, which may be what keeps it from an element
+    // the thread does not hold.
+    let mut sites: Vec<(Vec<Expr>, bool)> = Vec::new();
+    let mut stores = |s: &Stmt| {
+        if let Stmt::Store { buffer, indices, .. } = s {
+            if buffer == b {
+                sites.push((indices.iter().map(|e| substitute(e, &binds)).collect(), true));
+            }
+        }
+    };
+    r.block.body.walk(&mut stores);
+    if let Some(i) = &r.block.init {
+        i.walk(&mut stores);
+    }
+    let mut reads = Vec::new();
+    sure_loads(&r.block.body, b, &mut reads);
+    if let Some(i) = &r.block.init {
+        sure_loads(i, b, &mut reads);
+    }
+    sites.extend(reads.into_iter().map(|idx| (idx.iter().map(|e| substitute(e, &binds)).collect(), false)));
+    let predicate = substitute(&r.predicate, &binds);
+    // The loops whose variables the accesses, the predicate or the thread
+    // indices use.
+    let mut used: Vec<&For> = Vec::new();
+    for l in &u.loops {
+        let named = sites.iter().any(|(idx, _)| idx.iter().any(|e| e.uses(&l.var)))
+            || predicate.uses(&l.var)
+            || u.around.iter().any(|(_, t)| *t == l.var);
+        if named {
+            used.push(l);
+        }
+    }
+    let bounds: Vec<(i64, i64)> =
+        used.iter().map(|l| Some((l.min.as_int()?, l.extent.as_int()?))).collect::<Option<_>>()?;
+    let total = bounds.iter().try_fold(1i64, |n, (_, e)| n.checked_mul(*e).filter(|n| *n <= MAX_ENUMERATED))?;
+    if total == 0 {
+        return Some(Vec::new());
+    }
+    let mut values: Vec<i64> = bounds.iter().map(|(m, _)| *m).collect();
+    let mut out = Vec::new();
+    loop {
+        let value = |v: &Var| used.iter().position(|l| l.var == *v).map(|i| values[i]);
+        if crate::arith::eval(&predicate, &value)? != 0 {
+            let mut thread: Vec<(u8, i64)> =
+                u.around.iter().map(|(t, v)| value(v).map(|x| (t.dim, x))).collect::<Option<_>>()?;
+            thread.sort();
+            for (idx, write) in &sites {
+                let elem: Vec<i64> = idx.iter().map(|e| crate::arith::eval(e, &value)).collect::<Option<_>>()?;
+                out.push((elem, thread.clone(), *write));
+            }
+        }
+        // The next point, the innermost loop fastest.
+        let mut d = used.len();
+        loop {
+            if d == 0 {
+                return Some(out);
+            }
+            d -= 1;
+            values[d] += 1;
+            if values[d] < bounds[d].0 + bounds[d].1 {
+                break;
+            }
+            values[d] = bounds[d].0;
+        }
+    }
+}
+
+/// The indices of the loads of `b` in `s` that run whenever `s` does.
+fn sure_loads(s: &Stmt, b: &Buffer, out: &mut Vec<Vec<Expr>>) {
+    fn expr(e: &Expr, b: &Buffer, out: &mut Vec<Vec<Expr>>) {
+        match e {
+            Expr::Load(lb, idx) => {
+                if lb == b {
+                    out.push(idx.clone());
+                }
+                idx.iter().for_each(|i| expr(i, b, out));
+            }
+            Expr::Select(c, _, _) => expr(c, b, out),
+            Expr::Call(..) => {}
+            e => e.for_each_child(|c| expr(c, b, out)),
+        }
+    }
+    match s {
+        Stmt::If { cond, .. } => expr(cond, b, out),
+        Stmt::Block(_) => {}
+        s => {
+            s.for_each_expr(|e| expr(e, b, out));
+            s.for_each_child(|c| sure_loads(c, b, out));
+        }
+    }
+}
+
+fn collect<'a>(
+    s: &'a Stmt,
+    around: &mut Vec<(ThreadTag, Var)>,
+    loops: &mut Vec<&'a For>,
+    out: &mut Vec<(Buffer, Use<'a>)>,
+) {
     match s {
         Stmt::For(l) => {
             let thread = match l.kind {
@@ -58,7 +239,9 @@ fn collect<'a>(s: &'a Stmt, around: &mut Vec<(ThreadTag, Var)>, out: &mut Vec<(B
             if let Some(t) = thread {
                 around.push((t, l.var.clone()));
             }
-            collect(&l.body, around, out);
+            loops.push(l);
+            collect(&l.body, around, loops, out);
+            loops.pop();
             if thread.is_some() {
                 around.pop();
             }
@@ -75,13 +258,13 @@ fn collect<'a>(s: &'a Stmt, around: &mut Vec<(ThreadTag, Var)>, out: &mut Vec<(B
                 }
             }
             for b in local.into_iter().filter(|_| leaf) {
-                out.push((b.clone(), Use { block: r, around: around.clone() }));
+                out.push((b.clone(), Use { block: r, around: around.clone(), loops: loops.clone() }));
             }
             if let Some(i) = &r.block.init {
-                collect(i, around, out);
+                collect(i, around, loops, out);
             }
-            collect(&r.block.body, around, out);
+            collect(&r.block.body, around, loops, out);
         }
-        _ => s.for_each_child(|c| collect(c, around, out)),
+        _ => s.for_each_child(|c| collect(c, around, loops, out)),
     }
 }

@@ -167,7 +167,7 @@ fn every_block_passes(c: &Expr, blocks: &[(Var, Option<i64>)]) -> bool {
     let mut index = vec![0i64; extents.len()];
     loop {
         let value = |v: &Var| blocks.iter().position(|(b, _)| b == v).map(|d| index[d]);
-        if eval(c, &value) != Some(1) {
+        if crate::arith::eval(c, &value) != Some(1) {
             return false;
         }
         // The next block index, the first axis fastest.
@@ -183,39 +183,5 @@ fn every_block_passes(c: &Expr, blocks: &[(Var, Option<i64>)]) -> bool {
             index[d] = 0;
             d += 1;
         }
-    }
-}
-
-/// The integer value of `e` (a comparison: 1 or 0) with its variables'
-/// values from `value`; `None` for what it does not compute.
-fn eval(e: &Expr, value: &dyn Fn(&Var) -> Option<i64>) -> Option<i64> {
-    use tirc_ir::expr::{floor_div, floor_mod};
-    match e {
-        Expr::Int(v, _) => Some(*v),
-        Expr::Var(v) => value(v),
-        Expr::Not(a) => Some((eval(a, value)? == 0) as i64),
-        Expr::Binary(op, a, b) => {
-            let (x, y) = (eval(a, value)?, eval(b, value)?);
-            Some(match op {
-                BinOp::Add => x.checked_add(y)?,
-                BinOp::Sub => x.checked_sub(y)?,
-                BinOp::Mul => x.checked_mul(y)?,
-                BinOp::FloorDiv if y != 0 => floor_div(x, y),
-                BinOp::FloorMod if y != 0 => floor_mod(x, y),
-                BinOp::Div if y != 0 => x.checked_div(y)?,
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::Lt => (x < y) as i64,
-                BinOp::Le => (x <= y) as i64,
-                BinOp::Gt => (x > y) as i64,
-                BinOp::Ge => (x >= y) as i64,
-                BinOp::Eq => (x == y) as i64,
-                BinOp::Ne => (x != y) as i64,
-                BinOp::And => (x != 0 && y != 0) as i64,
-                BinOp::Or => (x != 0 || y != 0) as i64,
-                _ => return None,
-            })
-        }
-        _ => None,
     }
 }
