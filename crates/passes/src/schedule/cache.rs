@@ -67,9 +67,18 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
     let (sc, top, r) = prepare(sch, block, scope)?;
     let writes = block_buffers(&r, false);
     let buf = pick(&writes, index, block, "writes")?;
-    // 4.
+    // 4. (The blocks nested in `block`, as `blockize` leaves them, write
+    // through it.)
+    let mut nested: Vec<String> = r.block.body.blocks().iter().map(|b| b.block.name.clone()).collect();
+    if let Some(i) = &r.block.init {
+        nested.extend(i.blocks().iter().map(|b| b.block.name.clone()));
+    }
     for other in sch.func.body.blocks() {
-        if other.block.name != *block && other.block.name != "root" && block_buffers(other, false).contains(&buf) {
+        if other.block.name != *block
+            && other.block.name != "root"
+            && !nested.contains(&other.block.name)
+            && block_buffers(other, false).contains(&buf)
+        {
             return Err(ScheduleError::new(format!(
                 "block `{}` writes `{}` too; the copy back from `{block}`'s cache would overwrite its results",
                 other.block.name,

@@ -84,13 +84,18 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     // 3.
     let mine = block_buffers(&r, !producer);
     let theirs_of = |b: &BlockRealize| block_buffers(b, producer);
-    let under: Vec<BlockRealize> = l
-        .body
-        .blocks()
+    // The blocks directly under the loop: a block nested in another (what
+    // `blockize` leaves) speaks of its outer block's variables, and the
+    // outer block's regions cover it.
+    let under: Vec<BlockRealize> = outermost_blocks(&l.body)
         .into_iter()
         .filter(|b| b.block.name != block && theirs_of(b).iter().any(|x| mine.contains(x)))
         .cloned()
         .collect();
+    let mut nested_in_me: Vec<String> = r.block.body.blocks().iter().map(|b| b.block.name.clone()).collect();
+    if let Some(i) = &r.block.init {
+        nested_in_me.extend(i.blocks().iter().map(|b| b.block.name.clone()));
+    }
     let (role, other_role, verb) =
         if producer { ("consumer", "producer", "reads") } else { ("producer", "consumer", "writes") };
     if under.is_empty() {
@@ -100,9 +105,13 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
             if producer { "writes" } else { "reads" }
         )));
     }
-    let names_under: Vec<&str> = under.iter().map(|b| b.block.name.as_str()).collect();
+    let names_under: Vec<String> = l.body.blocks().iter().map(|b| b.block.name.clone()).collect();
     for b in root.blocks() {
-        if b.block.name == block || b.block.name == "root" || names_under.contains(&b.block.name.as_str()) {
+        if b.block.name == block
+            || b.block.name == "root"
+            || names_under.contains(&b.block.name)
+            || nested_in_me.contains(&b.block.name)
+        {
             continue;
         }
         if theirs_of(b).iter().any(|x| mine.contains(x)) {
@@ -117,7 +126,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     // 4.
     let order: Vec<String> = root.blocks().iter().map(|b| b.block.name.clone()).collect();
     let me = order.iter().position(|n| n == block).unwrap_or(0);
-    for n in &names_under {
+    for n in under.iter().map(|b| &b.block.name) {
         let them = order.iter().position(|x| x == n).unwrap_or(0);
         if producer && them < me || !producer && them > me {
             return Err(ScheduleError::new(format!(
@@ -292,6 +301,18 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         _ => None,
     });
     Ok(())
+}
+
+/// The blocks of `s` that no other block of `s` holds.
+fn outermost_blocks(s: &Stmt) -> Vec<&BlockRealize> {
+    match s {
+        Stmt::Block(b) => vec![b],
+        s => {
+            let mut out = Vec::new();
+            s.for_each_child(|c| out.extend(outermost_blocks(c)));
+            out
+        }
+    }
 }
 
 /// Whether `s` is a chain of loops ending in the block `block` alone.
