@@ -47,6 +47,16 @@ impl Value {
             Value::Sch => "the schedule",
         }
     }
+
+    /// Every handle of block `old`, in this value and the lists and tuples
+    /// it holds, made a handle of block `new`.
+    fn rename_block(&mut self, old: &str, new: &str) {
+        match self {
+            Value::Block(b) if b == old => *b = new.to_string(),
+            Value::List(vs) | Value::Tuple(vs) => vs.iter_mut().for_each(|v| v.rename_block(old, new)),
+            _ => {}
+        }
+    }
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -630,6 +640,19 @@ impl Interp<'_> {
                 None => d,
             }
         })?;
+        if name == "decompose_reduction" {
+            // As in TVM, the block's handle now stands for its update,
+            // which `decompose_reduction` renamed `<name>_update`.
+            if let Some(Some(registry::Arg::Block(old))) = args.0.first() {
+                let new = format!("{old}_update");
+                if self.sch.func.find_block(&new).is_some() {
+                    let old = old.clone();
+                    for (_, v) in self.env.iter_mut() {
+                        v.rename_block(&old, &new);
+                    }
+                }
+            }
+        }
         let value = match &out {
             Out::None => Value::None,
             Out::Block(b) => Value::Block(b.clone()),
