@@ -931,7 +931,9 @@ impl Gen {
             (_, 8) => "uint2".into(),
             _ => "unsigned".into(),
         };
-        let Some(dbase) = self.vector_base(&indices[0], &l.var, e) else { return Ok(None) };
+        let Some(dbase) = self.vector_base(&indices[0], &l.var, e) else {
+            return self.scattered_copy(l, dst, &indices[0], value, e, &vt);
+        };
         if let Expr::Call(Intrinsic::CpAsync, args) = value {
             let [Expr::Load(src, idx)] = &args[..] else { return Ok(None) };
             if src.dtype() != t || idx.len() != 1 {
@@ -979,7 +981,7 @@ impl Gen {
         e: i64,
         vt: &str,
     ) -> Result<Option<String>, Diagnostic> {
-        if dst.scope() != Scope::Shared || src.scope() != Scope::Global || dst.dtype() != DType::F32 {
+        if !matches!(dst.scope(), Scope::Shared | Scope::Global) || src.scope() != Scope::Global {
             return Ok(None);
         }
         let mut elems = Vec::new();
@@ -988,7 +990,53 @@ impl Gen {
             elems.push(format!("{}[{}]", self.buf_name(src), self.expr(&i)?));
         }
         let d = self.buf_name(dst);
-        Ok(Some(format!("*({vt}*)({d} + {}) = make_{vt}({});", swizzled(dst, self.expr(dbase)?), elems.join(", "))))
+        let at = swizzled(dst, self.expr(dbase)?);
+        if dst.dtype() == DType::F32 {
+            return Ok(Some(format!("*({vt}*)({d} + {at}) = make_{vt}({});", elems.join(", "))));
+        }
+        // Other types through an aligned array of the elements, which the
+        // CUDA compiler keeps in registers.
+        let ct = ctype(dst.dtype())?;
+        Ok(Some(format!(
+            "{{ __align__({}) {ct} tirc_v[{e}] = {{{}}}; *({vt}*)({d} + {at}) = *(const {vt}*)tirc_v; }}",
+            e * dst.dtype().bytes() as i64,
+            elems.join(", ")
+        )))
+    }
+
+    /// A vector copy to a destination that is not aligned (the rows of an
+    /// output of an odd length) from an aligned, contiguous source: one
+    /// vector load, then the elements stored one by one.
+    fn scattered_copy(
+        &mut self,
+        l: &For,
+        dst: &Buffer,
+        idx: &Expr,
+        value: &Expr,
+        e: i64,
+        vt: &str,
+    ) -> Result<Option<String>, Diagnostic> {
+        let Expr::Load(src, sidx) = value else { return Ok(None) };
+        if dst.scope() != Scope::Global || src.scope() != Scope::Global || src.dtype() != dst.dtype() || sidx.len() != 1
+        {
+            return Ok(None);
+        }
+        let Some(sbase) = self.vector_base(&sidx[0], &l.var, e) else { return Ok(None) };
+        let ct = ctype(dst.dtype())?;
+        let konst = if self.read_only.contains(src) { "const " } else { "" };
+        let mut stores = Vec::new();
+        let d = self.buf_name(dst);
+        for k in 0..e {
+            let i = self.an.simplify(&substitute(idx, &[(l.var.clone(), Expr::int(k))]));
+            stores.push(format!("{d}[{}] = tirc_v[{k}];", self.expr(&i)?));
+        }
+        Ok(Some(format!(
+            "{{ __align__({}) {ct} tirc_v[{e}]; *({vt}*)tirc_v = *({konst}{vt}*)({} + {}); {} }}",
+            e * dst.dtype().bytes() as i64,
+            self.buf_name(src),
+            swizzled(src, self.expr(&sbase)?),
+            stores.join(" ")
+        )))
     }
 
     /// Whether `cond` has one value for `v` in `0..e`: each conjunct either
