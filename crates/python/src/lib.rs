@@ -69,15 +69,6 @@ fn build_kernel(
     // A function of run-time sizes (`m = T.int32()`) is compiled once; each
     // call binds the sizes its arrays have (`Kernel::bind`).
     let compiled = compile(source, &request).map_err(|ds| diagnostics(&ds, filename, source))?;
-    if !compiled.original.scalars.is_empty() {
-        let names: Vec<&str> = compiled.original.scalars.iter().map(|v| v.name()).collect();
-        return Err(err(format!(
-            "function {} takes scalar parameters ({}), which the Python package cannot pass yet: run it with `tirc run -D {}=..`, or call the launcher of `tirc build`",
-            compiled.original.name,
-            names.join(", "),
-            names[0]
-        )));
-    }
     Ok(Kernel { compiled, request, loaded: RefCell::new(None), bound: RefCell::new(None) })
 }
 
@@ -177,6 +168,13 @@ impl Kernel {
         self.compiled.sizes().iter().map(|v| v.name().to_string()).collect()
     }
 
+    /// The function's scalar parameters (`alpha: T.float32`) as (name,
+    /// dtype), in the order the kernels take them.
+    #[getter]
+    fn scalars(&self) -> Vec<(String, String)> {
+        self.compiled.original.scalars.iter().map(|v| (v.name().to_string(), v.dtype().to_string())).collect()
+    }
+
     /// Readies the kernels for arrays of these shapes (one per parameter):
     /// each run-time size is read off the first extent that is the size
     /// alone, then every shape must be what the sizes make. Returns the
@@ -239,13 +237,21 @@ impl Kernel {
     }
 
     /// Runs the kernels on the simulator over the parameters' contents,
-    /// given as little-endian bytes in parameter order; returns every
-    /// parameter's bytes after the run.
-    fn run_host<'py>(&self, py: Python<'py>, data: Vec<Bound<'py, PyBytes>>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    /// given as little-endian bytes in parameter order, with the scalar
+    /// parameters' values in order; returns every parameter's bytes after
+    /// the run.
+    #[pyo3(signature = (data, scalars=vec![]))]
+    fn run_host<'py>(
+        &self,
+        py: Python<'py>,
+        data: Vec<Bound<'py, PyBytes>>,
+        scalars: Vec<f64>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let bound = self.bound.borrow();
         let compiled = self.ready(bound.as_ref())?;
         let f = &compiled.original;
         self.check_count(data.len())?;
+        let values = self.scalar_values(&scalars)?;
         let mut args = Vec::new();
         for (b, bytes) in f.params.iter().zip(&data) {
             let n = b.num_elements().unwrap_or(0) as usize;
@@ -267,7 +273,7 @@ impl Kernel {
             args.push(HostData::poisoned(b.dtype(), n as usize).map_err(err)?);
         }
         for k in &compiled.kernels {
-            sim::run(&k.lowered, &mut args, sim::SimOptions::default())
+            sim::run(&k.lowered.bind_scalars(&values), &mut args, sim::SimOptions::default())
                 .map_err(|e| err(format!("simulating kernel {}: {e}", k.cuda.name)))?;
         }
         Ok(args.iter().take(f.params.len()).map(|d| PyBytes::new(py, &d.as_bytes())).collect())
@@ -276,8 +282,10 @@ impl Kernel {
     /// Enqueues the kernels on GPU `device`'s raw stream `stream` with the
     /// parameters' device pointers, in parameter order (the function's
     /// intermediates are allocated once, when the kernels are loaded).
-    fn run_device(&self, ptrs: Vec<u64>, device: usize, stream: u64) -> PyResult<()> {
+    #[pyo3(signature = (ptrs, device, stream, scalars=vec![]))]
+    fn run_device(&self, ptrs: Vec<u64>, device: usize, stream: u64, scalars: Vec<f64>) -> PyResult<()> {
         self.check_count(ptrs.len())?;
+        let values: Vec<f64> = self.scalar_values(&scalars)?.into_iter().map(|(_, x)| x).collect();
         let bound = self.bound.borrow();
         let compiled = self.ready(bound.as_ref())?;
         // A kernel's own scratch is allocated when it is loaded, once: one
@@ -303,6 +311,7 @@ impl Kernel {
         // intermediates (reallocated when their sizes change).
         for (lk, k) in l.kernels.iter_mut().zip(&compiled.kernels) {
             lk.set_sizes(k.cuda.launch.grid, &k.cuda.size_values).map_err(err)?;
+            lk.set_scalars(&values).map_err(err)?;
         }
         let counts: Vec<i64> = compiled.intermediates.iter().map(|b| b.num_elements().unwrap_or(0)).collect();
         if l.sized != counts || l.intermediates.len() != counts.len() {
@@ -360,6 +369,22 @@ impl Kernel {
             return Ok(&self.compiled);
         }
         bound.map(|(_, c)| c).ok_or_else(|| err("the kernel's run-time sizes are not bound: call bind(shapes) first"))
+    }
+
+    /// The scalar parameters paired with a call's values, one each, in
+    /// order (the Python side matched them to the names), each rounded to
+    /// its type.
+    fn scalar_values(&self, given: &[f64]) -> PyResult<Vec<(tirc_ir::Var, f64)>> {
+        let f = &self.compiled.original;
+        if given.len() != f.scalars.len() {
+            return Err(PyValueError::new_err(format!(
+                "{} takes {} scalar values, {} given",
+                f.name,
+                f.scalars.len(),
+                given.len()
+            )));
+        }
+        Ok(f.scalars.iter().zip(given).map(|(v, x)| (v.clone(), tirc::compile::round_to(v.dtype(), *x))).collect())
     }
 
     /// A call gives one array per parameter of the function.

@@ -74,3 +74,23 @@ def test_bench_reports_the_ratio_to_cublas():
     )
     r = kern.bench(compare="cublas", repeat=10, warmup=3)
     assert r["status"] == "ok" and r["ratio_vs_cublas"] > 0.5, r
+
+
+def test_scalar_parameters_on_torch_tensors():
+    """`alpha: T.float32`: one loaded kernel, launched with each call's
+    values; a float16 scale arrives rounded to half."""
+    m = tirc.load(ROOT / "tests" / "data" / "sizes" / "scalars.tir")
+    kern = m.build("two_kernels")
+    a, b, c0 = torch.randn(40, 24, device="cuda"), torch.randn(24, 72, device="cuda"), torch.randn(40, 72, device="cuda")
+    for alpha, beta in [(0.5, 2.0), (-3.0, 0.25)]:
+        c = torch.full((40, 72), float("nan"), device="cuda")
+        kern(a, b, c0, c, alpha=alpha, beta=beta)
+        torch.cuda.synchronize()
+        ref = (alpha * (a.double() @ b.double()) + beta * c0.double()).float()
+        torch.testing.assert_close(c, ref, rtol=1e-4, atol=1e-4)
+    h = m.build("half_threads")
+    x = torch.randn(40, 72, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    h(x, y, s=0.1)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, x * torch.tensor(0.1, dtype=torch.float16, device="cuda"), rtol=2e-3, atol=1e-3)

@@ -164,3 +164,30 @@ def test_one_kernel_runs_at_every_run_time_size():
     assert k.cuda_source == source, "one source for every size"
     with pytest.raises(ValueError, match="C: expected shape"):
         k(rand((5, 20)), b, np.zeros((6, 24), np.float32))
+
+
+def test_scalar_parameters_are_given_by_keyword():
+    """`alpha: T.float32` parameters: k(A, ..., alpha=.., beta=..) on the
+    simulator, one compiled kernel for every value; a missing, unknown or
+    non-numeric value is a TypeError naming it."""
+    m = tirc.load(ROOT / "tests" / "data" / "sizes" / "scalars.tir")
+    k = m.build("fused")
+    assert k.scalars == ["alpha", "beta"]
+    a, b, c0 = rand((40, 24), seed=1), rand((24, 72), seed=2), rand((40, 72), seed=3)
+    for alpha, beta in [(0.5, 2.0), (-1.25, 0.0)]:
+        c = np.full((40, 72), np.nan, np.float32)
+        k(a, b, c0, c, alpha=alpha, beta=beta)
+        want = alpha * (a.astype(np.float64) @ b) + beta * c0
+        np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
+    c = np.zeros((40, 72), np.float32)
+    with pytest.raises(TypeError, match="'beta'"):
+        k(a, b, c0, c, alpha=1.0)
+    with pytest.raises(TypeError, match="'gamma'"):
+        k(a, b, c0, c, alpha=1.0, beta=1.0, gamma=2.0)
+    with pytest.raises(TypeError, match="alpha: expected a number"):
+        k(a, b, c0, c, alpha="x", beta=1.0)
+    h = m.build("half_threads")
+    x = rand((40, 72), "float16", seed=4)
+    y = np.zeros((40, 72), np.float16)
+    h(x, y, s=0.1)
+    np.testing.assert_allclose(y.astype(np.float64), x.astype(np.float64) * np.float16(0.1), rtol=2e-3, atol=1e-3)

@@ -205,8 +205,9 @@ impl Compiled {
     }
 }
 
-/// `x` as the nearest value of the floating-point type `t`.
-fn round_to(t: DType, x: f64) -> f64 {
+/// `x` as the nearest value of the floating-point type `t` (a scalar
+/// parameter's value as the kernel receives it).
+pub fn round_to(t: DType, x: f64) -> f64 {
     match tirc_exec::data::HostData::zeros(t, 1) {
         Ok(mut d) => {
             d.set_f64(&[x]);

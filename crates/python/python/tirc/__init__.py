@@ -184,19 +184,44 @@ class Kernel:
         args = ", ".join(f"{a['name']}: {a['dtype']}{list(a['shape'])}" for a in self.arguments)
         return f"tirc.Kernel({self.name}({args}), schedule={self.schedule!r})"
 
-    def __call__(self, *arrays, stream=None):
+    scalars = property(
+        lambda self: [name for name, _ in self._k.scalars],
+        doc="The function's scalar parameters (`alpha: T.float32`), given by keyword at each call.",
+    )
+
+    def __call__(self, *arrays, stream=None, **scalars):
         if len(arrays) != len(self.arguments):
             names = ", ".join(a["name"] for a in self.arguments)
             raise TypeError(f"{self.name} takes {len(self.arguments)} arrays ({names}), {len(arrays)} given")
+        values = self._scalar_values(scalars)
         on_device = [_is_device_array(x) for x in arrays]
         if all(on_device):
-            return self._call_device(arrays, stream)
+            return self._call_device(arrays, stream, values)
         if any(on_device):
             which = ", ".join(a["name"] for a, d in zip(self.arguments, on_device) if d)
             raise TypeError(f"{self.name}: {which} on a GPU and the others on the host: pass all on one")
         if stream is not None:
             raise TypeError("stream= is for arrays on a GPU")
-        return self._call_host(arrays)
+        return self._call_host(arrays, values)
+
+    def _scalar_values(self, given):
+        """The scalar parameters' values, in the kernels' order, from the
+        call's keywords: each needed, none unknown, each a number."""
+        names = self.scalars
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            known = ", ".join(names) if names else "none"
+            raise TypeError(f"{self.name} has no scalar parameter {unknown[0]!r} (its scalar parameters: {known})")
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise TypeError(f"{self.name}: give the scalar parameter {missing[0]!r} by keyword, e.g. {missing[0]}=0.5")
+        values = []
+        for n in names:
+            try:
+                values.append(float(given[n]))
+            except (TypeError, ValueError):
+                raise TypeError(f"{n}: expected a number, got {type(given[n]).__name__}") from None
+        return values
 
     def _shapes(self, shapes):
         """The parameters' shapes for arrays of `shapes`: the declared ones,
@@ -206,7 +231,7 @@ class Kernel:
             return [a["shape"] for a in self.arguments]
         return [tuple(s) for s in self._k.bind([list(s) for s in shapes])]
 
-    def _call_host(self, arrays):
+    def _call_host(self, arrays, scalars=()):
         import numpy as np
 
         data = []
@@ -231,12 +256,12 @@ class Kernel:
             if a["access"] in ("write", "readwrite") and not x.flags.writeable:
                 raise ValueError(f"{a['name']}: the kernel writes it, and the array is read-only")
             data.append(np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<"), copy=False).tobytes())
-        out = self._k.run_host(data)
+        out = self._k.run_host(data, list(scalars))
         for a, x, b, shape in zip(self.arguments, arrays, out, wants):
             if a["access"] in ("write", "readwrite"):
                 x[...] = np.frombuffer(b, dtype=np.dtype(_NUMPY[a["dtype"]]).newbyteorder("<")).reshape(shape)
 
-    def _call_device(self, arrays, stream):
+    def _call_device(self, arrays, stream, scalars=()):
         ptrs = []
         device = None
         views = [_dlpack(x) for x in arrays]
@@ -258,7 +283,7 @@ class Kernel:
             ptrs.append(ptr)
         if stream is None:
             stream = _current_stream(arrays[0], device)
-        self._k.run_device(ptrs, device, int(stream))
+        self._k.run_device(ptrs, device, int(stream), list(scalars))
 
     def _argv(self, extra):
         m = self.module
