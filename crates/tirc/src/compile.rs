@@ -177,18 +177,7 @@ impl Compiled {
         if self.original.scalars.is_empty() {
             return self;
         }
-        let mut rng = tirc_exec::data::Rng::new(seed ^ 0x5ca1_a25e_ed00_0001);
-        let mut values = Vec::new();
-        for v in &self.original.scalars {
-            let given = fractions
-                .iter()
-                .rev()
-                .find(|(n, _)| n == v.name())
-                .map(|(_, x)| *x)
-                .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64));
-            let x = given.unwrap_or_else(|| rng.uniform());
-            values.push((v.clone(), round_to(v.dtype(), x), given.is_none()));
-        }
+        let values = scalar_values(&self.original, defines, fractions, seed);
         let bound: Vec<(Var, f64)> = values.iter().map(|(v, x, _)| (v.clone(), *x)).collect();
         self.original = self.original.bind_scalars(&bound);
         self.scheduled = self.scheduled.bind_scalars(&bound);
@@ -203,6 +192,31 @@ impl Compiled {
         self.scalar_values = values;
         self
     }
+}
+
+/// The value of each scalar parameter of `f` (`alpha: T.float32`): the one
+/// a `-D` gives (`fractions`, then `defines`), else one drawn from `seed`
+/// uniformly in [-1, 1), as the inputs are; each rounded to its type, and
+/// whether it was drawn.
+pub fn scalar_values(
+    f: &PrimFunc,
+    defines: &[(String, i64)],
+    fractions: &[(String, f64)],
+    seed: u64,
+) -> Vec<(Var, f64, bool)> {
+    let mut rng = tirc_exec::data::Rng::new(seed ^ 0x5ca1_a25e_ed00_0001);
+    let mut values = Vec::new();
+    for v in &f.scalars {
+        let given = fractions
+            .iter()
+            .rev()
+            .find(|(n, _)| n == v.name())
+            .map(|(_, x)| *x)
+            .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64));
+        let x = given.unwrap_or_else(|| rng.uniform());
+        values.push((v.clone(), round_to(v.dtype(), x), given.is_none()));
+    }
+    values
 }
 
 /// `x` as the nearest value of the floating-point type `t` (a scalar

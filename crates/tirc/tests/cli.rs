@@ -101,6 +101,12 @@ fn scalar_parameters_take_their_values_from_d_or_the_seed() {
     assert!(stderr(&o).contains("`M` is not a scalar parameter"), "{}", stderr(&o));
     let o = tirc(&["run", f, "-s", "fused", "-D", "alpha=fast", "--target", "sim"]);
     assert_eq!(code(&o), 2, "not a number is a usage error");
+    // `check --run` and `tune` draw them from the seed too.
+    let o = tirc(&["check", "--run", f]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = tirc(&["tune", f, "-s", "fused", "--target", "sim", "--space", "BM=8,16", "--no-progress"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("BM = 16               1 / 1"), "{}", stdout(&o));
 }
 
 #[test]

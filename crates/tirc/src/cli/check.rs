@@ -113,6 +113,9 @@ fn simulate_at(a: &Args, src: &str, defines: &[(String, i64)]) -> u8 {
         let label = format!("{name}{} {at}", shown.join(""));
         let outcome = compile_module(module.clone(), &req)
             .and_then(|c| c.bind_sizes(defines))
+            // Scalar parameters (`alpha: T.float32`) take a value drawn
+            // from the seed, as `tirc run` gives them without a -D.
+            .map(|c| c.bind_scalars(defines, &[], a.seed))
             .map_err(|d| d.message)
             .and_then(|c| {
                 let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();

@@ -74,6 +74,7 @@ pub fn build(
     c: &Candidate,
     shared_limit: usize,
     sizes: &[(Var, i64)],
+    scalars: &[(Var, f64)],
 ) -> Result<Built, String> {
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
@@ -81,6 +82,10 @@ pub fn build(
     let mut kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
     // A kernel of run-time sizes is generic; it is measured at `sizes`.
     let lowered = crate::compile::bind_kernel(&lowered, &mut kernel, sizes)?;
+    // Scalar parameters take the values the reference ran with.
+    kernel.scalar_values =
+        lowered.scalars.iter().map(|v| scalars.iter().find(|(x, _)| x == v).map_or(0.0, |(_, x)| *x)).collect();
+    let lowered = lowered.bind_scalars(scalars);
     let threads = kernel.launch.block.iter().product::<i64>();
     if threads > MAX_THREADS {
         return Err(format!("{threads} threads per block, more than {MAX_THREADS}"));
@@ -130,6 +135,8 @@ pub struct Checker {
     pub original: PrimFunc,
     /// The values of the function's run-time sizes the candidates run at.
     pub sizes: Vec<(Var, i64)>,
+    /// The values of its scalar parameters (`alpha: T.float32`).
+    pub scalars: Vec<(Var, f64)>,
     pub args: Vec<HostData>,
     pub reference: crate::verify::Reference,
     pub tolerance: f64,
@@ -152,7 +159,7 @@ impl Checker {
 /// Builds and checks a candidate on the simulator.
 pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, chk: &Checker) -> Trial {
     let t0 = Instant::now();
-    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT, &chk.sizes) {
+    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT, &chk.sizes, &chk.scalars) {
         Ok(b) => b,
         Err(e) => return Trial::rejected(c.clone(), e, t0.elapsed().as_secs_f64()),
     };
@@ -230,6 +237,7 @@ pub struct ForGpu {
 /// Builds a candidate for GPUs of architecture `arch` that allow
 /// `shared_limit` bytes of shared memory per block, and compiles it with
 /// NVRTC; safe to call from several threads at once.
+#[allow(clippy::too_many_arguments)]
 pub fn gpu_prepare(
     module: &Module,
     schedule: &str,
@@ -238,9 +246,10 @@ pub fn gpu_prepare(
     shared_limit: usize,
     arch: &str,
     sizes: &[(Var, i64)],
+    scalars: &[(Var, f64)],
 ) -> ForGpu {
     let t0 = Instant::now();
-    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024), sizes).map(|b| {
+    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024), sizes, scalars).map(|b| {
         // An NVRTC failure is reported when the kernel is loaded, as a
         // refusal by the GPU.
         let ptx = gpu::nvrtc_compile(&b.kernel.source, arch).ok();
@@ -258,8 +267,9 @@ pub fn gpu_build(
     space: &Space,
     c: &Candidate,
     sizes: &[(Var, i64)],
+    scalars: &[(Var, f64)],
 ) -> Loaded {
-    gpu_load(g, &gpu_prepare(module, schedule, space, c, g.max_shared_per_block_optin(), &g.arch(), sizes))
+    gpu_load(g, &gpu_prepare(module, schedule, space, c, g.max_shared_per_block_optin(), &g.arch(), sizes, scalars))
 }
 
 /// Loads a built candidate into `g`.

@@ -260,7 +260,10 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
     // Run-time sizes: every candidate is a generic kernel, measured at the
     // values -D (or, on the simulator, the test sizes) gives them.
     let sizes = crate::compile::size_values_checked(&module, &generic, &defines(o)).map_err(|d| d.message)?;
-    let original = generic.specialize(&sizes);
+    // Scalar parameters: a -D value, else one drawn from the seed.
+    let scalars: Vec<(tirc_ir::Var, f64)> =
+        crate::compile::scalar_values(&generic, &defines(o), &[], o.seed).into_iter().map(|(v, x, _)| (v, x)).collect();
+    let original = generic.specialize(&sizes).bind_scalars(&scalars);
     let all = space.candidates();
     let space_size = all.len();
     let strategy = o.strategy.unwrap_or(if o.budget.is_some() { Strategy::Model } else { Strategy::Exhaustive });
@@ -297,6 +300,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
             let chk = Checker {
                 original: original.clone(),
                 sizes: sizes.clone(),
+                scalars: scalars.clone(),
                 args: prepared.args,
                 reference,
                 tolerance,
@@ -367,6 +371,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
             let chk = Checker {
                 original: original.clone(),
                 sizes: sizes.clone(),
+                scalars: scalars.clone(),
                 args: prepared.args.clone(),
                 reference,
                 tolerance,
@@ -442,7 +447,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 let built = eval::par_map(
                     &fresh,
                     jobs,
-                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch, &sizes),
+                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch, &sizes, &scalars),
                     &|| {},
                 );
                 compile_wall_s += t0.elapsed().as_secs_f64();
