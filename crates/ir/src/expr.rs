@@ -188,13 +188,15 @@ impl Intrinsic {
 /// infinity, for either sign of `b` (which is not zero). The one definition
 /// that constant folding, the schedule interpreter and the simulator share.
 pub fn floor_div(a: i64, b: i64) -> i64 {
-    a.div_euclid(b) - i64::from(b < 0 && a.rem_euclid(b) != 0)
+    // Wrapping, as 64-bit hardware division does: `i64::MIN // -1` is
+    // `i64::MIN`, not a panic.
+    a.wrapping_div_euclid(b).wrapping_sub(i64::from(b < 0 && a.wrapping_rem_euclid(b) != 0))
 }
 
 /// `a % b` as TVM's `floormod` computes it: `a - b * floor_div(a, b)`, with
 /// the sign of `b`.
 pub fn floor_mod(a: i64, b: i64) -> i64 {
-    a - b * floor_div(a, b)
+    a.wrapping_sub(b.wrapping_mul(floor_div(a, b)))
 }
 
 #[derive(Clone, Debug)]

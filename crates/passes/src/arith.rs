@@ -192,12 +192,20 @@ impl Analyzer {
     pub fn simplify(&self, e: &Expr) -> Expr {
         let e = e.map_children(|c| self.simplify(c));
         match &e {
-            Expr::Binary(op, a, b) if e.dtype().is_int() && a.dtype().is_int() => match op {
-                BinOp::Add | BinOp::Sub | BinOp::Mul => self.sum_to_expr(&self.to_sum(&e)),
-                BinOp::FloorDiv | BinOp::FloorMod => self.div_mod(*op, a, b).unwrap_or(e),
-                BinOp::Min | BinOp::Max => self.min_max(*op, a, b).unwrap_or(e),
-                _ => e,
-            },
+            Expr::Binary(op, a, b) if e.dtype().is_int() && a.dtype().is_int() => {
+                let r = match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul => self.sum_to_expr(&self.to_sum(&e)),
+                    BinOp::FloorDiv | BinOp::FloorMod => self.div_mod(*op, a, b).unwrap_or_else(|| e.clone()),
+                    BinOp::Min | BinOp::Max => self.min_max(*op, a, b).unwrap_or_else(|| e.clone()),
+                    _ => e.clone(),
+                };
+                // The linear form builds its constants as int32: an int64
+                // expression that folds to one keeps its type.
+                match r {
+                    Expr::Int(v, t) if t != e.dtype() => Expr::Int(v, e.dtype()),
+                    r => r,
+                }
+            }
             Expr::Binary(op, a, b) if op.is_compare() && a.dtype().is_int() => self.compare(*op, a, b).unwrap_or(e),
             Expr::Binary(BinOp::And, a, b) => match (a.as_bool(), b.as_bool()) {
                 (Some(false), _) | (_, Some(false)) => Expr::bool(false),
@@ -302,7 +310,7 @@ impl Analyzer {
     fn sum_to_expr(&self, s: &Sum) -> Expr {
         let mut out: Option<Expr> = None;
         for (c, t) in &s.terms {
-            let mag = c.abs();
+            let mag = c.wrapping_abs();
             let term = if mag == 1 { t.clone() } else { Expr::binary(BinOp::Mul, t.clone(), Expr::int(mag)) };
             out = Some(match out {
                 None if *c < 0 => Expr::binary(BinOp::Mul, t.clone(), Expr::int(*c)),
@@ -314,7 +322,10 @@ impl Analyzer {
         match out {
             None => Expr::int(s.constant),
             Some(acc) if s.constant > 0 => Expr::binary(BinOp::Add, acc, Expr::int(s.constant)),
-            Some(acc) if s.constant < 0 => Expr::binary(BinOp::Sub, acc, Expr::int(-s.constant)),
+            Some(acc) if s.constant < 0 && s.constant != i64::MIN => {
+                Expr::binary(BinOp::Sub, acc, Expr::int(-s.constant))
+            }
+            Some(acc) if s.constant < 0 => Expr::binary(BinOp::Add, acc, Expr::int(s.constant)),
             Some(acc) => acc,
         }
     }
@@ -364,7 +375,7 @@ impl Analyzer {
                 // With g the gcd of the remaining coefficients, dividing c,
                 // and a constant below g: (g*y + k) // c == y // (c/g) and
                 // (g*y + k) % c == g * (y % (c/g)) + k.
-                let g = r.terms.iter().fold(c, |g, (k, _)| gcd(g, k.abs()));
+                let g = r.terms.iter().fold(c, |g, (k, _)| gcd(g, k.wrapping_abs()));
                 if g > 1 && r.constant < g {
                     let y = Sum { terms: r.terms.iter().map(|(k, t)| (k / g, t.clone())).collect(), constant: 0 };
                     let inner = self.simplify(&Expr::binary(op, self.sum_to_expr(&y), Expr::int(c / g)));
