@@ -123,3 +123,16 @@ def f(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32")):
     let why = sim_check_kernels(&c.original, &kernels, &c.intermediates, 1).err().unwrap_or_default();
     assert!(why.contains("reads `temp`, which nothing writes") && tirc::measure::is_nothing_to_check(&why), "{why}");
 }
+
+/// C computes on 8-bit integers in int: the CUDA code casts each 8-bit
+/// sum and product back to its type, so that it wraps as the simulator's.
+#[test]
+fn narrow_integer_arithmetic_is_cast_back_in_cuda() {
+    let src =
+        std::fs::read_to_string("tests/data/conformance/narrow_ints_and_block_var_predicate.tir").unwrap_or_default();
+    let req = Request { func: Some("narrow".into()), ..Request::default() };
+    let c = tirc::compile::compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let cuda = &c.first().cuda.source;
+    assert!(cuda.contains("((signed char)(((signed char)(A[i] * 20)) + 100))"), "{cuda}");
+    assert!(cuda.contains("((unsigned char)(((unsigned char)(U[i] * 7)) - 9))"), "{cuda}");
+}

@@ -1571,6 +1571,18 @@ impl Gen {
                 let _ = int;
                 let l = self.expr_prec(a, p)?;
                 let r = self.expr_prec(b, p + 1)?;
+                // C computes on 8- and 16-bit integers in int: the result is
+                // cast back, so that it wraps as TIR's (and the
+                // simulator's) does.
+                let narrow = matches!(e.dtype(), DType::Int(8 | 16) | DType::UInt(8 | 16));
+                if narrow
+                    && matches!(
+                        op,
+                        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::FloorMod
+                    )
+                {
+                    return Ok(format!("(({})({l} {sym} {r}))", ctype(e.dtype())?));
+                }
                 wrap(format!("{l} {sym} {r}"), p)
             }
             Expr::Not(a) => format!("!{}", self.expr_prec(a, 9)?),

@@ -75,6 +75,11 @@ impl FuncResolver<'_> {
         self.check_declared(&block, &r_inf, &w_inf, reads.as_ref(), writes.as_ref())?;
         block.reads = reads.map_or(r_inf, |r| r.0);
         block.writes = writes.map_or(w_inf, |w| w.0);
+        // A predicate is of the loops around the block; one that names the
+        // block's own variables (`T.where(vj < 4)`) means their bindings.
+        let own: Vec<(Var, Expr)> =
+            block.iter_vars.iter().map(|iv| iv.var.clone()).zip(iter_values.iter().cloned()).collect();
+        let predicate = crate::subst::substitute(&predicate, &own);
         self.check_bindings(&block, &iter_values, &predicate, &axis_spans)?;
         check_own_variables(&block, &self.block_vars, span)?;
         check_iteration_order(&block, span)?;
@@ -338,6 +343,14 @@ impl FuncResolver<'_> {
             _ => Range::from_extent(self.expr(dom)?),
         };
         let v = self.expr(value)?;
+        for (x, what) in [(&dom.min, "domain"), (&dom.extent, "domain"), (&v, "value")] {
+            if !x.dtype().is_int() {
+                return Err(Diagnostic::at(
+                    span,
+                    format!("a block axis's {what} must be an integer, not {}", x.dtype()),
+                ));
+            }
+        }
         self.axis_spans.push(span);
         self.new_axis(target, kind, dom, v, iter_vars, iter_values)
     }
@@ -415,6 +428,12 @@ impl FuncResolver<'_> {
                         return Err(Diagnostic::at(p.span, "a region slice needs an end"));
                     };
                     let hi = self.expr(hi)?;
+                    if let Some(x) = [&lo, &hi].into_iter().find(|x| !x.dtype().is_int()) {
+                        return Err(Diagnostic::at(
+                            p.span,
+                            format!("a region's bounds must be integers, not {}", x.dtype()),
+                        ));
+                    }
                     // `lo:lo + e` (how regions print) has extent `e`: read
                     // back, it must not grow into `lo + e - lo`.
                     let ext = match (lo.as_int(), hi.as_int(), &hi) {
@@ -426,7 +445,13 @@ impl FuncResolver<'_> {
                     };
                     Range::new(lo, ext)
                 }
-                _ => Range::new(self.expr(p)?, Expr::int(1)),
+                _ => {
+                    let i = self.expr(p)?;
+                    if !i.dtype().is_int() {
+                        return Err(Diagnostic::at(p.span, format!("an index must be an integer, not {}", i.dtype())));
+                    }
+                    Range::new(i, Expr::int(1))
+                }
             });
         }
         Ok(BufferRegion { buffer, region })

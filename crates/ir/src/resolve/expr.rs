@@ -429,6 +429,17 @@ impl FuncResolver<'_> {
             return Ok(Expr::Float(v, t));
         }
         let v = self.expr(arg)?;
+        // An integer literal must fit its type (`T.int8(300)` is refused, as
+        // TVM refuses it): C would wrap it, the simulator would not.
+        if let (Expr::Int(x, _), true) = (&v, t.is_int() && t != DType::I64) {
+            if let (Some(lo), Some(hi)) = (limit(t, false), limit(t, true)) {
+                if let (Expr::Int(lo, _), Expr::Int(hi, _)) = (lo, hi) {
+                    if *x < lo || *x > hi {
+                        return Err(Diagnostic::at(arg.span, format!("{x} is out of the range of {t} ({lo} to {hi})")));
+                    }
+                }
+            }
+        }
         Ok(if is_literal(&v) || v.dtype() == t { retype(v, t) } else { Expr::Cast(t, Box::new(v)) })
     }
 }
