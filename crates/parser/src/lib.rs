@@ -118,7 +118,17 @@ fn too_deep(body: &[Stmt]) -> Option<Span> {
         if depth > MAX_EXPR_DEPTH {
             return Some(e.span);
         }
-        e.children().into_iter().find_map(|c| expr(c, depth + 1))
+        // `a and b and ...` and `a < b < ...` are one node here but a chain
+        // of binary operations once resolved: each operand counts a level.
+        let chain = match &e.kind {
+            crate::ast::ExprKind::BoolOp { operands, .. } => operands.len(),
+            crate::ast::ExprKind::Compare { rest, .. } => rest.len() + 1,
+            _ => 1,
+        };
+        if depth + chain > MAX_EXPR_DEPTH + 1 {
+            return Some(e.span);
+        }
+        e.children().into_iter().find_map(|c| expr(c, depth + chain))
     }
     body.iter().find_map(|s| {
         s.exprs().into_iter().find_map(|e| expr(e, 1)).or_else(|| s.blocks().into_iter().find_map(too_deep))
@@ -128,6 +138,16 @@ fn too_deep(body: &[Stmt]) -> Option<Span> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_and_chains_count_each_operand() {
+        let src = format!("x = {}\n", vec!["a"; 20_000].join(" and "));
+        let errors = parse(&src).unwrap_err();
+        assert!(errors[0].message.contains("nested too deeply"), "{:?}", errors[0]);
+        let src = format!("x = {}\n", vec!["a"; 20_000].join(" < "));
+        assert!(parse(&src).is_err());
+        assert!(parse(&format!("x = {}\n", vec!["a"; 100].join(" and "))).is_ok());
+    }
 
     #[test]
     fn deep_unary_chain_is_an_error_not_a_crash() {

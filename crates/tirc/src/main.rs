@@ -59,6 +59,17 @@ fn default_sigpipe() {}
 fn main() -> ExitCode {
     default_sigpipe();
     let cli = Cli::parse();
+    // Deeply nested programs (long chains of `let`s, expressions at the
+    // parser's depth limit) recurse deep in every stage: the command runs on
+    // a thread with the simulator workers' large stack, not the 8 MiB main
+    // one.
+    match std::thread::Builder::new().stack_size(tirc_exec::sim::WORKER_STACK).spawn(move || run(cli)) {
+        Ok(t) => t.join().unwrap_or_else(|_| ExitCode::from(101)),
+        Err(_) => run(Cli::parse()),
+    }
+}
+
+fn run(cli: Cli) -> ExitCode {
     let code = match cli.cmd {
         Cmd::Lower(a) => commands::lower::main(a),
         Cmd::Run(a) => commands::run::main(a),

@@ -109,6 +109,26 @@ fn scalar_parameters_take_their_values_from_d_or_the_seed() {
     assert!(stdout(&o).contains("BM = 16               1 / 1"), "{}", stdout(&o));
 }
 
+/// A program of 600 `let`s in a row nests that deep: the simulator's
+/// workers and the reference's thread overflowed their 2 MiB stacks (an
+/// abort, exit 134); they now run with the command's large stack.
+#[test]
+fn a_long_chain_of_lets_runs() {
+    let mut src = String::from(
+        "@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n    x0: T.float32 = A[0]\n",
+    );
+    for k in 1..600 {
+        src += &format!("    x{k}: T.float32 = x{} + T.float32(1)\n", k - 1);
+    }
+    src += "    B[0] = x599\n";
+    let path = std::env::temp_dir().join(format!("tirc-lets-{}.tir", std::process::id()));
+    std::fs::write(&path, src).unwrap();
+    let o = tirc(&["run", &path.display().to_string(), "--target", "sim", "--seed", "1"]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("check: ok"), "{}", stdout(&o));
+}
+
 #[test]
 fn unknown_overrides_are_bad_input() {
     let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step2", "-p", "BQ=3"]);

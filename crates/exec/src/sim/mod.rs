@@ -139,6 +139,10 @@ const SPLIT_MEMORY_LIMIT: usize = 1 << 29;
 /// Fewer blocks than this per worker are not worth a thread.
 const MIN_BLOCKS_PER_WORKER: i64 = 8;
 
+/// The stack of each worker thread: the `tirc` command runs on a thread of
+/// this size too, so a worker recurses as deep as it.
+pub const WORKER_STACK: usize = 256 << 20;
+
 /// Runs the blocks of one launch on `workers` threads, each a consecutive
 /// range of blocks on its own copy of global memory; then merges, in block
 /// order, what each range wrote (the words whose bits it changed), so the
@@ -175,17 +179,27 @@ fn run_split(
     };
     let copies: Vec<Vec<Mem>> = (1..workers).map(|_| params.iter().map(Mem::copy_of).collect()).collect();
     let (first, rest) = std::thread::scope(|scope| {
-        let handles: Vec<_> = copies
+        let handles = copies
             .into_iter()
             .zip(&ranges[1..])
-            .map(|(mems, &r)| scope.spawn(move || run_range(mems, r, &mut |_| {})))
-            .collect();
+            .map(|(mems, &r)| {
+                // As deep a stack as the calling thread's (a long chain of
+                // `let`s nests that deep): the default of 2 MiB was not.
+                std::thread::Builder::new()
+                    .stack_size(WORKER_STACK)
+                    .spawn_scoped(scope, move || run_range(mems, r, &mut |_| {}))
+            })
+            .collect::<Result<Vec<_>, _>>();
+        let handles = match handles {
+            Ok(h) => h,
+            Err(e) => return (Err(format!("starting a simulator worker failed: {e}")), Vec::new()),
+        };
         // This thread runs the first range and reports everyone's progress.
         let first = run_range(params, ranges[0], &mut |d| progress(d, total));
         let rest: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (first, rest)
+        (Ok(first), rest)
     });
-    let (mut main, r) = first;
+    let (mut main, r) = first?;
     r?;
     let mut stats = main.stats;
     for worker in rest {

@@ -317,7 +317,9 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         // once, on two cores where there are two.
         let bars = indicatif::MultiProgress::new();
         let (kernels, refd) = std::thread::scope(|scope| {
-            let refd = scope.spawn(|| {
+            // With the simulator workers' stack: a deep program recurses
+            // as deep in the reference.
+            let refd = std::thread::Builder::new().stack_size(sim::WORKER_STACK).spawn_scoped(scope, || {
                 let bar = bars.add(progress_bar(long, "simulating the reference in float64"));
                 let r = reference_sim_observed(f, &start, &mut |d, t| {
                     bar.set_length(t as u64);
@@ -340,7 +342,10 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
                     break;
                 }
             }
-            let refd = refd.join().unwrap_or_else(|_| Err("the reference simulation stopped unexpectedly".into()));
+            let refd = match refd {
+                Ok(h) => h.join().unwrap_or_else(|_| Err("the reference simulation stopped unexpectedly".into())),
+                Err(e) => Err(format!("starting the reference simulation failed: {e}")),
+            };
             (kernels, refd)
         });
         kernels?;
