@@ -21,8 +21,8 @@ extern "C" __global__ void __launch_bounds__(256) argmax_kernel(const float* X, 
   argmax_acc0[0] = (-1);
   argmax_acc1[0] = (-3.4028234663852886e38f);
   for (int k_0 = 0; k_0 < 125; ++k_0) {
-    int argmax_in_v0 = (argmax_acc1[0] >= X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] ? argmax_acc0[0] : k_0 * 256 + ((int)(threadIdx.x)));
-    float argmax_in_v1 = (argmax_acc1[0] >= X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] ? argmax_acc1[0] : X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))]);
+    int argmax_in_v0 = (argmax_acc1[0] > X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] || argmax_acc1[0] == X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] && argmax_acc0[0] < k_0 * 256 + ((int)(threadIdx.x)) ? argmax_acc0[0] : k_0 * 256 + ((int)(threadIdx.x)));
+    float argmax_in_v1 = (argmax_acc1[0] > X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] || argmax_acc1[0] == X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] && argmax_acc0[0] < k_0 * 256 + ((int)(threadIdx.x)) ? argmax_acc1[0] : X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))]);
     argmax_acc0[0] = argmax_in_v0;
     argmax_acc1[0] = argmax_in_v1;
   }
@@ -30,57 +30,57 @@ extern "C" __global__ void __launch_bounds__(256) argmax_kernel(const float* X, 
   argmax_red1[((int)(threadIdx.x))] = argmax_acc1[0];
   __syncthreads();
   if (((int)(threadIdx.x)) < 128) {
-    int argmax_s0_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 128] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 128]);
-    float argmax_s0_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 128] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 128]);
+    int argmax_s0_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 128] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 128] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 128] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 128]);
+    float argmax_s0_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 128] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 128] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 128] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 128]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s0_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s0_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 64) {
-    int argmax_s1_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 64] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 64]);
-    float argmax_s1_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 64] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 64]);
+    int argmax_s1_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 64] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 64] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 64] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 64]);
+    float argmax_s1_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 64] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 64] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 64] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 64]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s1_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s1_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 32) {
-    int argmax_s2_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 32] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 32]);
-    float argmax_s2_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 32] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 32]);
+    int argmax_s2_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 32] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 32] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 32] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 32]);
+    float argmax_s2_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 32] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 32] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 32] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 32]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s2_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s2_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 16) {
-    int argmax_s3_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 16] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 16]);
-    float argmax_s3_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 16] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 16]);
+    int argmax_s3_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 16] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 16] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 16] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 16]);
+    float argmax_s3_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 16] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 16] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 16] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 16]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s3_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s3_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 8) {
-    int argmax_s4_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 8] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 8]);
-    float argmax_s4_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 8] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 8]);
+    int argmax_s4_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 8] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 8] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 8] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 8]);
+    float argmax_s4_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 8] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 8] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 8] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 8]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s4_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s4_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 4) {
-    int argmax_s5_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 4] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 4]);
-    float argmax_s5_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 4] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 4]);
+    int argmax_s5_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 4] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 4] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 4] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 4]);
+    float argmax_s5_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 4] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 4] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 4] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 4]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s5_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s5_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 2) {
-    int argmax_s6_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 2] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 2]);
-    float argmax_s6_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 2] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 2]);
+    int argmax_s6_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 2] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 2] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 2] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 2]);
+    float argmax_s6_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 2] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 2] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 2] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 2]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s6_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s6_v1;
   }
   __syncthreads();
   if (((int)(threadIdx.x)) < 1) {
-    int argmax_s7_v0 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 1] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 1]);
-    float argmax_s7_v1 = (argmax_red1[((int)(threadIdx.x))] >= argmax_red1[((int)(threadIdx.x)) + 1] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 1]);
+    int argmax_s7_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 1] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 1] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 1] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 1]);
+    float argmax_s7_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 1] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 1] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 1] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 1]);
     argmax_red0[((int)(threadIdx.x))] = argmax_s7_v0;
     argmax_red1[((int)(threadIdx.x))] = argmax_s7_v1;
   }
@@ -88,8 +88,8 @@ extern "C" __global__ void __launch_bounds__(256) argmax_kernel(const float* X, 
   if (((int)(threadIdx.x)) == 0) {
     idx_local[0] = (-1);
     val_local[0] = (-3.4028234663852886e38f);
-    int argmax_w_v0 = (val_local[0] >= argmax_red1[0] ? idx_local[0] : argmax_red0[0]);
-    float argmax_w_v1 = (val_local[0] >= argmax_red1[0] ? val_local[0] : argmax_red1[0]);
+    int argmax_w_v0 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? idx_local[0] : argmax_red0[0]);
+    float argmax_w_v1 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? val_local[0] : argmax_red1[0]);
     idx_local[0] = argmax_w_v0;
     val_local[0] = argmax_w_v1;
   }

@@ -346,12 +346,62 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
             Some(_) => return None,
         }
     }
-    let (cond, _) = shared?;
-    let Expr::Binary(op, a, b) = &cond else { return None };
+    let (cond, left_first) = shared?;
+    // A combination that already breaks ties by the index (`rfactor`'s
+    // write-back, built below) is taken as it is.
+    let tie_broken = matches!(&cond, Expr::Binary(BinOp::Or, _, t)
+        if matches!(&**t, Expr::Binary(BinOp::And, e, _) if matches!(&**e, Expr::Binary(BinOp::Eq, ..))));
+    let base = match &cond {
+        Expr::Binary(BinOp::Or, c, _) if tie_broken => (**c).clone(),
+        c => c.clone(),
+    };
+    let Expr::Binary(op, a, b) = &base else { return None };
     let ordered = (0..outs.len()).any(|k| (is(a, &lhs[k]) && is(b, &rhs[k])) || (is(a, &rhs[k]) && is(b, &lhs[k])));
     if !matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge) || !ordered {
         return None;
     }
+    // Ties. In order, the update keeps the earlier element (`val >= x`
+    // keeps `val`) or takes the later (`val > x`); combined out of order
+    // (partial results of an `rfactor`, threads), the side that holds the
+    // earlier element is not always the left. Where a component is the
+    // element's index (a loop variable, as an argmax's), a tie is broken
+    // by it: the smaller index where the update keeps the earlier element,
+    // the larger where it takes the later, as in order.
+    // (The index: an integer variable that another component's element
+    // is loaded at, as an argmax's value is `X[vi, vk]` and its index `vk`.)
+    let indexes =
+        |c: usize, v: &Var| {
+            let mut at = false;
+            elems.iter().enumerate().filter(|(o, _)| *o != c).for_each(|(_, e)| {
+                e.walk(&mut |x| at |= matches!(x, Expr::Load(_, idx) if idx.iter().any(|i| i.uses(v))))
+            });
+            at
+        };
+    let index =
+        elems.iter().enumerate().position(|(c, e)| matches!(e, Expr::Var(v) if v.dtype().is_int() && indexes(c, v)));
+    let combine = match index.filter(|_| !tie_broken) {
+        Some(ix) => {
+            let keeps_earlier = matches!(op, BinOp::Le | BinOp::Ge) == left_first;
+            let strict = match op {
+                BinOp::Le => BinOp::Lt,
+                BinOp::Ge => BinOp::Gt,
+                o => *o,
+            };
+            // `x`, what the select takes when its condition holds.
+            let (x, y) = if left_first { (&lhs[ix], &rhs[ix]) } else { (&rhs[ix], &lhs[ix]) };
+            let by_index = Expr::binary(if keeps_earlier { BinOp::Lt } else { BinOp::Gt }, Expr::var(x), Expr::var(y));
+            let tie = Expr::binary(BinOp::And, Expr::binary(BinOp::Eq, (**a).clone(), (**b).clone()), by_index);
+            let cond = Expr::binary(BinOp::Or, Expr::binary(strict, (**a).clone(), (**b).clone()), tie);
+            combine
+                .into_iter()
+                .map(|e| match e {
+                    Expr::Select(_, t, f) => Expr::Select(Box::new(cond.clone()), t, f),
+                    e => e,
+                })
+                .collect()
+        }
+        None => combine,
+    };
     // Each thread starts from the init's value, a constant.
     let init_stores = flatten_stores(init?)?;
     let mut start = Vec::new();
