@@ -27,6 +27,8 @@
 //!    block's statement that holds it: a kernel of its own once
 //!    `split_kernels` has run) has the same extent, and the threads of a
 //!    block number at most 1024.
+//! 6. If the axis is a blockIdx, no loop around the loop holds other
+//!    statements besides the way down to it (checked with 4, before 5).
 
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{get_loop, replace_loop};
@@ -108,6 +110,21 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
                 tag.name()
             ))
             .help("a loop may be bound again to a thread axis of an enclosing loop only when its blocks write shared memory (a cooperative fetch)"));
+        }
+    }
+    // 6. A blockIdx spans the whole kernel: every loop around it holds
+    // nothing but the way down to it. One beside other statements (a
+    // cooperative copy's rows spread over blocks under the compute's
+    // loops) would give each block a part of what all of it reads.
+    if tag.is_block {
+        if let Some(a) = crowded_ancestor(&sch.func.body, lp) {
+            return Err(ScheduleError::new(format!(
+                "loop `{}` cannot be bound to {}: loop `{}` around it holds other statements too, and a block index must cover everything its kernel does",
+                lp.name(),
+                tag.name(),
+                a.name()
+            ))
+            .help("bind it to a threadIdx axis (a cooperative copy shared by the block's threads)"));
         }
     }
     let mut inner_bound = Vec::new();
@@ -225,6 +242,33 @@ fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
 }
 
 /// The loop around `lp` bound to `tag`, if any.
+/// The innermost loop around `lp` whose body holds more than the way down
+/// to it, if any.
+fn crowded_ancestor(s: &Stmt, lp: &LoopRV) -> Option<LoopRV> {
+    fn go(s: &Stmt, lp: &LoopRV, crowded: &mut Option<LoopRV>) -> Option<Option<LoopRV>> {
+        if let Stmt::For(f) = s {
+            if &f.var == lp {
+                return Some(crowded.clone());
+            }
+            let saved = crowded.clone();
+            if matches!(&f.body, Stmt::Seq(v) if v.iter().filter(|x| !matches!(x, Stmt::NoOp)).count() > 1) {
+                *crowded = Some(f.var.clone());
+            }
+            let r = go(&f.body, lp, crowded);
+            *crowded = saved;
+            return r;
+        }
+        let mut out = None;
+        s.for_each_child(|c| {
+            if out.is_none() {
+                out = go(c, lp, crowded);
+            }
+        });
+        out
+    }
+    go(s, lp, &mut None).flatten()
+}
+
 fn enclosing_bound(s: &Stmt, lp: &LoopRV, tag: ThreadTag) -> Option<LoopRV> {
     fn go(s: &Stmt, lp: &LoopRV, tag: ThreadTag, outer: &mut Vec<LoopRV>) -> Option<Option<LoopRV>> {
         if let Stmt::For(f) = s {
