@@ -359,22 +359,22 @@ pub struct LoadedKernel {
     /// The run-time sizes, passed after the scratch at every launch: one
     /// value each, as a 32- or 64-bit integer by the size's type (empty
     /// until `set_sizes` for a kernel loaded without values).
-    sizes: Vec<SizeArg>,
+    sizes: Vec<ByValue>,
     /// The kernel's run-time sizes, by name and type.
     size_types: Vec<(String, DType)>,
     /// The scalar parameters' values, passed after the sizes (empty until
     /// `set_scalars` for a kernel loaded without values).
-    scalars: Vec<ScalarArg>,
+    scalars: Vec<ByValue>,
     /// The kernel's scalar parameters, by name and type.
     scalar_types: Vec<(String, DType)>,
 }
 
 /// The size arguments of `k` for `values`, each checked against its type.
-fn size_args(k: &tirc_codegen::CudaKernel, values: &[i64]) -> Result<Vec<SizeArg>, String> {
+fn size_args(k: &tirc_codegen::CudaKernel, values: &[i64]) -> Result<Vec<ByValue>, String> {
     size_args_of(&k.name, &k.sizes, values)
 }
 
-fn size_args_of(name: &str, sizes: &[(String, DType)], values: &[i64]) -> Result<Vec<SizeArg>, String> {
+fn size_args_of(name: &str, sizes: &[(String, DType)], values: &[i64]) -> Result<Vec<ByValue>, String> {
     if values.len() != sizes.len() {
         return Err(format!("kernel {name} takes {} run-time sizes, {} given", sizes.len(), values.len()));
     }
@@ -382,31 +382,40 @@ fn size_args_of(name: &str, sizes: &[(String, DType)], values: &[i64]) -> Result
         .iter()
         .zip(values)
         .map(|((n, t), v)| match t.bytes() {
-            8 => Ok(SizeArg::I64(*v)),
-            _ => i32::try_from(*v).map(SizeArg::I32).map_err(|_| format!("size {n} = {v} does not fit its type {t}")),
+            8 => Ok(ByValue::I64(*v)),
+            _ => i32::try_from(*v).map(ByValue::I32).map_err(|_| format!("size {n} = {v} does not fit its type {t}")),
         })
         .collect()
 }
 
-/// A run-time size as a kernel argument.
+/// A kernel argument passed by value, in its parameter's type: a run-time
+/// size (a 32- or 64-bit integer) or a scalar parameter's value
+/// (`alpha: T.float32`; a float16 or bfloat16 as its 16 bits).
 #[derive(Clone, Copy, Debug)]
-enum SizeArg {
+enum ByValue {
     I32(i32),
     I64(i64),
-}
-
-/// A scalar parameter's value (`alpha: T.float32`) as a kernel argument,
-/// in the parameter's type: a float16 or bfloat16 as its 16 bits.
-#[derive(Clone, Copy, Debug)]
-enum ScalarArg {
     F32(f32),
     F64(f64),
     Bits16(u16),
 }
 
+impl ByValue {
+    /// The address of the value, as the driver takes kernel arguments.
+    fn as_param(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            ByValue::I32(x) => x as *mut i32 as *mut std::ffi::c_void,
+            ByValue::I64(x) => x as *mut i64 as *mut std::ffi::c_void,
+            ByValue::F32(x) => x as *mut f32 as *mut std::ffi::c_void,
+            ByValue::F64(x) => x as *mut f64 as *mut std::ffi::c_void,
+            ByValue::Bits16(x) => x as *mut u16 as *mut std::ffi::c_void,
+        }
+    }
+}
+
 /// The scalar arguments of kernel `name` for `values`, one per parameter
 /// of `types`, each rounded to its type.
-fn scalar_args_of(name: &str, types: &[(String, DType)], values: &[f64]) -> Result<Vec<ScalarArg>, String> {
+fn scalar_args_of(name: &str, types: &[(String, DType)], values: &[f64]) -> Result<Vec<ByValue>, String> {
     if values.len() != types.len() {
         return Err(format!("kernel {name} takes {} scalar values, {} given", types.len(), values.len()));
     }
@@ -414,10 +423,10 @@ fn scalar_args_of(name: &str, types: &[(String, DType)], values: &[f64]) -> Resu
         .iter()
         .zip(values)
         .map(|((n, t), v)| match t {
-            DType::Float(32) => Ok(ScalarArg::F32(*v as f32)),
-            DType::Float(64) => Ok(ScalarArg::F64(*v)),
-            DType::Float(16) => Ok(ScalarArg::Bits16(half::f16::from_f64(*v).to_bits())),
-            DType::BFloat16 => Ok(ScalarArg::Bits16(half::bf16::from_f64(*v).to_bits())),
+            DType::Float(32) => Ok(ByValue::F32(*v as f32)),
+            DType::Float(64) => Ok(ByValue::F64(*v)),
+            DType::Float(16) => Ok(ByValue::Bits16(half::f16::from_f64(*v).to_bits())),
+            DType::BFloat16 => Ok(ByValue::Bits16(half::bf16::from_f64(*v).to_bits())),
             t => Err(format!("kernel {name}: scalar parameter {n} of type {t} cannot be passed")),
         })
         .collect()
@@ -755,17 +764,13 @@ impl Gpu {
         for b in bufs.iter().copied().chain(&k.scratch) {
             args.arg(&b.slice);
         }
-        for v in &k.sizes {
+        for v in k.sizes.iter().chain(&k.scalars) {
             match v {
-                SizeArg::I32(x) => args.arg(x),
-                SizeArg::I64(x) => args.arg(x),
-            };
-        }
-        for v in &k.scalars {
-            match v {
-                ScalarArg::F32(x) => args.arg(x),
-                ScalarArg::F64(x) => args.arg(x),
-                ScalarArg::Bits16(x) => args.arg(x),
+                ByValue::I32(x) => args.arg(x),
+                ByValue::I64(x) => args.arg(x),
+                ByValue::F32(x) => args.arg(x),
+                ByValue::F64(x) => args.arg(x),
+                ByValue::Bits16(x) => args.arg(x),
             };
         }
         unsafe { args.launch(k.cfg) }.map(|_| ()).map_err(|e| format!("launching kernel {} failed: {e}", k.name))
@@ -828,23 +833,10 @@ impl Gpu {
                 values.push(p);
                 guards.push(g);
             }
-            let mut sizes = k.sizes.clone();
+            let mut by_value: Vec<ByValue> = k.sizes.iter().chain(&k.scalars).copied().collect();
             let mut params: Vec<*mut std::ffi::c_void> =
                 values.iter_mut().map(|v| v as *mut u64 as *mut std::ffi::c_void).collect();
-            for v in sizes.iter_mut() {
-                params.push(match v {
-                    SizeArg::I32(x) => x as *mut i32 as *mut std::ffi::c_void,
-                    SizeArg::I64(x) => x as *mut i64 as *mut std::ffi::c_void,
-                });
-            }
-            let mut scalars = k.scalars.clone();
-            for v in scalars.iter_mut() {
-                params.push(match v {
-                    ScalarArg::F32(x) => x as *mut f32 as *mut std::ffi::c_void,
-                    ScalarArg::F64(x) => x as *mut f64 as *mut std::ffi::c_void,
-                    ScalarArg::Bits16(x) => x as *mut u16 as *mut std::ffi::c_void,
-                });
-            }
+            params.extend(by_value.iter_mut().map(ByValue::as_param));
             let cfg = k.cfg;
             unsafe {
                 drv_result::launch_kernel(

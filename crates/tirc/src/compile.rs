@@ -182,9 +182,7 @@ impl Compiled {
         self.original = self.original.bind_scalars(&bound);
         self.scheduled = self.scheduled.bind_scalars(&bound);
         for k in &mut self.kernels {
-            k.cuda.scalar_values =
-                k.lowered.scalars.iter().map(|v| bound.iter().find(|(x, _)| x == v).map_or(0.0, |(_, x)| *x)).collect();
-            k.lowered = k.lowered.bind_scalars(&bound);
+            k.lowered = bind_kernel_scalars(&k.lowered, &mut k.cuda, &bound);
             for (_, f) in &mut k.after {
                 *f = f.bind_scalars(&bound);
             }
@@ -217,6 +215,15 @@ pub fn scalar_values(
         values.push((v.clone(), round_to(v.dtype(), x), given.is_none()));
     }
     values
+}
+
+/// One kernel given the values of its scalar parameters: its CUDA kernel
+/// takes them as arguments; the IR returned has them as constants (what
+/// the simulator runs).
+pub fn bind_kernel_scalars(lowered: &PrimFunc, cuda: &mut CudaKernel, values: &[(Var, f64)]) -> PrimFunc {
+    cuda.scalar_values =
+        lowered.scalars.iter().map(|v| values.iter().find(|(x, _)| x == v).map_or(0.0, |(_, x)| *x)).collect();
+    lowered.bind_scalars(values)
 }
 
 /// `x` as the nearest value of the floating-point type `t` (a scalar

@@ -5,6 +5,7 @@
 //! bound consistently with their domains.
 
 use super::dotted;
+use super::expr::integer;
 use super::func::{Binding, FuncResolver, R};
 use super::span_of_args;
 use crate::buffer::{Buffer, Scope};
@@ -342,15 +343,10 @@ impl FuncResolver<'_> {
             }
             _ => Range::from_extent(self.expr(dom)?),
         };
-        let v = self.expr(value)?;
-        for (x, what) in [(&dom.min, "domain"), (&dom.extent, "domain"), (&v, "value")] {
-            if !x.dtype().is_int() {
-                return Err(Diagnostic::at(
-                    span,
-                    format!("a block axis's {what} must be an integer, not {}", x.dtype()),
-                ));
-            }
+        for x in [&dom.min, &dom.extent] {
+            integer(x.clone(), span, "a block axis's domain must be an integer")?;
         }
+        let v = integer(self.expr(value)?, span, "a block axis's value must be an integer")?;
         self.axis_spans.push(span);
         self.new_axis(target, kind, dom, v, iter_vars, iter_values)
     }
@@ -428,11 +424,8 @@ impl FuncResolver<'_> {
                         return Err(Diagnostic::at(p.span, "a region slice needs an end"));
                     };
                     let hi = self.expr(hi)?;
-                    if let Some(x) = [&lo, &hi].into_iter().find(|x| !x.dtype().is_int()) {
-                        return Err(Diagnostic::at(
-                            p.span,
-                            format!("a region's bounds must be integers, not {}", x.dtype()),
-                        ));
+                    for x in [&lo, &hi] {
+                        integer(x.clone(), p.span, "a region's bounds must be integers")?;
                     }
                     // `lo:lo + e` (how regions print) has extent `e`: read
                     // back, it must not grow into `lo + e - lo`.
@@ -445,13 +438,7 @@ impl FuncResolver<'_> {
                     };
                     Range::new(lo, ext)
                 }
-                _ => {
-                    let i = self.expr(p)?;
-                    if !i.dtype().is_int() {
-                        return Err(Diagnostic::at(p.span, format!("an index must be an integer, not {}", i.dtype())));
-                    }
-                    Range::new(i, Expr::int(1))
-                }
+                _ => Range::new(integer(self.expr(p)?, p.span, "an index must be an integer")?, Expr::int(1)),
             });
         }
         Ok(BufferRegion { buffer, region })

@@ -173,11 +173,7 @@ impl FuncResolver<'_> {
             if let ExprKind::Slice { .. } = i.kind {
                 return Err(Diagnostic::at(i.span, "a slice is not allowed here; name one element"));
             }
-            let x = self.expr(i)?;
-            if !x.dtype().is_int() {
-                return Err(Diagnostic::at(i.span, format!("an index must be an integer, not {}", x.dtype())));
-            }
-            idx.push(x);
+            idx.push(integer(self.expr(i)?, i.span, "an index must be an integer")?);
         }
         let count_error = |what: &str, n: usize| {
             Diagnostic::at(
@@ -459,6 +455,16 @@ pub(crate) fn limit(t: DType, max: bool) -> Option<Expr> {
         DType::UInt(b) if b < 64 => Expr::Int(if max { (1i64 << b) - 1 } else { 0 }, t),
         _ => return None,
     })
+}
+
+/// `x`, when it is an integer (an index, a bound, an extent); else the
+/// error `"{what}, not float32"` at `span`.
+pub(crate) fn integer(x: Expr, span: Span, what: &str) -> R<Expr> {
+    if x.dtype().is_int() {
+        Ok(x)
+    } else {
+        Err(Diagnostic::at(span, format!("{what}, not {}", x.dtype())))
+    }
 }
 
 pub(crate) fn is_literal(e: &Expr) -> bool {

@@ -5,7 +5,7 @@
 //! `x = T.decl_buffer(..)`, `x = T.allocate(..)` and `x: T.int32 = v` scope
 //! over the statements that follow them in the same body.
 
-use super::expr::{is_literal, limit};
+use super::expr::{integer, is_literal, limit};
 use super::{dotted, span_of_args};
 use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
@@ -524,13 +524,7 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(span, "T.launch_thread takes a thread tag and an extent"));
         };
         let (tag, var) = self.thread_ref(tag_e)?;
-        let extent = self.expr(ext_e)?;
-        if !extent.dtype().is_int() {
-            return Err(Diagnostic::at(
-                ext_e.span,
-                format!("a thread extent must be an integer, not {}", extent.dtype()),
-            ));
-        }
+        let extent = integer(self.expr(ext_e)?, ext_e.span, "a thread extent must be an integer")?;
         Ok((tag, extent, var))
     }
 
@@ -996,12 +990,7 @@ impl FuncResolver<'_> {
         }
         for (min, ext, _, _) in &loops {
             for x in [min, ext] {
-                if !x.dtype().is_int() {
-                    return Err(Diagnostic::at(
-                        iter.span,
-                        format!("a loop's bounds must be integers, not {}", x.dtype()),
-                    ));
-                }
+                integer(x.clone(), iter.span, "a loop's bounds must be integers")?;
             }
             if let Some(e) = ext.as_int() {
                 if e <= 0 {

@@ -119,11 +119,16 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     let body = replace_block(root, block, |r| {
         let mut r = r.clone();
         r.block.init = None;
-        r.block.name = format!("{block}_update");
+        r.block.name = update_name(block);
         Ok(Stmt::Block(Box::new(r)))
     })?;
     let body = replace_loop(&body, at, |l| Ok(Stmt::Seq(vec![nest, Stmt::For(Box::new(l.clone()))])))?;
     Ok((body, init_name))
+}
+
+/// The name `decompose` gives the update that block `block` becomes.
+pub fn update_name(block: &str) -> String {
+    format!("{block}_update")
 }
 
 /// Whether `e` is a load of `b` at exactly `idx`.

@@ -67,6 +67,16 @@ pub fn child_blocks(s: &Stmt) -> Vec<&BlockRealize> {
     out
 }
 
+/// The names of the blocks inside block `r`, in its body and its init (as
+/// `blockize` leaves them: they read and write through `r`).
+pub fn nested_block_names(r: &BlockRealize) -> Vec<String> {
+    let mut names: Vec<String> = r.block.body.blocks().iter().map(|b| b.block.name.clone()).collect();
+    if let Some(i) = &r.block.init {
+        names.extend(i.blocks().iter().map(|b| b.block.name.clone()));
+    }
+    names
+}
+
 /// A fresh name for a loop derived from `base` that no loop of the function
 /// has yet.
 pub fn fresh_loop_name(root: &Stmt, base: &str) -> String {

@@ -33,7 +33,7 @@
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{get_loop, replace_loop};
 use tirc_ir::structural_eq::same_expr;
-use tirc_ir::{ForKind, IterKind, Scope, Stmt, ThreadTag};
+use tirc_ir::{For, ForKind, IterKind, Scope, Stmt, ThreadTag};
 
 pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     if thread == "vthread" || thread.starts_with("vthread.") && matches!(&thread[8..], "x" | "y" | "z") {
@@ -245,53 +245,38 @@ fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
 /// The innermost loop around `lp` whose body holds more than the way down
 /// to it, if any.
 fn crowded_ancestor(s: &Stmt, lp: &LoopRV) -> Option<LoopRV> {
-    fn go(s: &Stmt, lp: &LoopRV, crowded: &mut Option<LoopRV>) -> Option<Option<LoopRV>> {
-        if let Stmt::For(f) = s {
-            if &f.var == lp {
-                return Some(crowded.clone());
-            }
-            let saved = crowded.clone();
-            if matches!(&f.body, Stmt::Seq(v) if v.iter().filter(|x| !matches!(x, Stmt::NoOp)).count() > 1) {
-                *crowded = Some(f.var.clone());
-            }
-            let r = go(&f.body, lp, crowded);
-            *crowded = saved;
-            return r;
-        }
-        let mut out = None;
-        s.for_each_child(|c| {
-            if out.is_none() {
-                out = go(c, lp, crowded);
-            }
-        });
-        out
-    }
-    go(s, lp, &mut None).flatten()
+    let crowded =
+        |f: &&For| matches!(&f.body, Stmt::Seq(v) if v.iter().filter(|x| !matches!(x, Stmt::NoOp)).count() > 1);
+    loops_around(s, lp).into_iter().rev().find(crowded).map(|f| f.var.clone())
 }
 
+/// The innermost loop around `lp` bound to `tag`, if any.
 fn enclosing_bound(s: &Stmt, lp: &LoopRV, tag: ThreadTag) -> Option<LoopRV> {
-    fn go(s: &Stmt, lp: &LoopRV, tag: ThreadTag, outer: &mut Vec<LoopRV>) -> Option<Option<LoopRV>> {
+    loops_around(s, lp).into_iter().rev().find(|f| f.kind == ForKind::ThreadBinding(tag)).map(|f| f.var.clone())
+}
+
+/// The loops around loop `lp` in `s`, outermost first (through blocks).
+fn loops_around<'a>(s: &'a Stmt, lp: &LoopRV) -> Vec<&'a For> {
+    fn go<'a>(s: &'a Stmt, lp: &LoopRV, path: &mut Vec<&'a For>) -> bool {
         if let Stmt::For(f) = s {
             if &f.var == lp {
-                return Some(outer.last().cloned());
+                return true;
             }
-            let bound = f.kind == ForKind::ThreadBinding(tag);
-            if bound {
-                outer.push(f.var.clone());
+            path.push(f);
+            if go(&f.body, lp, path) {
+                return true;
             }
-            let r = go(&f.body, lp, tag, outer);
-            if bound {
-                outer.pop();
-            }
-            return r;
+            path.pop();
+            return false;
         }
-        let mut out = None;
-        s.for_each_child(|c| {
-            if out.is_none() {
-                out = go(c, lp, tag, outer);
-            }
-        });
-        out
+        let mut found = false;
+        s.for_each_child(|c| found = found || go(c, lp, path));
+        found
     }
-    go(s, lp, tag, &mut Vec::new()).flatten()
+    let mut path = Vec::new();
+    if go(s, lp, &mut path) {
+        path
+    } else {
+        Vec::new()
+    }
 }

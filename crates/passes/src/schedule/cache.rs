@@ -69,10 +69,7 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
     let buf = pick(&writes, index, block, "writes")?;
     // 4. (The blocks nested in `block`, as `blockize` leaves them, write
     // through it.)
-    let mut nested: Vec<String> = r.block.body.blocks().iter().map(|b| b.block.name.clone()).collect();
-    if let Some(i) = &r.block.init {
-        nested.extend(i.blocks().iter().map(|b| b.block.name.clone()));
-    }
+    let nested = crate::common::tree::nested_block_names(&r);
     for other in sch.func.body.blocks() {
         if other.block.name != *block
             && other.block.name != "root"

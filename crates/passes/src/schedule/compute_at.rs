@@ -29,7 +29,7 @@
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, union, Relaxed};
-use crate::common::tree::fresh_loop_name;
+use crate::common::tree::{child_blocks, fresh_loop_name, nested_block_names};
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
@@ -87,15 +87,13 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     // The blocks directly under the loop: a block nested in another (what
     // `blockize` leaves) speaks of its outer block's variables, and the
     // outer block's regions cover it.
-    let under: Vec<BlockRealize> = outermost_blocks(&l.body)
+    let lp_stmt = Stmt::For(Box::new(l.clone()));
+    let under: Vec<BlockRealize> = child_blocks(&lp_stmt)
         .into_iter()
         .filter(|b| b.block.name != block && theirs_of(b).iter().any(|x| mine.contains(x)))
         .cloned()
         .collect();
-    let mut nested_in_me: Vec<String> = r.block.body.blocks().iter().map(|b| b.block.name.clone()).collect();
-    if let Some(i) = &r.block.init {
-        nested_in_me.extend(i.blocks().iter().map(|b| b.block.name.clone()));
-    }
+    let nested_in_me = nested_block_names(&r);
     let (role, other_role, verb) =
         if producer { ("consumer", "producer", "reads") } else { ("producer", "consumer", "writes") };
     if under.is_empty() {
@@ -301,18 +299,6 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         _ => None,
     });
     Ok(())
-}
-
-/// The blocks of `s` that no other block of `s` holds.
-fn outermost_blocks(s: &Stmt) -> Vec<&BlockRealize> {
-    match s {
-        Stmt::Block(b) => vec![b],
-        s => {
-            let mut out = Vec::new();
-            s.for_each_child(|c| out.extend(outermost_blocks(c)));
-            out
-        }
-    }
 }
 
 /// Whether `s` is a chain of loops ending in the block `block` alone.

@@ -19,10 +19,12 @@
 //! init in place when a precondition fails.
 
 use super::{BlockRV, LoopRV, Result, Schedule};
-use crate::common::reduction::decompose;
+use crate::common::reduction::{decompose, update_name};
 
 pub fn decompose_reduction(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<BlockRV> {
     let (body, init) = decompose(&sch.func.body, block, lp)?;
     sch.func.body = body;
+    // The block's handles now stand for its update, as in TVM.
+    sch.renamed.push((block.clone(), update_name(block)));
     Ok(init)
 }

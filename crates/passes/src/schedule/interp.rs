@@ -640,17 +640,10 @@ impl Interp<'_> {
                 None => d,
             }
         })?;
-        if name == "decompose_reduction" {
-            // As in TVM, the block's handle now stands for its update,
-            // which `decompose_reduction` renamed `<name>_update`.
-            if let Some(Some(registry::Arg::Block(old))) = args.0.first() {
-                let new = format!("{old}_update");
-                if self.sch.func.find_block(&new).is_some() {
-                    let old = old.clone();
-                    for (_, v) in self.env.iter_mut() {
-                        v.rename_block(&old, &new);
-                    }
-                }
+        // Handles follow the blocks the primitive renamed.
+        for (old, new) in std::mem::take(&mut self.sch.renamed) {
+            for (_, v) in self.env.iter_mut() {
+                v.rename_block(&old, &new);
             }
         }
         let value = match &out {

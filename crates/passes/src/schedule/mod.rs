@@ -54,10 +54,14 @@ pub struct Schedule {
     /// lines that give its blocks and loops their handles
     /// (`tirc lower --emit trace`).
     pub replay: Vec<String>,
+    /// Blocks a primitive renamed, old name to new, whose handles follow
+    /// the block (`decompose_reduction`'s update): the interpreter moves
+    /// the handles over after each step.
+    pub renamed: Vec<(BlockRV, BlockRV)>,
 }
 
 impl Schedule {
     pub fn new(func: PrimFunc) -> Schedule {
-        Schedule { func, trace: Vec::new(), replay: Vec::new() }
+        Schedule { func, trace: Vec::new(), replay: Vec::new(), renamed: Vec::new() }
     }
 }

@@ -78,32 +78,31 @@ pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
     }
 }
 
+/// The `-D` values that are not whole numbers, by name.
+pub type Fractions = Vec<(String, f64)>;
+
 impl Common {
-    /// The integer `-D` values: module constants, sizes (and scalar
-    /// parameters given a whole number).
-    pub fn int_defines(&self) -> Vec<(String, i64)> {
-        self.define
-            .iter()
-            .filter_map(|(n, v)| match v {
-                Number::Int(i) => Some((n.clone(), *i)),
-                Number::Fraction(_) => None,
-            })
-            .collect()
+    /// The integer `-D` values (module constants, sizes, and scalar
+    /// parameters given a whole number), and the others (scalar parameters
+    /// only).
+    pub fn split_defines(&self) -> (Vec<(String, i64)>, Fractions) {
+        let (mut ints, mut fractions) = (Vec::new(), Vec::new());
+        for (n, v) in &self.define {
+            match v {
+                Number::Int(i) => ints.push((n.clone(), *i)),
+                Number::Fraction(x) => fractions.push((n.clone(), *x)),
+            }
+        }
+        (ints, fractions)
     }
 
     pub fn request(&self) -> crate::compile::Request {
+        let (defines, fractions) = self.split_defines();
         crate::compile::Request {
             schedule: self.schedule.clone(),
             func: self.func.clone(),
-            defines: self.int_defines(),
-            fractions: self
-                .define
-                .iter()
-                .filter_map(|(n, v)| match v {
-                    Number::Fraction(x) => Some((n.clone(), *x)),
-                    Number::Int(_) => None,
-                })
-                .collect(),
+            defines,
+            fractions,
             params: self.param.clone(),
             specialize: self.specialize,
             target: self.arch.clone(),

@@ -83,9 +83,7 @@ pub fn build(
     // A kernel of run-time sizes is generic; it is measured at `sizes`.
     let lowered = crate::compile::bind_kernel(&lowered, &mut kernel, sizes)?;
     // Scalar parameters take the values the reference ran with.
-    kernel.scalar_values =
-        lowered.scalars.iter().map(|v| scalars.iter().find(|(x, _)| x == v).map_or(0.0, |(_, x)| *x)).collect();
-    let lowered = lowered.bind_scalars(scalars);
+    let lowered = crate::compile::bind_kernel_scalars(&lowered, &mut kernel, scalars);
     let threads = kernel.launch.block.iter().product::<i64>();
     if threads > MAX_THREADS {
         return Err(format!("{threads} threads per block, more than {MAX_THREADS}"));
