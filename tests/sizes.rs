@@ -111,3 +111,58 @@ fn bound_values_stay_within_32_bit_indices() {
     let (e, tol) = sim_check(&b.original, &b.first().lowered, 2).unwrap_or_else(|x| panic!("{x}"));
     assert!(e.rel_err <= tol);
 }
+
+#[test]
+fn a_pipeline_over_a_run_time_extent_runs_at_every_extent() {
+    // The k-tiles of `linear_dynamic.tir` are a loop of `(k + 15) // 16`
+    // iterations: the pipeline's prologue, steady state and epilogue are
+    // written out under tests of that extent, so that one kernel is right
+    // for a k shorter than the pipeline, one tile past a multiple of it,
+    // and everything between.
+    let src = read(&root().join("ir-examples/linear_dynamic.tir"));
+    for stages in [2, 3, 4] {
+        let mut req = request(Some("step6_async"), &[]);
+        req.params = [("BM", 16), ("BN", 16), ("BK", 16), ("TM", 4), ("TN", 4), ("STAGES", stages)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let c = compile(&src, &req).unwrap_or_else(|e| panic!("STAGES={stages}: {}", e[0].message));
+        let cuda = c.first().cuda.source.clone();
+        assert!(cuda.contains("int m, int n, int k)"), "the sizes are kernel arguments:\n{cuda}");
+        assert!(cuda.contains("tirc_cp_async"), "the copies stay asynchronous:\n{cuda}");
+        for k in [1, 2, 15, 16, 17, 31, 33, 47, 48, 49, 64, 65, 100] {
+            let b = c
+                .clone()
+                .bind_sizes(&defines(&[("m", 19), ("n", 21), ("k", k)]))
+                .unwrap_or_else(|d| panic!("{}", d.message));
+            assert_eq!(b.first().cuda.source, cuda, "one source for every k");
+            let (e, tol) = sim_check(&b.original, &b.first().lowered, 7).unwrap_or_else(|x| panic!("{x}"));
+            assert!(e.rel_err <= tol && e.non_finite == 0, "STAGES={stages} k={k}: {:.3e}", e.rel_err);
+        }
+    }
+}
+
+#[test]
+fn the_steady_state_of_a_run_time_pipeline_tests_no_full_tile() {
+    // In the steady state every tile the multiply-adds read is whole (the
+    // last one, possibly partial, is read in the epilogue): the range
+    // analysis proves their guard from the loop's end, `(k + 15) // 16`.
+    let src = read(&root().join("ir-examples/linear_dynamic.tir"));
+    let mut req = request(Some("step6_async"), &[]);
+    req.params = vec![("BK".into(), "16".into())];
+    let c = compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let cuda = &c.first().cuda.source;
+    let lines: Vec<&str> = cuda.lines().collect();
+    let head = lines.iter().position(|l| l.contains("++r_0) {")).unwrap_or_else(|| panic!("no steady state:\n{cuda}"));
+    let indent = lines[head].len() - lines[head].trim_start().len();
+    let close = format!("{}}}", " ".repeat(indent));
+    let body: Vec<&str> = lines[head + 1..].iter().copied().take_while(|l| *l != close).collect();
+    let wait = body.iter().position(|l| l.contains("tirc_cp_async_wait")).unwrap_or_else(|| panic!("no wait:\n{cuda}"));
+    let compute = &body[wait..];
+    assert!(compute.iter().any(|l| l.contains("C_local[") && l.contains("A_shared[")), "no update:\n{cuda}");
+    assert!(
+        !compute.iter().any(|l| l.trim_start().starts_with("if (") && l.contains(" < k")),
+        "a guard on a whole tile in the steady state:\n{}",
+        compute.join("\n")
+    );
+}

@@ -47,15 +47,24 @@ impl Analyzer {
         self.bounds.insert(v.key(), (lo, hi));
     }
 
-    /// Declares `v` to range over `min .. min + extent`, when both are known.
+    /// Declares `v` to range over `min .. min + extent`, when both are known;
+    /// an end of run-time sizes (`(k + 15) // 16`, a loop over the tiles of
+    /// a run-time extent) is also kept as the fact `v < min + extent`, so
+    /// that a test against the same sizes can be decided inside the loop.
     pub fn bind_range(&mut self, v: &Var, min: &Expr, extent: &Expr) {
         if let (Some((mlo, mhi)), Some((_, ehi))) = (self.bound(min), self.bound(extent)) {
             self.bind(v, mlo, mhi + ehi - 1);
         }
+        let end = Expr::binary(BinOp::Add, min.clone(), extent.clone());
+        if end.as_int().is_none() && self.bound(&end).is_some_and(|(lo, hi)| lo != hi) {
+            self.assume(&Expr::binary(BinOp::Lt, Expr::var(v), end));
+        }
     }
 
+    /// Forgets `v`'s range and every fact about it.
     pub fn unbind(&mut self, v: &Var) {
         self.bounds.remove(&v.key());
+        self.facts.retain(|(terms, _)| !terms.iter().any(|(_, t)| t.uses(v)));
     }
 
     /// Declares the run-time sizes of a function (`PrimFunc::sizes`): each
@@ -295,6 +304,41 @@ impl Analyzer {
         }
     }
 
+    /// `sum_bound`, tightened where a term is a floor division whose
+    /// coefficient its divisor divides: `c * (x // d)` is also `(c / d) *
+    /// (x - x % d)`, which may cancel against the other terms (`16 * ((k +
+    /// 15) // 16) - k` is at most 15).
+    fn sum_bound_tight(&self, s: &Sum) -> Option<Bound> {
+        let plain = self.sum_bound(s);
+        let divides = |c: i64, t: &Expr| match t {
+            Expr::Binary(BinOp::FloorDiv, _, d) => d.as_int().is_some_and(|d| d > 0 && c % d == 0),
+            _ => false,
+        };
+        if !s.terms.iter().any(|(c, t)| divides(*c, t)) {
+            return plain;
+        }
+        let mut expanded = Sum { terms: vec![], constant: s.constant };
+        for (c, t) in &s.terms {
+            match t {
+                Expr::Binary(BinOp::FloorDiv, x, d) if divides(*c, t) => {
+                    let q = c / d.as_int().unwrap_or(1);
+                    let inner = self.to_sum(x);
+                    for (c2, t2) in inner.terms {
+                        add_term(&mut expanded, t2, q.checked_mul(c2)?);
+                    }
+                    expanded.constant = expanded.constant.checked_add(q.checked_mul(inner.constant)?)?;
+                    add_term(&mut expanded, Expr::binary(BinOp::FloorMod, (**x).clone(), (**d).clone()), -q);
+                }
+                _ => add_term(&mut expanded, t.clone(), *c),
+            }
+        }
+        expanded.terms.retain(|(c, _)| *c != 0);
+        match (plain, self.sum_bound(&expanded)) {
+            (Some((a, b)), Some((c, d))) => Some((a.max(c), b.min(d))),
+            (p, e) => p.or(e),
+        }
+    }
+
     fn sum_bound(&self, s: &Sum) -> Option<Bound> {
         let mut lo = s.constant;
         let mut hi = s.constant;
@@ -419,7 +463,7 @@ impl Analyzer {
     /// assumed facts: with `f <= k` assumed and `diff = q * f + rest`,
     /// `diff <= q * k + max(rest)` for `q > 0` (and the mirror for `q < 0`).
     fn sum_bound_with_facts(&self, diff: &Sum) -> Option<Bound> {
-        let plain = self.sum_bound(diff);
+        let plain = self.sum_bound_tight(diff);
         let mut best = plain.unwrap_or((i64::MIN, i64::MAX));
         for (fterms, k) in &self.facts {
             let Some((c0, t0)) = fterms.first() else { continue };
@@ -433,7 +477,7 @@ impl Analyzer {
                 add_term(&mut rest, t.clone(), -(q * c));
             }
             rest.terms.retain(|(c, _)| *c != 0);
-            let Some((rlo, rhi)) = self.sum_bound(&rest) else { continue };
+            let Some((rlo, rhi)) = self.sum_bound_tight(&rest) else { continue };
             // q * f is at most q * k when q > 0, at least q * k when q < 0.
             let qk = q.saturating_mul(*k);
             if q > 0 {
@@ -576,5 +620,31 @@ mod tests {
         let cond = Expr::binary(BinOp::Lt, bxe + ke, me);
         let keep = |v: &Var| *v == bx || *v == m;
         assert!(an.condition_for_all(&cond, &keep).is_none());
+    }
+
+    /// Inside a loop over the tiles of a run-time extent, `for r in
+    /// range((k + 15) // 16 - 1)`, every tile is whole: `r * 16 + j < k`
+    /// for `j < 16`. The loop's end is kept as a fact, and `16 * ((k + 15)
+    /// // 16)` is bounded through `k`; both are forgotten with the loop.
+    #[test]
+    fn a_loop_over_the_tiles_of_a_run_time_extent_knows_its_end() {
+        let ((r, re), (j, je), (k, ke)) = (var("r"), var("j"), var("k"));
+        let mut an = Analyzer::new();
+        an.bind_sizes(std::slice::from_ref(&k));
+        an.bind(&j, 0, 15);
+        let tiles = Expr::binary(BinOp::FloorDiv, ke.clone() + Expr::int(15), Expr::int(16));
+        let whole = Expr::binary(BinOp::Lt, re.clone() * Expr::int(16) + je.clone(), ke.clone());
+        an.bind_range(&r, &Expr::int(0), &(tiles.clone() - Expr::int(1)));
+        assert_eq!(an.prove(&whole), Some(true));
+        // The last tile may be partial.
+        an.unbind(&r);
+        an.bind_range(&r, &Expr::int(0), &tiles);
+        assert_eq!(an.prove(&whole), None);
+        an.unbind(&r);
+        assert!(an.facts.is_empty(), "the loop's fact outlived it");
+        // 16 * ((k + 15) // 16) - k is within [0, 15].
+        let pad = tiles * Expr::int(16) - ke;
+        assert_eq!(an.prove(&Expr::binary(BinOp::Le, pad.clone(), Expr::int(15))), Some(true));
+        assert_eq!(an.prove(&Expr::binary(BinOp::Ge, pad, Expr::int(0))), Some(true));
     }
 }

@@ -978,8 +978,13 @@ impl FuncResolver<'_> {
                 1 => (Expr::int(0), pos.remove(0)),
                 2 => {
                     let (lo, hi) = (pos.remove(0), pos.remove(0));
-                    let ext = match (lo.as_int(), hi.as_int()) {
-                        (Some(a), Some(b)) => Expr::int(b - a),
+                    let ext = match (lo.as_int(), hi.as_int(), &hi) {
+                        (Some(a), Some(b), _) => Expr::int(b - a),
+                        // `T.serial(lo, lo + n)`, as the printer writes a
+                        // loop of run-time extent `n` from `lo`: extent `n`.
+                        (_, _, Expr::Binary(crate::BinOp::Add, a, n)) if crate::structural_eq::same_expr(a, &lo) => {
+                            (**n).clone()
+                        }
                         _ => hi - lo.clone(),
                     };
                     (lo, ext)

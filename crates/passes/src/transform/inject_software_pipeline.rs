@@ -19,6 +19,18 @@
 //! statement runs. With fewer iterations than stages there is no steady
 //! state and every iteration is written out, each exactly once.
 //!
+//! A loop whose extent `E` is known only at run time (the k-tiles of a
+//! reduction of run-time length, `(k + 31) // 32`) is written out the same
+//! way around its symbol: the prologue's `S` iterations run each statement
+//! under `if p - stage < E`, the steady-state loop runs from `min + S` to
+//! `min + E` under `if S < E`, and the epilogue's iteration `min + E + t`
+//! runs under `if S - t - 1 < E` (where the prologue has not already run
+//! it). Every iteration still runs once, in the same order, with the same
+//! groups committed. `E` must be an expression of the function's sizes, the
+//! same for every thread, so that each test sends a whole block one way and
+//! the barriers under it stay legal. Barriers are placed for every value of
+//! `E` at once (`SyncPlan::place_for_any_extent`).
+//!
 //! A buffer written by one statement and read by a statement of a later
 //! stage holds several iterations' tiles at once: it gets one copy per
 //! stage from its producer's to its last consumer's, both included (a
@@ -58,13 +70,13 @@
 //! `wait_group(n)` lets the `n` newest groups stay in flight, where `n` is
 //! the number of groups committed since the one it needs. Barriers are left
 //! to `insert_barriers`. Runs after `compact_buffers`, on multi-dimensional
-//! indices, with constant loop bounds.
+//! indices; the pipelined loop starts at a constant.
 
 use super::PassContext;
 use crate::common::pipeline::{analyze, reads_async, AsyncPlan, Plan, ASYNC, ORDER, STAGE, WGMMA_IN_FLIGHT};
 use std::collections::HashSet;
 use tirc_ir::subst::substitute_stmt;
-use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt};
+use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     if !ctx.target.has_cp_async() {
@@ -92,7 +104,7 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
     let mut synced: Vec<BufferId> = Vec::new();
     let mut spared: Vec<BufferId> = Vec::new();
-    let mut body = visit(&f.body, &doubled, &mut versioned, &mut synced, &mut spared)?;
+    let mut body = visit(&f.body, &f.sizes, &doubled, &mut versioned, &mut synced, &mut spared)?;
     // `insert_barriers` leaves these to the barriers placed here.
     f.facts.pipeline_synced.extend(synced);
     for id in &doubled {
@@ -144,6 +156,7 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
 /// each copy of it the outer expansion makes is then expanded in turn.
 fn visit(
     s: &Stmt,
+    sizes: &[Var],
     doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
@@ -151,7 +164,7 @@ fn visit(
 ) -> Result<Stmt, Diagnostic> {
     let expanded = match s {
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {
-            Some(expand(l, doubled, versioned, synced, spared).map_err(|e| e.or_at_ir(l.span, "this loop"))?)
+            Some(expand(l, sizes, doubled, versioned, synced, spared).map_err(|e| e.or_at_ir(l.span, "this loop"))?)
         }
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == ORDER || k == ASYNC) => {
             return Err(Diagnostic::new(format!("loop `{}` has `{ORDER}` or `{ASYNC}` but no `{STAGE}`", l.var.name())))
@@ -160,7 +173,7 @@ fn visit(
     };
     let s = expanded.as_ref().unwrap_or(s);
     let mut err = None;
-    let out = s.map_children(|c| match visit(c, doubled, versioned, synced, spared) {
+    let out = s.map_children(|c| match visit(c, sizes, doubled, versioned, synced, spared) {
         Ok(x) => x,
         Err(e) => {
             err.get_or_insert(e);
@@ -186,13 +199,27 @@ fn reallocate(s: &Stmt, versioned: &[(Buffer, Buffer)]) -> Stmt {
 
 fn expand(
     l: &For,
+    sizes: &[Var],
     doubled: &[BufferId],
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
     spared: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
     let Plan { stmts, hoisted, stages, order, async_stages, acc, versions } = analyze(l, doubled)?;
-    let (n, min, extent) = (stmts.len(), l.min.as_int().unwrap_or(0), l.extent.as_int().unwrap_or(0));
+    let (n, min) = (stmts.len(), l.min.as_int().unwrap_or(0));
+    // A run-time extent (a size of the function, the same for every thread
+    // of the kernel, so that barriers under a test of it are reached by all
+    // or none) is written out around its symbol; see `expand_symbolic`.
+    let constant_extent = l.extent.as_int();
+    if constant_extent.is_none() && !l.extent.is_size_expr(sizes) {
+        return Err(Diagnostic::new(format!(
+            "software pipeline of loop `{}`: its extent `{}` depends on a loop variable or a load, not only on the function's sizes",
+            l.var.name(),
+            tirc_ir::printer::print_expr(&l.extent)
+        ))
+        .help("pipeline a loop whose extent is a constant or an expression of the function's sizes"));
+    }
+    let extent = constant_extent.unwrap_or(0);
     // Versioned buffers: a leading dimension, indexed by the iteration.
     let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
     for (b, v) in &versions {
@@ -219,15 +246,14 @@ fn expand(
 
     let max_stage = stages.iter().copied().max().unwrap_or(0);
     let int = |v: i64| Expr::Int(v, l.var.dtype());
-    // One iteration of the expanded loop: `fixed` is its value when it is
-    // written out (prologue, epilogue), where only the statements whose
-    // original iteration lies in the loop's range run.
-    let iteration = |i: Expr, fixed: Option<i64>| -> Vec<Item> {
+    // One iteration of the expanded loop: `runs(j)` says whether statement
+    // `j` runs in it (`None`: not at all; `Some(None)`: always;
+    // `Some(Some(g))`: where the run-time extent exceeds `g`).
+    let iteration = |i: Expr, runs: &dyn Fn(usize) -> Option<Option<i64>>| -> Vec<Item> {
         let mut body = Vec::new();
         let mut last_wait: Option<i64> = None;
         for (pos, &j) in in_order.iter().enumerate() {
-            let runs = fixed.is_none_or(|i0| (min..min + extent).contains(&(i0 - stages[j])));
-            if runs {
+            if let Some(guard) = runs(j) {
                 if let Some(w) = plan.wait_before(j, pos) {
                     if last_wait.is_none_or(|lw| lw > w) {
                         body.push(Item::Wait(w));
@@ -236,7 +262,7 @@ fn expand(
                 }
                 let it = if stages[j] == 0 { i.clone() } else { i.clone() - int(stages[j]) };
                 let copy = substitute_stmt(&stmts[j], &[(l.var.clone(), it)]).map_exprs(&mut fold_constants);
-                body.push(Item::Run(j, fresh_loops(&copy)));
+                body.push(Item::Run(j, fresh_loops(&copy), guard));
             }
             // Every iteration commits a group per asynchronous stage, empty
             // or not, so that the groups in flight are counted alike in
@@ -249,55 +275,95 @@ fn expand(
         body
     };
     let mut segments: Vec<Segment> = Vec::new();
-    let steady = extent > max_stage;
-    let statics_before = if steady { min..min + max_stage } else { min..min + extent + max_stage };
-    for i0 in statics_before {
-        segments.push(Segment::Static(i0, iteration(int(i0), Some(i0))));
-    }
-    if steady {
-        segments.push(Segment::Loop(min + max_stage..min + extent, iteration(k.clone(), None)));
-        for i0 in min + extent..min + extent + max_stage {
-            segments.push(Segment::Static(i0, iteration(int(i0), Some(i0))));
+    if constant_extent.is_some() {
+        let in_range = |i0: i64, j: usize| (min..min + extent).contains(&(i0 - stages[j])).then_some(None);
+        let steady = extent > max_stage;
+        let statics_before = if steady { min..min + max_stage } else { min..min + extent + max_stage };
+        for i0 in statics_before {
+            segments.push(Segment::Static(i0, iteration(int(i0), &|j| in_range(i0, j))));
+        }
+        if steady {
+            segments.push(Segment::Loop(min + max_stage..min + extent, iteration(k.clone(), &|_| Some(None))));
+            for i0 in min + extent..min + extent + max_stage {
+                segments.push(Segment::Static(i0, iteration(int(i0), &|j| in_range(i0, j))));
+            }
+        }
+    } else {
+        // A run-time extent `E`: the prologue's iteration `min + p` runs
+        // statement `j` on iteration `p - stage[j]` where that is at least 0
+        // and below `E`; the steady state runs from `min + S` to `min + E`
+        // (not at all where `E <= S`); the epilogue's iteration `min + E +
+        // t` runs where the prologue did not reach it (`E + t >= S`), with
+        // the statements of a stage above `t`. Every iteration of the
+        // written-out loop runs once, as with a constant extent.
+        for p in 0..max_stage {
+            let runs = |j: usize| (p >= stages[j]).then_some(Some(p - stages[j]));
+            segments.push(Segment::Static(min + p, iteration(int(min + p), &runs)));
+        }
+        segments.push(Segment::RuntimeLoop(iteration(k.clone(), &|_| Some(None))));
+        let end = int(min) + l.extent.clone();
+        for t in 0..max_stage {
+            let i = fold_constants(&(end.clone() + int(t)));
+            let items = iteration(i, &|j| (stages[j] > t).then_some(None));
+            segments.push(Segment::RuntimeTail { t, guard: max_stage - t - 1, items });
         }
     }
     // Barriers for the multi-buffered shared tiles, placed by version.
     let shared_versions: Vec<(Buffer, i64)> =
         versions.iter().filter(|(b, _)| b.scope() == Scope::Shared).cloned().collect();
-    let sync = SyncPlan { min, stages: &stages, is_async: &is_async, acc: &acc, versions: &shared_versions };
-    let (static_barriers, loop_barriers) = sync.place(&segments);
+    let sync = SyncPlan { min, max_stage, stages: &stages, is_async: &is_async, acc: &acc, versions: &shared_versions };
+    let (static_barriers, loop_barriers) = match constant_extent {
+        Some(_) => sync.place(&sync.concrete(&segments, extent), &HashSet::new(), &HashSet::new()),
+        None => sync.place_for_any_extent(&segments),
+    };
     for (b, _) in &shared_versions {
         synced.push(b.id());
     }
+    let e_above = |g: i64| Expr::binary(BinOp::Lt, int(g), l.extent.clone());
+    let with_barriers = |items: Vec<Item>, at: &dyn Fn(usize) -> bool| -> Stmt {
+        let mut out = Vec::new();
+        for (q, item) in items.into_iter().enumerate() {
+            if at(q) {
+                out.push(Stmt::Barrier);
+            }
+            out.push(match item {
+                Item::Run(_, s, None) => s,
+                Item::Run(_, s, Some(g)) => Stmt::if_then(e_above(g), s),
+                Item::Wait(n) => Stmt::AsyncWait(n),
+                Item::Commit => Stmt::AsyncCommit,
+            });
+        }
+        Stmt::seq(out)
+    };
+    let steady_loop = |lo: Expr, extent: Expr, body: Stmt| {
+        let mut annotations = l.annotations.clone();
+        annotations.retain(|(key, _)| key != STAGE && key != ORDER && key != ASYNC);
+        Stmt::For(Box::new(For {
+            var: l.var.clone(),
+            min: lo,
+            extent,
+            kind: ForKind::Serial,
+            annotations,
+            body,
+            span: l.span,
+        }))
+    };
     let mut parts = Vec::new();
     for (si, seg) in segments.into_iter().enumerate() {
-        let with_barriers = |items: Vec<Item>, at: &dyn Fn(usize) -> bool| -> Stmt {
-            let mut out = Vec::new();
-            for (q, item) in items.into_iter().enumerate() {
-                if at(q) {
-                    out.push(Stmt::Barrier);
-                }
-                out.push(match item {
-                    Item::Run(_, s) => s,
-                    Item::Wait(n) => Stmt::AsyncWait(n),
-                    Item::Commit => Stmt::AsyncCommit,
-                });
-            }
-            Stmt::seq(out)
-        };
+        let at = |q: usize| static_barriers.contains(&(si, q));
         match seg {
-            Segment::Static(_, items) => parts.push(with_barriers(items, &|q| static_barriers.contains(&(si, q)))),
+            Segment::Static(_, items) => parts.push(with_barriers(items, &at)),
             Segment::Loop(range, items) => {
-                let mut annotations = l.annotations.clone();
-                annotations.retain(|(key, _)| key != STAGE && key != ORDER && key != ASYNC);
-                parts.push(Stmt::For(Box::new(For {
-                    var: l.var.clone(),
-                    min: int(range.start),
-                    extent: int(range.end - range.start),
-                    kind: ForKind::Serial,
-                    annotations,
-                    body: with_barriers(items, &|q| loop_barriers.contains(&q)),
-                    span: l.span,
-                })));
+                let body = with_barriers(items, &|q| loop_barriers.contains(&q));
+                parts.push(steady_loop(int(range.start), int(range.end - range.start), body));
+            }
+            Segment::RuntimeLoop(items) => {
+                let body = with_barriers(items, &|q| loop_barriers.contains(&q));
+                let extent = fold_constants(&(l.extent.clone() - int(max_stage)));
+                parts.push(Stmt::if_then(e_above(max_stage), steady_loop(int(min + max_stage), extent, body)));
+            }
+            Segment::RuntimeTail { guard, items, .. } => {
+                parts.push(Stmt::if_then(e_above(guard), with_barriers(items, &at)))
             }
         }
     }
@@ -486,8 +552,9 @@ fn double_buffer(body: &Stmt, id: BufferId, versioned: &mut Vec<(Buffer, Buffer)
 
 /// One entry of an expanded iteration.
 enum Item {
-    /// Statement `j` of the loop body, for this iteration.
-    Run(usize, Stmt),
+    /// Statement `j` of the loop body, for this iteration; under a run-time
+    /// extent `E`, `Some(g)` when it runs only where `E > g`.
+    Run(usize, Stmt, Option<i64>),
     Wait(i64),
     Commit,
 }
@@ -496,6 +563,34 @@ enum Item {
 enum Segment {
     Static(i64, Vec<Item>),
     Loop(std::ops::Range<i64>, Vec<Item>),
+    /// The steady-state loop under a run-time extent `E`: from `min + S` to
+    /// `min + E`, where `S` is the largest stage.
+    RuntimeLoop(Vec<Item>),
+    /// Iteration `min + E + t` of the epilogue under a run-time extent
+    /// `E`, where `E > guard`.
+    RuntimeTail {
+        t: i64,
+        guard: i64,
+        items: Vec<Item>,
+    },
+}
+
+/// An item as the barrier placement sees it, for one value of the extent.
+#[derive(Clone, Copy)]
+enum Op {
+    Run(usize),
+    Wait(i64),
+    Commit,
+    /// An item that does not run for this extent (its place is kept, so
+    /// that barrier positions mean the same for every extent).
+    Skip,
+}
+
+/// A segment for one value of the extent: a written-out iteration, or the
+/// steady-state loop over a range.
+enum Concrete {
+    Static(i64),
+    Loop(std::ops::Range<i64>),
 }
 
 /// Barrier placement for multi-buffered shared buffers: the expanded
@@ -508,8 +603,12 @@ enum Segment {
 /// iteration: wherever one is needed in any iteration, it is added and the
 /// run starts again. The state at the start assumes every version was
 /// just used, as it may have been by an enclosing loop's last iteration.
+/// Under a run-time extent the run is made for every extent up to a few
+/// periods of the versions past the deepest stage, and a barrier needed for
+/// any of them is placed: a barrier more never makes one needed elsewhere.
 struct SyncPlan<'a> {
     min: i64,
+    max_stage: i64,
     stages: &'a [i64],
     is_async: &'a [bool],
     acc: &'a [(HashSet<Buffer>, HashSet<Buffer>)],
@@ -524,13 +623,64 @@ struct SyncState {
     groups: std::collections::VecDeque<Vec<(usize, i64)>>,
 }
 
+type Barriers = (HashSet<(usize, usize)>, HashSet<usize>);
+
 impl SyncPlan<'_> {
-    /// The barriers: (segment, position) in written-out iterations, and
-    /// positions in the steady-state loop body.
-    fn place(&self, segments: &[Segment]) -> (HashSet<(usize, usize)>, HashSet<usize>) {
-        let mut in_loop: HashSet<usize> = HashSet::new();
+    /// The segments as they run for extent `e` (a run-time extent's value;
+    /// ignored by segments of a constant one).
+    fn concrete(&self, segments: &[Segment], e: i64) -> Vec<(Concrete, Vec<Op>)> {
+        let ops = |items: &[Item], runs: bool| -> Vec<Op> {
+            items
+                .iter()
+                .map(|item| match item {
+                    _ if !runs => Op::Skip,
+                    Item::Run(j, _, g) if g.is_none_or(|g| e > g) => Op::Run(*j),
+                    Item::Run(..) => Op::Skip,
+                    Item::Wait(n) => Op::Wait(*n),
+                    Item::Commit => Op::Commit,
+                })
+                .collect()
+        };
+        let (min, s) = (self.min, self.max_stage);
+        segments
+            .iter()
+            .map(|seg| match seg {
+                Segment::Static(i0, items) => (Concrete::Static(*i0), ops(items, true)),
+                Segment::Loop(range, items) => (Concrete::Loop(range.clone()), ops(items, true)),
+                Segment::RuntimeLoop(items) => (Concrete::Loop(min + s..(min + e).max(min + s)), ops(items, true)),
+                Segment::RuntimeTail { t, guard, items } => (Concrete::Static(min + e + t), ops(items, e > *guard)),
+            })
+            .collect()
+    }
+
+    /// The barriers for every value of a run-time extent: the union of
+    /// those each extent needs, grown until no extent needs another.
+    fn place_for_any_extent(&self, segments: &[Segment]) -> Barriers {
+        let period = self.versions.iter().fold(1, |acc, (_, v)| lcm(acc, *v));
+        let largest = self.max_stage + 4 * period + 4;
+        let (mut fixed, mut in_loop) = (HashSet::new(), HashSet::new());
+        loop {
+            let before = (fixed.len(), in_loop.len());
+            for e in 0..=largest {
+                (fixed, in_loop) = self.place(&self.concrete(segments, e), &fixed, &in_loop);
+            }
+            if (fixed.len(), in_loop.len()) == before {
+                return (fixed, in_loop);
+            }
+        }
+    }
+
+    /// The barriers, beyond `fixed0` and `loop0`: (segment, position) in
+    /// written-out iterations, and positions in the steady-state loop body.
+    fn place(
+        &self,
+        segments: &[(Concrete, Vec<Op>)],
+        fixed0: &HashSet<(usize, usize)>,
+        loop0: &HashSet<usize>,
+    ) -> Barriers {
+        let mut in_loop = loop0.clone();
         if self.versions.is_empty() {
-            return (HashSet::new(), in_loop);
+            return (fixed0.clone(), in_loop);
         }
         'restart: loop {
             let mut st = SyncState::default();
@@ -540,20 +690,20 @@ impl SyncPlan<'_> {
                     st.read.insert((b, s));
                 }
             }
-            let mut fixed = HashSet::new();
-            for (si, seg) in segments.iter().enumerate() {
+            let mut fixed = fixed0.clone();
+            for (si, (seg, ops)) in segments.iter().enumerate() {
                 match seg {
-                    Segment::Static(i0, items) => {
-                        for (q, item) in items.iter().enumerate() {
-                            if self.step(&mut st, item, *i0, false) {
+                    Concrete::Static(i0) => {
+                        for (q, op) in ops.iter().enumerate() {
+                            if self.step(&mut st, *op, *i0, fixed.contains(&(si, q))) {
                                 fixed.insert((si, q));
                             }
                         }
                     }
-                    Segment::Loop(range, items) => {
+                    Concrete::Loop(range) => {
                         for i in range.clone() {
-                            for (q, item) in items.iter().enumerate() {
-                                if self.step(&mut st, item, i, in_loop.contains(&q)) {
+                            for (q, op) in ops.iter().enumerate() {
+                                if self.step(&mut st, *op, i, in_loop.contains(&q)) {
                                     in_loop.insert(q);
                                     continue 'restart;
                                 }
@@ -568,35 +718,36 @@ impl SyncPlan<'_> {
 
     /// Runs one item at iteration `i`, after a barrier when `barrier`;
     /// whether it needs a barrier that is not there.
-    fn step(&self, st: &mut SyncState, item: &Item, i: i64, barrier: bool) -> bool {
+    fn step(&self, st: &mut SyncState, op: Op, i: i64, barrier: bool) -> bool {
         if barrier {
             st.written.clear();
             st.read.clear();
         }
-        match item {
-            Item::Commit => {
+        match op {
+            Op::Skip => false,
+            Op::Commit => {
                 let g = std::mem::take(&mut st.open);
                 st.groups.push_back(g);
                 false
             }
-            Item::Wait(n) => {
-                while st.groups.len() > *n as usize {
+            Op::Wait(n) => {
+                while st.groups.len() > n as usize {
                     if let Some(g) = st.groups.pop_front() {
                         st.written.extend(g);
                     }
                 }
                 false
             }
-            Item::Run(j, _) => {
-                let it = i - self.stages[*j];
+            Op::Run(j) => {
+                let it = i - self.stages[j];
                 let mut reads = Vec::new();
                 let mut writes = Vec::new();
                 for (bi, (b, v)) in self.versions.iter().enumerate() {
                     let slot = (it - self.min).rem_euclid(*v);
-                    if self.acc[*j].0.contains(b) {
+                    if self.acc[j].0.contains(b) {
                         reads.push((bi, slot));
                     }
-                    if self.acc[*j].1.contains(b) {
+                    if self.acc[j].1.contains(b) {
                         writes.push((bi, slot));
                     }
                 }
@@ -608,11 +759,22 @@ impl SyncPlan<'_> {
                 }
                 st.read.extend(reads);
                 st.written.extend(writes.iter().copied());
-                if self.is_async[*j] {
+                if self.is_async[j] {
                     st.open.extend(writes);
                 }
                 conflict && !barrier
             }
         }
     }
+}
+
+fn lcm(a: i64, b: i64) -> i64 {
+    fn gcd(a: i64, b: i64) -> i64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    a / gcd(a, b) * b
 }
