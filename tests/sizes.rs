@@ -130,6 +130,13 @@ fn a_pipeline_over_a_run_time_extent_runs_at_every_extent() {
         let cuda = c.first().cuda.source.clone();
         assert!(cuda.contains("int m, int n, int k)"), "the sizes are kernel arguments:\n{cuda}");
         assert!(cuda.contains("tirc_cp_async"), "the copies stay asynchronous:\n{cuda}");
+        // Rows of run-time length are 16-byte aligned only where that
+        // length is a multiple of 4: the copy tests it, once per copy.
+        for size in ["k", "n"] {
+            let test = format!("if ({size} % 4 == 0) {{");
+            let at = cuda.find(&test).unwrap_or_else(|| panic!("no `{test}`:\n{cuda}"));
+            assert!(cuda[at..].lines().nth(1).is_some_and(|l| l.contains("tirc_cp_async<16>")), "{test}:\n{cuda}");
+        }
         for k in [1, 2, 15, 16, 17, 31, 33, 47, 48, 49, 64, 65, 100] {
             let b = c
                 .clone()

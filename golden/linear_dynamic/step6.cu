@@ -21,14 +21,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       __syncthreads();
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-        if (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        if (n % 4 == 0) {
+          if (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        } else {
+          if (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
       }
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-          if (r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
-            A_shared[ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32];
+        if (k % 4 == 0) {
+          if (r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
+            if (r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32];
+            }
           }
         }
       }
@@ -65,19 +73,27 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       __syncthreads();
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-          if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-            B_shared[ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
+        if (n % 4 == 0) {
+          if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
+            if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 < n) {
+              B_shared[ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1];
+            }
           }
         }
       }
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 < m && r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 < k) {
-            A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32];
+        if (k % 4 == 0) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 < m && r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32];
+            }
           }
         }
       }

@@ -46,14 +46,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     __syncthreads();
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-      if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+      if (n % 4 == 0) {
+        if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+      } else {
+        if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+      }
     }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-        if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
-          tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32);
+      if (k % 4 == 0) {
+        if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+      } else {
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
+          if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
+            tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32);
+          }
         }
       }
     }
@@ -61,16 +69,24 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     if (1 < (k + 31) / 32) {
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-        if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        if (n % 4 == 0) {
+          if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        } else {
+          if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
       }
     }
     if (1 < (k + 31) / 32) {
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-          if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 + 32 < k) {
-            tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 + 32);
+        if (k % 4 == 0) {
+          if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
+            if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32 < k) {
+              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32);
+            }
           }
         }
       }
@@ -81,14 +97,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-          if (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          if (n % 4 == 0) {
+            if (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          } else {
+            if (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          }
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
-            if (r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
-              tirc_cp_async<4>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
+          if (k % 4 == 0) {
+            if (r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          } else {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
+              if (r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 < k) {
+                tirc_cp_async<4>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32);
+              }
             }
           }
         }
@@ -156,19 +180,27 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     __syncthreads();
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
-        if (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
-          tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
+      if (n % 4 == 0) {
+        if (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+      } else {
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
+          if (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+            tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
+          }
         }
       }
     }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
-        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 < k) {
-          tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32);
+      if (k % 4 == 0) {
+        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+      } else {
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
+            tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
+          }
         }
       }
     }
@@ -176,10 +208,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     if (1 < (k + 31) / 32) {
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
-          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
-            tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 + 2048, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
+        if (n % 4 == 0) {
+          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
+            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
+              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
+            }
           }
         }
       }
@@ -187,10 +223,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     if (1 < (k + 31) / 32) {
       #pragma unroll
       for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 + 32 < k) {
-            tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 + 32);
+        if (k % 4 == 0) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
+              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32);
+            }
           }
         }
       }
@@ -201,19 +241,27 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_5 = 0; ax0_1_ax1_1_fused_3_1_5 < 4; ++ax0_1_ax1_1_fused_3_1_5) {
-            if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_5 < n) {
-              tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_5, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_5);
+          if (n % 4 == 0) {
+            if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          } else {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
+              if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
+                tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
+              }
             }
           }
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_6 = 0; ax0_1_ax1_1_fused_3_6 < 4; ++ax0_1_ax1_1_fused_3_6) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) / 32 < m && r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) % 32 < k) {
-              tirc_cp_async<4>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) / 32) * k + r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_6) % 32);
+          if (k % 4 == 0) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          } else {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 < k) {
+                tirc_cp_async<4>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32);
+              }
             }
           }
         }

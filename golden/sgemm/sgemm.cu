@@ -64,8 +64,8 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 2; ++ax0_1_ax1_1_fused_0_2) {
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-        tirc_cp_async<4>(A_shared + k_0 % 2 * 2432 + ax0_1_ax1_1_fused_0_2 * 1216 + ((int)(threadIdx.y)) * 76 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 16 * 19 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 16, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 262144 + ((int)(threadIdx.y)) * 16384 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 16 * 4096 + k_0 * 16 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 16);
+      for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
+        tirc_cp_async<4>(A_shared + k_0 % 2 * 2432 + ax0_1_ax1_1_fused_0_2 * 1216 + ((int)(threadIdx.y)) * 76 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 16 * 19 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 16, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 262144 + ((int)(threadIdx.y)) * 16384 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 16 * 4096 + k_0 * 16 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 16);
       }
     }
     tirc_cp_async_commit();

@@ -291,6 +291,8 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         wgmma_in_flight: tirc_ir::launch::wgmma_in_flight(f),
         wgmma_pending: false,
         wgmma_helpers: Vec::new(),
+        size_vars: f.sizes.clone(),
+        aligned_sizes: None,
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
     let name = format!("{}_kernel", sanitize(&f.name));
@@ -711,6 +713,11 @@ struct Gen {
     /// The helpers of each width, operand type and B layout used (in a
     /// fixed order, so that the source is the same every time).
     wgmma_helpers: Vec<(i64, DType, bool)>,
+    /// The function's run-time sizes (`PrimFunc::sizes`).
+    size_vars: Vec<Var>,
+    /// While a vector copy is tried for run-time sizes that are multiples
+    /// of its width: those sizes (`modulo_aligned_sizes`).
+    aligned_sizes: Option<Vec<Var>>,
 }
 
 /// The most shared memory a kernel may declare statically, in bytes.
@@ -895,7 +902,7 @@ impl Gen {
     /// bytes in all, as one vector load and store,
     /// when both sides are contiguous and aligned to the vector's size;
     /// `None` leaves the loop to scalar code.
-    fn vector_copy(&mut self, l: &For) -> Result<Option<String>, Diagnostic> {
+    fn vector_copy(&mut self, l: &For) -> Result<Option<(String, bool)>, Diagnostic> {
         let (Some(0), Some(e)) = (l.min.as_int(), l.extent.as_int()) else { return Ok(None) };
         if !matches!(e, 2 | 4 | 8) {
             return Ok(None);
@@ -909,9 +916,9 @@ impl Gen {
                 return Ok(None);
             }
             let inner = l.with_body((**then).clone());
-            let Some(code) = self.vector_copy(&inner)? else { return Ok(None) };
+            let Some((code, whole)) = self.vector_copy(&inner)? else { return Ok(None) };
             let first = self.an.simplify(&substitute(cond, &[(l.var.clone(), Expr::int(0))]));
-            return Ok(Some(format!("if ({}) {code}", self.expr(&first)?)));
+            return Ok(Some((format!("if ({}) {code}", self.expr(&first)?), whole)));
         }
         let Stmt::Store { buffer: dst, indices, value } = &l.body else { return Ok(None) };
         let t = dst.dtype();
@@ -932,7 +939,7 @@ impl Gen {
             _ => "unsigned".into(),
         };
         let Some(dbase) = self.vector_base(&indices[0], &l.var, e) else {
-            return self.scattered_copy(l, dst, &indices[0], value, e, &vt);
+            return Ok(self.scattered_copy(l, dst, &indices[0], value, e, &vt)?.map(|c| (c, false)));
         };
         if let Expr::Call(Intrinsic::CpAsync, args) = value {
             let [Expr::Load(src, idx)] = &args[..] else { return Ok(None) };
@@ -940,16 +947,16 @@ impl Gen {
                 return Ok(None);
             }
             let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else {
-                return self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt);
+                return Ok(self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt)?.map(|c| (c, false)));
             };
             let (d, s) = (self.buf_name(dst), self.buf_name(src));
             let (di, si) = (swizzled(dst, self.expr(&dbase)?), swizzled(src, self.expr(&sbase)?));
-            return Ok(Some(format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});")));
+            return Ok(Some((format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});"), true)));
         }
         let rhs = match value {
             Expr::Load(src, idx) if src.dtype() == t && src.scope() != Scope::Local && idx.len() == 1 => {
                 let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else {
-                    return self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt);
+                    return Ok(self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt)?.map(|c| (c, false)));
                 };
                 let konst = if self.read_only.contains(src) { "const " } else { "" };
                 format!("*({konst}{vt}*)({} + {})", self.buf_name(src), swizzled(src, self.expr(&sbase)?))
@@ -960,7 +967,7 @@ impl Gen {
             }
             _ => return Ok(None),
         };
-        Ok(Some(format!("*({vt}*)({} + {}) = {rhs};", self.buf_name(dst), swizzled(dst, self.expr(&dbase)?))))
+        Ok(Some((format!("*({vt}*)({} + {}) = {rhs};", self.buf_name(dst), swizzled(dst, self.expr(&dbase)?)), true)))
     }
 
     /// A vector copy into shared memory from a source that is not
@@ -1061,7 +1068,11 @@ impl Gen {
             }
             *op == BinOp::Lt
                 && (1..e).all(|k| step(k) == Some(k))
-                && self.an.simplify(&Expr::binary(BinOp::FloorMod, d0.clone(), Expr::int(e))).as_int() == Some(0)
+                && self
+                    .an
+                    .simplify(&Expr::binary(BinOp::FloorMod, self.modulo_aligned_sizes(&d0), Expr::int(e)))
+                    .as_int()
+                    == Some(0)
         })
     }
 
@@ -1075,8 +1086,103 @@ impl Gen {
                 return None;
             }
         }
-        let rem = self.an.simplify(&Expr::binary(BinOp::FloorMod, base.clone(), Expr::int(e)));
+        let rem = self.an.simplify(&Expr::binary(BinOp::FloorMod, self.modulo_aligned_sizes(&base), Expr::int(e)));
         (rem.as_int() == Some(0)).then_some(base)
+    }
+
+    /// `x`, for a test of its remainder by a vector's width, with the
+    /// run-time sizes that `aligned_sizes` takes to be multiples of it set
+    /// to 0: a sum of products of them has the same remainder. Where a
+    /// size is under another operation (a division), `x` as it is.
+    fn modulo_aligned_sizes(&self, x: &Expr) -> Expr {
+        let Some(sizes) = &self.aligned_sizes else { return x.clone() };
+        fn polynomial(x: &Expr, sizes: &[Var]) -> bool {
+            match x {
+                Expr::Var(_) => true,
+                Expr::Int(..) => true,
+                Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
+                    polynomial(a, sizes) && polynomial(b, sizes)
+                }
+                _ => !sizes.iter().any(|s| x.uses(s)),
+            }
+        }
+        if !polynomial(x, sizes) {
+            return x.clone();
+        }
+        let zero: Vec<(Var, Expr)> = sizes.iter().map(|s| (s.clone(), Expr::Int(0, s.dtype()))).collect();
+        substitute(x, &zero)
+    }
+
+    /// A vectorized copy that is one vector access only where some run-time
+    /// sizes in it are multiples of its width (the rows of `A[m, k]` are
+    /// 16-byte aligned where `k % 4 == 0`): the test of the fewest such
+    /// sizes, the same for every thread, and the vector copy under it. The
+    /// caller writes the copy it had otherwise in the other branch.
+    fn vector_copy_if_sizes_aligned(&mut self, l: &For) -> Result<Option<(String, String)>, Diagnostic> {
+        let Some(e) = l.extent.as_int() else { return Ok(None) };
+        let mut used: Vec<Var> = Vec::new();
+        l.body.walk(&mut |st| {
+            st.for_each_expr(|x| {
+                x.walk(&mut |y| {
+                    if let Expr::Var(v) = y {
+                        if self.size_vars.contains(v) && !used.contains(v) {
+                            used.push(v.clone());
+                        }
+                    }
+                })
+            })
+        });
+        if used.is_empty() || used.len() > 4 || e < 2 {
+            return Ok(None);
+        }
+        // Subsets of the sizes used, the fewest first.
+        let mut subsets: Vec<Vec<Var>> = (1u32..1 << used.len())
+            .map(|bits| used.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, v)| v.clone()).collect())
+            .collect();
+        subsets.sort_by_key(|s: &Vec<Var>| s.len());
+        for sizes in subsets {
+            self.aligned_sizes = Some(sizes.clone());
+            let fast = self.vector_copy(l);
+            self.aligned_sizes = None;
+            if let Some((code, true)) = fast? {
+                let tests: Vec<String> = sizes.iter().map(|v| format!("{} % {e} == 0", self.var_name(v))).collect();
+                return Ok(Some((tests.join(" && "), code)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A loop as a C `for` (`#pragma unroll` where it is unrolled).
+    fn serial_loop(&mut self, l: &For, ind: usize) -> Result<(), Diagnostic> {
+        let v = self.var_name(&l.var);
+        let min = self.expr(&l.min)?;
+        let end = match (l.min.as_int(), l.extent.as_int()) {
+            (Some(a), Some(b)) => (a + b).to_string(),
+            _ => format!("{min} + {}", self.expr(&l.extent)?),
+        };
+        match l.kind {
+            ForKind::Unrolled | ForKind::Vectorized => self.line(ind, "#pragma unroll"),
+            ForKind::ThreadBinding(t) => {
+                return Err(Diagnostic::new(format!(
+                    "loop `{}` is still bound to {}: run extract_launch before codegen",
+                    l.var.name(),
+                    t.name()
+                )))
+            }
+            _ => {}
+        }
+        let it = self.index_type;
+        self.line(ind, &format!("for ({it} {v} = {min}; {v} < {end}; ++{v}) {{"));
+        self.an.bind_range(&l.var, &l.min, &l.extent);
+        // A loop that issues wgmma has products in flight at the
+        // top of its body from the iteration before.
+        let mut issues = false;
+        l.body.walk(&mut |x| issues |= matches!(x, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
+        self.wgmma_pending |= issues;
+        self.scoped(&l.body, ind + 1)?;
+        self.an.unbind(&l.var);
+        self.line(ind, "}");
+        Ok(())
     }
 
     /// `s` as the body of a new C scope (a loop's, a branch's).
@@ -1138,42 +1244,29 @@ impl Gen {
                 }
                 self.line(ind, "}");
             }
-            Stmt::For(l) => {
-                let v = self.var_name(&l.var);
-                let min = self.expr(&l.min)?;
-                let end = match (l.min.as_int(), l.extent.as_int()) {
-                    (Some(a), Some(b)) => (a + b).to_string(),
-                    _ => format!("{min} + {}", self.expr(&l.extent)?),
-                };
-                if l.kind == ForKind::Vectorized {
-                    if let Some(code) = self.vector_copy(l)? {
-                        self.line(ind, &code);
+            Stmt::For(l) if l.kind == ForKind::Vectorized => {
+                let plain = self.vector_copy(l)?;
+                // Not one vector access for every value of the run-time
+                // sizes: one where they are multiples of its width.
+                if !matches!(plain, Some((_, true))) {
+                    if let Some((test, fast)) = self.vector_copy_if_sizes_aligned(l)? {
+                        self.line(ind, &format!("if ({test}) {{"));
+                        self.line(ind + 1, &fast);
+                        self.line(ind, "} else {");
+                        match plain {
+                            Some((code, _)) => self.line(ind + 1, &code),
+                            None => self.serial_loop(l, ind + 1)?,
+                        }
+                        self.line(ind, "}");
                         return Ok(());
                     }
                 }
-                match l.kind {
-                    ForKind::Unrolled | ForKind::Vectorized => self.line(ind, "#pragma unroll"),
-                    ForKind::ThreadBinding(t) => {
-                        return Err(Diagnostic::new(format!(
-                            "loop `{}` is still bound to {}: run extract_launch before codegen",
-                            l.var.name(),
-                            t.name()
-                        )))
-                    }
-                    _ => {}
+                match plain {
+                    Some((code, _)) => self.line(ind, &code),
+                    None => self.serial_loop(l, ind)?,
                 }
-                let it = self.index_type;
-                self.line(ind, &format!("for ({it} {v} = {min}; {v} < {end}; ++{v}) {{"));
-                self.an.bind_range(&l.var, &l.min, &l.extent);
-                // A loop that issues wgmma has products in flight at the
-                // top of its body from the iteration before.
-                let mut issues = false;
-                l.body.walk(&mut |x| issues |= matches!(x, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
-                self.wgmma_pending |= issues;
-                self.scoped(&l.body, ind + 1)?;
-                self.an.unbind(&l.var);
-                self.line(ind, "}");
             }
+            Stmt::For(l) => self.serial_loop(l, ind)?,
             Stmt::Let { var, value, body } => {
                 let v = self.var_name(var);
                 let x = self.expr(value)?;
