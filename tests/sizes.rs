@@ -131,7 +131,9 @@ fn a_pipeline_over_a_run_time_extent_runs_at_every_extent() {
         assert!(cuda.contains("int m, int n, int k)"), "the sizes are kernel arguments:\n{cuda}");
         assert!(cuda.contains("tirc_cp_async"), "the copies stay asynchronous:\n{cuda}");
         // Rows of run-time length are 16-byte aligned only where that
-        // length is a multiple of 4: the copy tests it, once per copy.
+        // length is a multiple of 4: the kernel tests both lengths once,
+        // at its top, and where one fails, each copy tests its own.
+        assert!(cuda.contains("  if (n % 4 == 0 && k % 4 == 0) {"), "no test of the kernel's alignment:\n{cuda}");
         for size in ["k", "n"] {
             let test = format!("if ({size} % 4 == 0) {{");
             let at = cuda.find(&test).unwrap_or_else(|| panic!("no `{test}`:\n{cuda}"));
