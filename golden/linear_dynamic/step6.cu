@@ -18,26 +18,46 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
         }
       }
-      for (int r_0 = 0; r_0 < 0 + (k + 31) / 32; ++r_0) {
+      for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          if (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          if (r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
         }
         __syncthreads();
         #pragma unroll
         for (int r_1 = 0; r_1 < 32; ++r_1) {
-          if (r_0 * 32 + r_1 < k) {
+          #pragma unroll
+          for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
             #pragma unroll
-            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
-              #pragma unroll
-              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
-              }
+            for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+              C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+            }
+          }
+        }
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+        if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+        if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+        if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+            #pragma unroll
+            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
             }
           }
         }
@@ -57,26 +77,46 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
         }
       }
-      for (int r_0_1 = 0; r_0_1 < 0 + (k + 31) / 32; ++r_0_1) {
+      for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+          if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+        for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
         }
         __syncthreads();
         #pragma unroll
-        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-          if (r_0_1 * 32 + r_1_1 < k) {
+        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+          #pragma unroll
+          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-              #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-              }
+            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+            }
+          }
+        }
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+        if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+            #pragma unroll
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -100,39 +140,67 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
         }
       }
-      for (int r_0 = 0; r_0 < 0 + (k + 31) / 32; ++r_0) {
+      for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
           if (n % 4 == 0) {
-            if (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           } else {
-            if (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
           }
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
           if (k % 4 == 0) {
-            if (r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
           } else {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-              if (r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
-                A_shared[ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32];
-              }
-            }
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
           }
         }
         __syncthreads();
         #pragma unroll
         for (int r_1 = 0; r_1 < 32; ++r_1) {
-          if (r_0 * 32 + r_1 < k) {
+          #pragma unroll
+          for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
             #pragma unroll
-            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
-              #pragma unroll
-              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
-              }
+            for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+              C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+            }
+          }
+        }
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+        if (n % 4 == 0) {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        } else {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+        if (k % 4 == 0) {
+          if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
+            if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32];
+            }
+          }
+        }
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+        if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+            #pragma unroll
+            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
             }
           }
         }
@@ -152,44 +220,77 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
         }
       }
-      for (int r_0_1 = 0; r_0_1 < 0 + (k + 31) / 32; ++r_0_1) {
+      for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+        for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
           if (n % 4 == 0) {
-            if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           } else {
             #pragma unroll
             for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-              if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 < n) {
-                B_shared[ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1];
+              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 < n) {
+                B_shared[ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1];
               }
             }
           }
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+        for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
           if (k % 4 == 0) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
           } else {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 < m && r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 < k) {
-                A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32];
-              }
-            }
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
           }
         }
         __syncthreads();
         #pragma unroll
-        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-          if (r_0_1 * 32 + r_1_1 < k) {
+        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+          #pragma unroll
+          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-              #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-              }
+            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+            }
+          }
+        }
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+        if (n % 4 == 0) {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
+            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+              B_shared[ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
+            }
+          }
+        }
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+        if (k % 4 == 0) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+        } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32];
+            }
+          }
+        }
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+            #pragma unroll
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }

@@ -68,15 +68,15 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       tirc_cp_async_commit();
       if (2 < (k + 31) / 32) {
-        for (int r_0 = 2; r_0 < 2 + (k + 31) / 32 - 2; ++r_0) {
+        for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
           __syncthreads();
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            if (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           }
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            if (r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
           }
           tirc_cp_async_commit();
           tirc_cp_async_wait<2>();
@@ -92,18 +92,42 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
+        if (0 < (k + 31) / 32 - 2) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+            if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+          }
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+            #pragma unroll
+            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+              #pragma unroll
+              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              }
+            }
+          }
+        }
       }
       if (1 < (k + 31) / 32) {
         tirc_cp_async_commit();
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
           #pragma unroll
-          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
             #pragma unroll
-            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
             }
           }
         }
@@ -112,13 +136,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       tirc_cp_async_wait<2>();
       __syncthreads();
       #pragma unroll
-      for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
-        if ((k + 31) / 32 * 32 + r_1_2 - 32 < k) {
+      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
           #pragma unroll
-          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
-              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -141,48 +165,72 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       __syncthreads();
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-        if (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+      for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
+        if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
       }
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+      for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
+        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
       }
       tirc_cp_async_commit();
       if (1 < (k + 31) / 32) {
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
+          if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
         }
       }
       if (1 < (k + 31) / 32) {
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+        for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
         }
       }
       tirc_cp_async_commit();
       if (2 < (k + 31) / 32) {
-        for (int r_0_1 = 2; r_0_1 < 2 + (k + 31) / 32 - 2; ++r_0_1) {
+        for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-            if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
+            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           }
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
           }
           tirc_cp_async_commit();
           tirc_cp_async_wait<2>();
           __syncthreads();
           #pragma unroll
-          for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+            for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
               #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
+                C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+              }
+            }
+          }
+        }
+        if (0 < (k + 31) / 32 - 2) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
+            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+          }
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
+            #pragma unroll
+            for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+              #pragma unroll
+              for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
+                C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
               }
             }
           }
@@ -193,12 +241,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+        for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
           #pragma unroll
-          for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+          for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
             #pragma unroll
-            for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
-              C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+            for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
+              C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
             }
           }
         }
@@ -207,13 +255,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       tirc_cp_async_wait<2>();
       __syncthreads();
       #pragma unroll
-      for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
-        if ((k + 31) / 32 * 32 + r_1_5 - 32 < k) {
+      for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
+        if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
           #pragma unroll
-          for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
             #pragma unroll
-            for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
-              C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
             }
           }
         }
@@ -288,27 +336,22 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       tirc_cp_async_commit();
       if (2 < (k + 31) / 32) {
-        for (int r_0 = 2; r_0 < 2 + (k + 31) / 32 - 2; ++r_0) {
+        for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
           __syncthreads();
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
             if (n % 4 == 0) {
-              if (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
             } else {
-              if (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+              *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
             }
           }
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
             if (k % 4 == 0) {
-              if (r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+              tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
             } else {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-                if (r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 < k) {
-                  tirc_cp_async<4>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + r_0 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32);
-                }
-              }
+              *(float4*)(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
             }
           }
           tirc_cp_async_commit();
@@ -325,18 +368,55 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
+        if (0 < (k + 31) / 32 - 2) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+            if (n % 4 == 0) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            } else {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            }
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+            if (k % 4 == 0) {
+              if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+            } else {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
+                if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
+                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32);
+                }
+              }
+            }
+          }
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+            #pragma unroll
+            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+              #pragma unroll
+              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              }
+            }
+          }
+        }
       }
       if (1 < (k + 31) / 32) {
         tirc_cp_async_commit();
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
           #pragma unroll
-          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
             #pragma unroll
-            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
             }
           }
         }
@@ -345,13 +425,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       tirc_cp_async_wait<2>();
       __syncthreads();
       #pragma unroll
-      for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
-        if ((k + 31) / 32 * 32 + r_1_2 - 32 < k) {
+      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
           #pragma unroll
-          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
-              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -374,27 +454,27 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       __syncthreads();
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+      for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
         if (n % 4 == 0) {
-          if (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
         } else {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
+            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
             }
           }
         }
       }
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+      for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
         if (k % 4 == 0) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
         } else {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
-              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
+              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
             }
           }
         }
@@ -402,14 +482,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       tirc_cp_async_commit();
       if (1 < (k + 31) / 32) {
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
+        for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
           if (n % 4 == 0) {
-            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           } else {
             #pragma unroll
             for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
-              if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
-                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
+              if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
+                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
               }
             }
           }
@@ -417,14 +497,14 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       if (1 < (k + 31) / 32) {
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
+        for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
           if (k % 4 == 0) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
           } else {
             #pragma unroll
             for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
-                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32);
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
+                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32);
               }
             }
           }
@@ -432,30 +512,67 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
       tirc_cp_async_commit();
       if (2 < (k + 31) / 32) {
-        for (int r_0_1 = 2; r_0_1 < 2 + (k + 31) / 32 - 2; ++r_0_1) {
+        for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
+          for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
             if (n % 4 == 0) {
-              if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
             } else {
               #pragma unroll
               for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
-                if (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
-                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
+                if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
+                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
                 }
               }
             }
           }
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
+          for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
             if (k % 4 == 0) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            } else {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+            }
+          }
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+            #pragma unroll
+            for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+              #pragma unroll
+              for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
+                C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+              }
+            }
+          }
+        }
+        if (0 < (k + 31) / 32 - 2) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
+            if (n % 4 == 0) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            } else {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
+                if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
+                  tirc_cp_async<4>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
+                }
+              }
+            }
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
+            if (k % 4 == 0) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
             } else {
               #pragma unroll
               for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
-                if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 < k) {
-                  tirc_cp_async<4>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + r_0_1 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32);
+                if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32 < k) {
+                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32);
                 }
               }
             }
@@ -464,12 +581,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           tirc_cp_async_wait<2>();
           __syncthreads();
           #pragma unroll
-          for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+            for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
               #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
+                C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
               }
             }
           }
@@ -480,12 +597,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+        for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
           #pragma unroll
-          for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+          for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
             #pragma unroll
-            for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
-              C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+            for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
+              C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
             }
           }
         }
@@ -494,13 +611,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       tirc_cp_async_wait<2>();
       __syncthreads();
       #pragma unroll
-      for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
-        if ((k + 31) / 32 * 32 + r_1_5 - 32 < k) {
+      for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
+        if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
           #pragma unroll
-          for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
             #pragma unroll
-            for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
-              C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
             }
           }
         }

@@ -1102,25 +1102,20 @@ impl Gen {
     }
 
     /// `x`, for a test of its remainder by `e`, with the run-time sizes
-    /// `aligned` takes to be multiples of `e` set to 0: a sum of products
-    /// of them has the same remainder. Where a size is under another
-    /// operation (a division), `x` as it is.
+    /// `aligned` takes to be multiples of `e` set to 0 wherever they are
+    /// terms or factors of its sums and products: those have the same
+    /// remainder. A size under another operation (`(k + 31) // 32`) stays,
+    /// as an opaque value.
     fn modulo_aligned_sizes(&self, x: &Expr, e: i64) -> Expr {
-        let sizes: Vec<Var> = self.aligned.iter().filter(|(_, d)| d % e == 0).map(|(v, _)| v.clone()).collect();
-        fn polynomial(x: &Expr, sizes: &[Var]) -> bool {
+        let sizes: Vec<&Var> = self.aligned.iter().filter(|(_, d)| d % e == 0).map(|(v, _)| v).collect();
+        fn zero(x: &Expr, sizes: &[&Var]) -> Expr {
             match x {
-                Expr::Var(_) | Expr::Int(..) => true,
-                Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
-                    polynomial(a, sizes) && polynomial(b, sizes)
-                }
-                _ => !sizes.iter().any(|s| x.uses(s)),
+                Expr::Var(v) if sizes.contains(&v) => Expr::Int(0, v.dtype()),
+                Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, ..) => x.map_children(|c| zero(c, sizes)),
+                _ => x.clone(),
             }
         }
-        if sizes.is_empty() || !polynomial(x, &sizes) {
-            return x.clone();
-        }
-        let zero: Vec<(Var, Expr)> = sizes.iter().map(|s| (s.clone(), Expr::Int(0, s.dtype()))).collect();
-        substitute(x, &zero)
+        zero(x, &sizes)
     }
 
     /// A vectorized copy that is one vector access only where some run-time
@@ -1204,7 +1199,7 @@ impl Gen {
         let min = self.expr(&l.min)?;
         let end = match (l.min.as_int(), l.extent.as_int()) {
             (Some(a), Some(b)) => (a + b).to_string(),
-            _ => format!("{min} + {}", self.expr(&l.extent)?),
+            _ => self.expr(&self.an.simplify(&(l.min.clone() + l.extent.clone())))?,
         };
         match l.kind {
             ForKind::Unrolled | ForKind::Vectorized => self.line(ind, "#pragma unroll"),

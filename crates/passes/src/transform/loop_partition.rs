@@ -17,7 +17,12 @@
 //!   memory is not doubled;
 //! - for a serial loop with constant bounds, splits it into up to three
 //!   loops over `[lo, l)`, `[l, u]` and `(u, hi]`, run in that order, the
-//!   middle one simplified.
+//!   middle one simplified;
+//! - for a serial loop of run-time extent `E` (the tiles of a reduction of
+//!   run-time length), peels its last iteration where that decides a
+//!   condition: the loop over the first `E - 1` iterations, simplified
+//!   with its end known (every tile whole), then the last one with its
+//!   tests (`peel_last`).
 //!
 //! A condition is partitioned on when it is proved at one end of the range
 //! and not at the other (a bound on `v` from above or below); the subrange
@@ -36,7 +41,7 @@
 use crate::arith::{conjuncts, Analyzer};
 use crate::transform::simplify;
 use tirc_ir::structural_eq::same_expr;
-use tirc_ir::subst::fresh_binders;
+use tirc_ir::subst::{fresh_binders, substitute_stmt};
 use tirc_ir::{BinOp, Diagnostic, Expr, For, ForKind, PrimFunc, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
@@ -139,7 +144,7 @@ fn partition(s: &Stmt, an: &mut Analyzer) -> Stmt {
     match s {
         Stmt::For(l) if l.kind == ForKind::Serial => {
             let (Some(min), Some(extent)) = (l.min.as_int(), l.extent.as_int()) else {
-                return descend(s, an);
+                return peel_last(l, an).unwrap_or_else(|| descend(s, an));
             };
             let (lo, hi) = (min, min + extent - 1);
             an.bind(&l.var, lo, hi);
@@ -178,6 +183,36 @@ fn partition(s: &Stmt, an: &mut Analyzer) -> Stmt {
         }
         _ => descend(s, an),
     }
+}
+
+/// A serial loop of run-time extent `E` (the tiles of a reduction of
+/// run-time length) whose body tests a condition that holds on every
+/// iteration but the last (`r * 32 + j < k`: all tiles are whole but the
+/// last): the loop over the first `E - 1` iterations, simplified with that
+/// range known, then the last iteration written out with its tests. `None`
+/// where no condition is decided by leaving out the last iteration.
+fn peel_last(l: &For, an: &mut Analyzer) -> Option<Stmt> {
+    l.min.as_int()?;
+    let one_less = l.extent.clone() - Expr::int(1);
+    let undecided = |an: &mut Analyzer, extent: &Expr| {
+        an.bind_range(&l.var, &l.min, extent);
+        let n = atoms(&l.body, an).iter().filter(|a| a.cond.uses(&l.var)).count();
+        an.unbind(&l.var);
+        n
+    };
+    if undecided(an, &one_less) >= undecided(an, &l.extent) {
+        return None;
+    }
+    let mut head = (*l).clone();
+    head.extent = one_less.clone();
+    let head = descend(&simplify::stmt(&Stmt::For(Box::new(head)), an), an);
+    let last = substitute_stmt(&l.body, &[(l.var.clone(), l.min.clone() + one_less)]);
+    let mut last = descend(&simplify::stmt(&fresh_binders(&last), an), an);
+    // With no iteration at all, there is no last one to run.
+    if an.bound(&l.extent).is_none_or(|(lo, _)| lo < 1) {
+        last = Stmt::if_then(Expr::binary(BinOp::Lt, Expr::int(0), l.extent.clone()), last);
+    }
+    Some(Stmt::seq(vec![head, last]))
 }
 
 /// Partitions the children of `s` with the ranges of its variables known.
