@@ -9,181 +9,167 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
   __shared__ __align__(16) float A_shared[2048];
   __shared__ __align__(16) float B_shared[2048];
   float C_local[32];
-  if (n % 4 == 0 && k % 4 == 0) {
-    if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
-      #pragma unroll
-      for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+  if (n % 4 == 0) {
+    if (k % 4 == 0) {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
         #pragma unroll
-        for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
-          C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
-        }
-      }
-      for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
-        __syncthreads();
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        }
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-        }
-        __syncthreads();
-        #pragma unroll
-        for (int r_1 = 0; r_1 < 32; ++r_1) {
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
           #pragma unroll
-          for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
+          }
+        }
+        for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1 = 0; r_1 < 32; ++r_1) {
             #pragma unroll
-            for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-              C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+              #pragma unroll
+              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+              }
             }
           }
         }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-        if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-        if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-        if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
-          #pragma unroll
-          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+          if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
             #pragma unroll
-            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+              #pragma unroll
+              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              }
             }
           }
         }
-      }
-      #pragma unroll
-      for (int ax0 = 0; ax0 < 8; ++ax0) {
         #pragma unroll
-        for (int ax1 = 0; ax1 < 4; ++ax1) {
-          C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
+          }
         }
       }
     } else {
-      #pragma unroll
-      for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
         #pragma unroll
-        for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
-          C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
-        }
-      }
-      for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
-        __syncthreads();
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-          if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        }
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-        }
-        __syncthreads();
-        #pragma unroll
-        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
           #pragma unroll
-          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
-            #pragma unroll
-            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
-              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
-            }
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
           }
         }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-        if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+        for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
+          __syncthreads();
           #pragma unroll
-          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-            #pragma unroll
-            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-            }
-          }
-        }
-      }
-      #pragma unroll
-      for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
-        #pragma unroll
-        for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
-          if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
-            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
-          }
-        }
-      }
-    }
-  } else {
-    if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
-      #pragma unroll
-      for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
-        #pragma unroll
-        for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
-          C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
-        }
-      }
-      for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
-        __syncthreads();
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          if (n % 4 == 0) {
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
             *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          } else {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
           }
-        }
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          if (k % 4 == 0) {
-            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-          } else {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
             *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
           }
-        }
-        __syncthreads();
-        #pragma unroll
-        for (int r_1 = 0; r_1 < 32; ++r_1) {
+          __syncthreads();
           #pragma unroll
-          for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+          for (int r_1 = 0; r_1 < 32; ++r_1) {
             #pragma unroll
-            for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-              C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+              #pragma unroll
+              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+              }
             }
           }
         }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-        if (n % 4 == 0) {
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
           if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        } else {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
         }
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-        if (k % 4 == 0) {
-          if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-        } else {
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
             if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32 < k) {
@@ -191,116 +177,366 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-        if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
-          #pragma unroll
-          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-            #pragma unroll
-            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-            }
-          }
-        }
-      }
-      #pragma unroll
-      for (int ax0 = 0; ax0 < 8; ++ax0) {
-        #pragma unroll
-        for (int ax1 = 0; ax1 < 4; ++ax1) {
-          C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
-        }
-      }
-    } else {
-      #pragma unroll
-      for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
-        #pragma unroll
-        for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
-          C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
-        }
-      }
-      for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-          if (n % 4 == 0) {
-            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          } else {
+        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
             #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 < n) {
-                B_shared[ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1];
+            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+              #pragma unroll
+              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
               }
             }
           }
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-          if (k % 4 == 0) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-          } else {
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
             if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
           }
         }
         __syncthreads();
         #pragma unroll
-        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
-          #pragma unroll
-          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
-            #pragma unroll
-            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
-              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
-            }
-          }
-        }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-        if (n % 4 == 0) {
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
           if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        } else {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-              B_shared[ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
-            }
-          }
         }
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-        if (k % 4 == 0) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-        } else {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
-              A_shared[ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32];
-            }
-          }
-        }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
-          #pragma unroll
-          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-            #pragma unroll
-            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-            }
-          }
-        }
-      }
-      #pragma unroll
-      for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
         #pragma unroll
-        for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
-          if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
-            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32];
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
+          }
+        }
+      }
+    }
+  } else {
+    if (k % 4 == 0) {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
+        #pragma unroll
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+          #pragma unroll
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
+          }
+        }
+        for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1 = 0; r_1 < 32; ++r_1) {
+            #pragma unroll
+            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+              #pragma unroll
+              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+              }
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+          if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+              #pragma unroll
+              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
+              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+                B_shared[ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
+              }
+            }
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
+            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
+              B_shared[ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2] = B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2];
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
+          }
+        }
+      }
+    } else {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
+        #pragma unroll
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+          #pragma unroll
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
+          }
+        }
+        for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1 = 0; r_1 < 32; ++r_1) {
+            #pragma unroll
+            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+              #pragma unroll
+              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+              }
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
+            if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32];
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+              #pragma unroll
+              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+          __syncthreads();
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
+              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+                B_shared[ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
+              }
+            }
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+          }
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
+            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
+              B_shared[ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2] = B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2];
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32 < k) {
+              A_shared[ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32];
+            }
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
           }
         }
       }

@@ -35,271 +35,265 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
   __shared__ __align__(16) float A_shared[6144];
   __shared__ __align__(16) float B_shared[6144];
   float C_local[32];
-  if (n % 4 == 0 && k % 4 == 0) {
-    if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
-      #pragma unroll
-      for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+  if (n % 4 == 0) {
+    if (k % 4 == 0) {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
         #pragma unroll
-        for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
-          C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
-        }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-        if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-        if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
-      }
-      tirc_cp_async_commit();
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        }
-      }
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
-        }
-      }
-      tirc_cp_async_commit();
-      if (2 < (k + 31) / 32) {
-        for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
-          __syncthreads();
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
           }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+          if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+        }
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
+        }
+        if (1 < (k + 31) / 32) {
           #pragma unroll
-          for (int r_1 = 0; r_1 < 32; ++r_1) {
+          for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+            if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+          }
+        }
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
+            __syncthreads();
             #pragma unroll
-            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+            for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+              tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+              tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1 = 0; r_1 < 32; ++r_1) {
               #pragma unroll
-              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[(r_0 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[(r_0 + 1) % 3 * 2048 + r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+              for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+                #pragma unroll
+                for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                  C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[(r_0 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[(r_0 + 1) % 3 * 2048 + r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+                }
+              }
+            }
+          }
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+              if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+              #pragma unroll
+              for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+                #pragma unroll
+                for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                  C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+                }
               }
             }
           }
         }
-        if (0 < (k + 31) / 32 - 2) {
-          __syncthreads();
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-            if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-          }
+        if (1 < (k + 31) / 32) {
           tirc_cp_async_commit();
           tirc_cp_async_wait<2>();
           __syncthreads();
           #pragma unroll
-          for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
               #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
               }
             }
           }
         }
-      }
-      if (1 < (k + 31) / 32) {
         tirc_cp_async_commit();
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
-          #pragma unroll
-          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
             #pragma unroll
-            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
-              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      tirc_cp_async_wait<2>();
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
-          #pragma unroll
-          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-            #pragma unroll
-            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-            }
-          }
-        }
-      }
-      tirc_cp_async_wait<0>();
-      #pragma unroll
-      for (int ax0 = 0; ax0 < 8; ++ax0) {
+        tirc_cp_async_wait<0>();
         #pragma unroll
-        for (int ax1 = 0; ax1 < 4; ++ax1) {
-          C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
+          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+        }
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
+            if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+          }
+        }
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
+              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+              #pragma unroll
+              for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+                #pragma unroll
+                for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
+                  C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+                }
+              }
+            }
+          }
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
+              #pragma unroll
+              for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+                #pragma unroll
+                for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
+                  C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+                }
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
+            #pragma unroll
+            for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
+              #pragma unroll
+              for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
+                C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        tirc_cp_async_wait<2>();
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
+          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
+              #pragma unroll
+              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
+              }
+            }
+          }
+        }
+        tirc_cp_async_wait<0>();
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
+          }
         }
       }
     } else {
-      #pragma unroll
-      for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
         #pragma unroll
-        for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
-          C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
-        }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-        if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-        if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
-      }
-      tirc_cp_async_commit();
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-          if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        }
-      }
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
-        }
-      }
-      tirc_cp_async_commit();
-      if (2 < (k + 31) / 32) {
-        for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
-          __syncthreads();
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
-            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-          }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
-          #pragma unroll
-          for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
-            #pragma unroll
-            for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
-              #pragma unroll
-              for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
-                C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
-              }
-            }
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
           }
         }
-        if (0 < (k + 31) / 32 - 2) {
-          __syncthreads();
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
-            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-          }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
-          #pragma unroll
-          for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
-            #pragma unroll
-            for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
-              #pragma unroll
-              for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
-                C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
-              }
-            }
-          }
-        }
-      }
-      if (1 < (k + 31) / 32) {
-        tirc_cp_async_commit();
-        tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
-          #pragma unroll
-          for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
-            #pragma unroll
-            for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
-              C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
-            }
-          }
-        }
-      }
-      tirc_cp_async_commit();
-      tirc_cp_async_wait<2>();
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
-        if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
-          #pragma unroll
-          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
-            #pragma unroll
-            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
-              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
-            }
-          }
-        }
-      }
-      tirc_cp_async_wait<0>();
-      #pragma unroll
-      for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
-        #pragma unroll
-        for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
-          if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
-            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
-          }
-        }
-      }
-    }
-  } else {
-    if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
-      #pragma unroll
-      for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
-        #pragma unroll
-        for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
-          C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
-        }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-        if (n % 4 == 0) {
+        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
           if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        } else {
-          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
         }
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-        if (k % 4 == 0) {
-          if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
-        } else {
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
             if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
@@ -307,24 +301,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if (n % 4 == 0) {
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
             if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          } else {
-            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
           }
         }
-      }
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          if (k % 4 == 0) {
-            if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
-          } else {
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
             #pragma unroll
             for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
               if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32 < k) {
@@ -333,56 +319,40 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      if (2 < (k + 31) / 32) {
-        for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
-          __syncthreads();
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            if (n % 4 == 0) {
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
               tirc_cp_async<16>(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-            } else {
-              *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
             }
-          }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            if (k % 4 == 0) {
-              tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-            } else {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
               *(float4*)(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
             }
-          }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
-          #pragma unroll
-          for (int r_1 = 0; r_1 < 32; ++r_1) {
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
             #pragma unroll
-            for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+            for (int r_1 = 0; r_1 < 32; ++r_1) {
               #pragma unroll
-              for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
-                C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[(r_0 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[(r_0 + 1) % 3 * 2048 + r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+              for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+                #pragma unroll
+                for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                  C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[(r_0 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[(r_0 + 1) % 3 * 2048 + r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+                }
               }
             }
           }
-        }
-        if (0 < (k + 31) / 32 - 2) {
-          __syncthreads();
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-            if (n % 4 == 0) {
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
               if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-            } else {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
             }
-          }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-            if (k % 4 == 0) {
-              if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-            } else {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
               #pragma unroll
               for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
                 if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
@@ -390,87 +360,74 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
                 }
               }
             }
-          }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
-          #pragma unroll
-          for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+            for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
               #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+              for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+                #pragma unroll
+                for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                  C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+                }
               }
             }
           }
         }
-      }
-      if (1 < (k + 31) / 32) {
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
+          }
+        }
         tirc_cp_async_commit();
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
-          #pragma unroll
-          for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
             #pragma unroll
-            for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
-              C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      tirc_cp_async_wait<2>();
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-        if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+        tirc_cp_async_wait<0>();
+        #pragma unroll
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
           #pragma unroll
-          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-            #pragma unroll
-            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-            }
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
           }
         }
-      }
-      tirc_cp_async_wait<0>();
-      #pragma unroll
-      for (int ax0 = 0; ax0 < 8; ++ax0) {
+      } else {
         #pragma unroll
-        for (int ax1 = 0; ax1 < 4; ++ax1) {
-          C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
         }
-      }
-    } else {
-      #pragma unroll
-      for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+        __syncthreads();
         #pragma unroll
-        for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
-          C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
-        }
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-        if (n % 4 == 0) {
+        for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
           if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-        } else {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
-            }
-          }
         }
-      }
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-        if (k % 4 == 0) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
-        } else {
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
             if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
@@ -478,29 +435,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-          if (n % 4 == 0) {
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
             if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          } else {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
-              if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
-                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
-              }
-            }
           }
         }
-      }
-      if (1 < (k + 31) / 32) {
-        #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-          if (k % 4 == 0) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
-          } else {
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
             #pragma unroll
             for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
               if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
@@ -509,66 +453,40 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      if (2 < (k + 31) / 32) {
-        for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
-          __syncthreads();
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
-            if (n % 4 == 0) {
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
               if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-            } else {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
-                if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
-                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
-                }
-              }
             }
-          }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
-            if (k % 4 == 0) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-            } else {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
               if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
             }
-          }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
-          #pragma unroll
-          for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
             #pragma unroll
-            for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+            for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
               #pragma unroll
-              for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
-                C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
-              }
-            }
-          }
-        }
-        if (0 < (k + 31) / 32 - 2) {
-          __syncthreads();
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
-            if (n % 4 == 0) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-            } else {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
-                if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
-                  tirc_cp_async<4>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
+              for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+                #pragma unroll
+                for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
+                  C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
                 }
               }
             }
           }
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
-            if (k % 4 == 0) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
-            } else {
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
               #pragma unroll
               for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
                 if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32 < k) {
@@ -576,59 +494,615 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
                 }
               }
             }
-          }
-          tirc_cp_async_commit();
-          tirc_cp_async_wait<2>();
-          __syncthreads();
-          #pragma unroll
-          for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
             #pragma unroll
-            for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+            for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
               #pragma unroll
-              for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
-                C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+              for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+                #pragma unroll
+                for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
+                  C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+                }
               }
             }
           }
         }
-      }
-      if (1 < (k + 31) / 32) {
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
+            #pragma unroll
+            for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
+              #pragma unroll
+              for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
+                C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
+              }
+            }
+          }
+        }
         tirc_cp_async_commit();
         tirc_cp_async_wait<2>();
         __syncthreads();
         #pragma unroll
-        for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
-          #pragma unroll
-          for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
+        for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
+          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
             #pragma unroll
-            for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
-              C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
+            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
+              #pragma unroll
+              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
+              }
             }
           }
         }
-      }
-      tirc_cp_async_commit();
-      tirc_cp_async_wait<2>();
-      __syncthreads();
-      #pragma unroll
-      for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
-        if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
-          #pragma unroll
-          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
-            #pragma unroll
-            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
-              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
-            }
-          }
-        }
-      }
-      tirc_cp_async_wait<0>();
-      #pragma unroll
-      for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+        tirc_cp_async_wait<0>();
         #pragma unroll
-        for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
-          if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
-            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
+          }
+        }
+      }
+    }
+  } else {
+    if (k % 4 == 0) {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
+        #pragma unroll
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+          #pragma unroll
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+          if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+        }
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+            if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+          }
+        }
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+              *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+              tirc_cp_async<16>(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1 = 0; r_1 < 32; ++r_1) {
+              #pragma unroll
+              for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+                #pragma unroll
+                for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                  C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[(r_0 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[(r_0 + 1) % 3 * 2048 + r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+                }
+              }
+            }
+          }
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+              if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+              #pragma unroll
+              for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+                #pragma unroll
+                for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                  C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+                }
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        tirc_cp_async_wait<2>();
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
+            }
+          }
+        }
+        tirc_cp_async_wait<0>();
+        #pragma unroll
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
+            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
+          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+        }
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
+              if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
+                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+          }
+        }
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
+                if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
+                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
+                }
+              }
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+              #pragma unroll
+              for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+                #pragma unroll
+                for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
+                  C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+                }
+              }
+            }
+          }
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
+                if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
+                  tirc_cp_async<4>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
+                }
+              }
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
+              #pragma unroll
+              for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+                #pragma unroll
+                for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
+                  C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+                }
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
+            #pragma unroll
+            for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
+              #pragma unroll
+              for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
+                C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        tirc_cp_async_wait<2>();
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
+          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
+              #pragma unroll
+              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
+              }
+            }
+          }
+        }
+        tirc_cp_async_wait<0>();
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
+          }
+        }
+      }
+    } else {
+      if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
+        #pragma unroll
+        for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
+          #pragma unroll
+          for (int j_1_1_init = 0; j_1_1_init < 4; ++j_1_1_init) {
+            C_local[i_1_1_init * 4 + j_1_1_init] = 0.0f;
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
+            if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
+              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32);
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
+              if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32 < k) {
+                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32);
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0 = 2; r_0 < (k + 31) / 32 - 1; ++r_0) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+              *(float4*)(B_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+              *(float4*)(A_shared + r_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1 = 0; r_1 < 32; ++r_1) {
+              #pragma unroll
+              for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
+                #pragma unroll
+                for (int j_1_1 = 0; j_1_1 < 4; ++j_1_1) {
+                  C_local[i_1_1 * 4 + j_1_1] = C_local[i_1_1 * 4 + j_1_1] + A_shared[(r_0 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1 * 32 + r_1] * B_shared[(r_0 + 1) % 3 * 2048 + r_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1];
+                }
+              }
+            }
+          }
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
+                if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
+                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32);
+                }
+              }
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
+              #pragma unroll
+              for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
+                #pragma unroll
+                for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+                  C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
+                }
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_2 = 0; r_1_2 < 32; ++r_1_2) {
+            #pragma unroll
+            for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
+              #pragma unroll
+              for (int j_1_1_2 = 0; j_1_1_2 < 4; ++j_1_1_2) {
+                C_local[i_1_1_2 * 4 + j_1_1_2] = C_local[i_1_1_2 * 4 + j_1_1_2] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_2 * 32 + r_1_2] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_2 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_2];
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        tirc_cp_async_wait<2>();
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
+          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
+              #pragma unroll
+              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
+              }
+            }
+          }
+        }
+        tirc_cp_async_wait<0>();
+        #pragma unroll
+        for (int ax0 = 0; ax0 < 8; ++ax0) {
+          #pragma unroll
+          for (int ax1 = 0; ax1 < 4; ++ax1) {
+            C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1] = C_local[ax0 * 4 + ax1];
+          }
+        }
+      } else {
+        #pragma unroll
+        for (int i_1_1_init_1 = 0; i_1_1_init_1 < 8; ++i_1_1_init_1) {
+          #pragma unroll
+          for (int j_1_1_init_1 = 0; j_1_1_init_1 < 4; ++j_1_1_init_1) {
+            C_local[i_1_1_init_1 * 4 + j_1_1_init_1] = 0.0f;
+          }
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
+            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
+              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
+            }
+          }
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
+            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
+              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
+              if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
+                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
+                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32);
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        if (2 < (k + 31) / 32) {
+          for (int r_0_1 = 2; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
+                if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
+                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
+                }
+              }
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
+              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_4 = 0; r_1_4 < 32; ++r_1_4) {
+              #pragma unroll
+              for (int i_1_1_4 = 0; i_1_1_4 < 8; ++i_1_1_4) {
+                #pragma unroll
+                for (int j_1_1_4 = 0; j_1_1_4 < 4; ++j_1_1_4) {
+                  C_local[i_1_1_4 * 4 + j_1_1_4] = C_local[i_1_1_4 * 4 + j_1_1_4] + A_shared[(r_0_1 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_4 * 32 + r_1_4] * B_shared[(r_0_1 + 1) % 3 * 2048 + r_1_4 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_4];
+                }
+              }
+            }
+          }
+          if (0 < (k + 31) / 32 - 2) {
+            __syncthreads();
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
+                if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
+                  tirc_cp_async<4>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
+                }
+              }
+            }
+            #pragma unroll
+            for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
+              #pragma unroll
+              for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
+                if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32 < k) {
+                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32);
+                }
+              }
+            }
+            tirc_cp_async_commit();
+            tirc_cp_async_wait<2>();
+            __syncthreads();
+            #pragma unroll
+            for (int r_1_5 = 0; r_1_5 < 32; ++r_1_5) {
+              #pragma unroll
+              for (int i_1_1_5 = 0; i_1_1_5 < 8; ++i_1_1_5) {
+                #pragma unroll
+                for (int j_1_1_5 = 0; j_1_1_5 < 4; ++j_1_1_5) {
+                  C_local[i_1_1_5 * 4 + j_1_1_5] = C_local[i_1_1_5 * 4 + j_1_1_5] + A_shared[(k + 31) / 32 % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_5 * 32 + r_1_5] * B_shared[(k + 31) / 32 % 3 * 2048 + r_1_5 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_5];
+                }
+              }
+            }
+          }
+        }
+        if (1 < (k + 31) / 32) {
+          tirc_cp_async_commit();
+          tirc_cp_async_wait<2>();
+          __syncthreads();
+          #pragma unroll
+          for (int r_1_6 = 0; r_1_6 < 32; ++r_1_6) {
+            #pragma unroll
+            for (int i_1_1_6 = 0; i_1_1_6 < 8; ++i_1_1_6) {
+              #pragma unroll
+              for (int j_1_1_6 = 0; j_1_1_6 < 4; ++j_1_1_6) {
+                C_local[i_1_1_6 * 4 + j_1_1_6] = C_local[i_1_1_6 * 4 + j_1_1_6] + A_shared[((k + 31) / 32 + 1) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_6 * 32 + r_1_6] * B_shared[((k + 31) / 32 + 1) % 3 * 2048 + r_1_6 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_6];
+              }
+            }
+          }
+        }
+        tirc_cp_async_commit();
+        tirc_cp_async_wait<2>();
+        __syncthreads();
+        #pragma unroll
+        for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
+          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+            #pragma unroll
+            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
+              #pragma unroll
+              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
+              }
+            }
+          }
+        }
+        tirc_cp_async_wait<0>();
+        #pragma unroll
+        for (int ax0_1 = 0; ax0_1 < 8; ++ax0_1) {
+          #pragma unroll
+          for (int ax1_1 = 0; ax1_1 < 4; ++ax1_1) {
+            if (((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1 < m && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1 < n) {
+              C[(((int)(blockIdx.y)) * 64 + ((int)(threadIdx.y)) * 8 + ax0_1) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax1_1] = C_local[ax0_1 * 4 + ax1_1];
+            }
           }
         }
       }

@@ -295,6 +295,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         aligned: Vec::new(),
         wanted: None,
         split_pending: false,
+        sizes_decided: false,
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
     let name = format!("{}_kernel", sanitize(&f.name));
@@ -729,6 +730,9 @@ struct Gen {
     /// The kernel body is still to be split on those tests, below the
     /// launch head and the allocations.
     split_pending: bool,
+    /// Inside a body written for one alignment of each size its copies
+    /// test: no copy tests a size of its own.
+    sizes_decided: bool,
 }
 
 /// The most shared memory a kernel may declare statically, in bytes.
@@ -1137,7 +1141,7 @@ impl Gen {
                 })
             })
         });
-        if used.is_empty() || used.len() > 4 || e < 2 {
+        if used.is_empty() || used.len() > 4 || e < 2 || self.sizes_decided {
             return Ok(None);
         }
         // Subsets of the sizes used, the fewest first.
@@ -1162,11 +1166,12 @@ impl Gen {
     }
 
     /// The kernel body `s` (below the launch head and the allocations,
-    /// which stay shared), written twice where its vector copies want
-    /// run-time sizes aligned: `if (k % 4 == 0 && n % 4 == 0)` the body with
-    /// every such copy one vector access and no test of its own, else the
-    /// body that tests them copy by copy. A kernel whose copies want none is
-    /// written once.
+    /// which stay shared), written once for each alignment of the run-time
+    /// sizes its vector copies want aligned: `if (n % 4 == 0) { if (k % 4
+    /// == 0) .. else .. } else ..`, each copy in each body one vector access
+    /// or the element-wise copy, with no test of its own. A kernel whose
+    /// copies want none is written once; one that wants more than three
+    /// sizes, twice (all aligned, and copies that test their own).
     fn split_on_aligned_sizes(&mut self, s: &Stmt, ind: usize) -> Result<(), Diagnostic> {
         let mut dry = self.clone();
         dry.wanted = Some(Vec::new());
@@ -1178,8 +1183,8 @@ impl Gen {
                 None => tests.push((v, e)),
             }
         }
-        if tests.is_empty() {
-            return self.stmt(s, ind);
+        if tests.len() <= 3 {
+            return self.split_on_each(s, ind, &tests);
         }
         let test: Vec<String> = tests.iter().map(|(v, d)| format!("{} % {d} == 0", self.var_name(v))).collect();
         self.line(ind, &format!("if ({}) {{", test.join(" && ")));
@@ -1189,6 +1194,30 @@ impl Gen {
         self.aligned.truncate(before);
         self.line(ind, "} else {");
         self.scoped(s, ind + 1)?;
+        self.line(ind, "}");
+        Ok(())
+    }
+
+    /// `s` branched on the first test of `tests`, then on the others in
+    /// each branch; at the leaves every test is decided.
+    fn split_on_each(&mut self, s: &Stmt, ind: usize, tests: &[(Var, i64)]) -> Result<(), Diagnostic> {
+        let Some(((v, d), rest)) = tests.split_first() else {
+            let decided = std::mem::replace(&mut self.sizes_decided, true);
+            let r = self.stmt(s, ind);
+            self.sizes_decided = decided;
+            return r;
+        };
+        let name = self.var_name(v);
+        self.line(ind, &format!("if ({name} % {d} == 0) {{"));
+        self.declared.push(Vec::new());
+        self.aligned.push((v.clone(), *d));
+        self.split_on_each(s, ind + 1, rest)?;
+        self.aligned.pop();
+        self.declared.pop();
+        self.line(ind, "} else {");
+        self.declared.push(Vec::new());
+        self.split_on_each(s, ind + 1, rest)?;
+        self.declared.pop();
         self.line(ind, "}");
         Ok(())
     }
