@@ -14,8 +14,8 @@
 //! 1. The block exists and the buffer is one of its reads or writes.
 //! 2. The buffer is allocated inside the function: a parameter's layout
 //!    is what the caller passes.
-//! 3. The buffer's shape is constant and has no `storage_align` request
-//!    (whose axis would lose its meaning: align after transforming).
+//! 3. The buffer has no `storage_align` request (whose axis would lose its
+//!    meaning: align after transforming).
 //! 4. The map takes as many indices as the buffer has dimensions and gives
 //!    integer expressions of them (`+ - * // %`, `min`, `max`, literals).
 //! 5. The map is a bijection from the old shape onto the box of its image:
@@ -24,7 +24,9 @@
 //!    2^20 elements this is checked element by element; a larger buffer
 //!    (a cache of a whole operand, before compaction) is checked on one
 //!    period of the map (`periodic_image`), which must then be a tile
-//!    placed by whole steps along dimensions of its own.
+//!    placed by whole steps along dimensions of its own. A shape of
+//!    run-time sizes takes only a permutation of its dimensions (`lambda i,
+//!    k: (k, i)`), whose new shape is the old one permuted.
 //!
 //! TVM's `pad_value` (a map onto a larger box, the padding filled) is not
 //! taken yet, nor `assume_injective_transform`.
@@ -114,9 +116,6 @@ pub fn transform_layout(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef,
         .help("transform the layout of a copy of it (cache_read or cache_write) instead"));
     }
     // 3.
-    let shape: Option<Vec<i64>> = b.shape().iter().map(Expr::as_int).collect();
-    let shape = shape
-        .ok_or_else(|| ScheduleError::unsupported(format!("`{}` has a shape known only at run time", b.name())))?;
     let mut aligned = false;
     sch.func.body.walk(&mut |s| {
         if let Stmt::Block(x) = s {
@@ -132,33 +131,65 @@ pub fn transform_layout(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef,
         .help("call transform_layout before storage_align"));
     }
     // 4.
-    if map.params.len() != shape.len() {
+    if map.params.len() != b.shape().len() {
         return Err(ScheduleError::bad_argument(format!(
             "the index map takes {} {}, but `{}` has {} dimensions",
             map.params.len(),
             if map.params.len() == 1 { "index" } else { "indices" },
             b.name(),
-            shape.len()
+            b.shape().len()
         )));
     }
     // 5.
-    let elements = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).unwrap_or(i64::MAX);
-    let checked = if elements > MAX_ELEMENTS { periodic_image(map, &shape) } else { image(map, &shape) };
-    let new_shape = checked.map_err(|why| {
-        ScheduleError::new(format!(
-            "the index map `{map}` is not a bijection onto a new shape of `{}`: {why}",
-            b.name()
-        ))
-    })?;
+    let t = b.shape().first().map_or(tirc_ir::DType::I32, Expr::dtype);
+    let new_shape: Vec<Expr> = match b.shape().iter().map(Expr::as_int).collect::<Option<Vec<i64>>>() {
+        Some(shape) => {
+            let elements = shape.iter().try_fold(1i64, |a, &d| a.checked_mul(d)).unwrap_or(i64::MAX);
+            let checked = if elements > MAX_ELEMENTS { periodic_image(map, &shape) } else { image(map, &shape) };
+            let new_shape = checked.map_err(|why| {
+                ScheduleError::new(format!(
+                    "the index map `{map}` is not a bijection onto a new shape of `{}`: {why}",
+                    b.name()
+                ))
+            })?;
+            new_shape.iter().map(|&d| Expr::Int(d, t)).collect()
+        }
+        // A shape of run-time sizes (a cache of a whole operand, before
+        // compute_at shrinks it): a permutation of the dimensions, whose
+        // new shape is the old one permuted.
+        None => match permutation(map) {
+            Some(order) => order.iter().map(|&d| b.shape()[d].clone()).collect(),
+            None => {
+                return Err(ScheduleError::unsupported(format!(
+                    "`{}` has a shape known only at run time, where tirc takes only a permutation of its dimensions, not `{map}`",
+                    b.name()
+                ))
+                .help("transform the layout after compute_at has given the buffer a constant shape, or permute its dimensions (lambda i, k: (k, i))"))
+            }
+        },
+    };
 
     // The rewrite: every access through the map, the buffer reshaped.
-    let t = b.shape().first().map_or(tirc_ir::DType::I32, Expr::dtype);
-    let nb = b.with(|n| n.shape = new_shape.iter().map(|&d| Expr::Int(d, t)).collect());
+    let nb = b.with(|n| n.shape = new_shape);
     let a = Analyzer::new();
     let remap = |idx: &[Expr]| -> Vec<Expr> { map.apply(idx).iter().map(|e| a.simplify(e)).collect() };
     let body = sch.func.body.map_exprs(&mut |e| loads(e, &b, &nb, &remap));
     sch.func.body = body.rewrite_owned(&mut |s| rewrite(s, &b, &nb, &remap));
     Ok(())
+}
+
+/// For a map whose results are its parameters in another order (`lambda
+/// i, k: (k, i)`), the parameter each result is.
+fn permutation(map: &IndexMap) -> Option<Vec<usize>> {
+    let order: Vec<usize> = map
+        .results
+        .iter()
+        .map(|r| r.as_var().and_then(|v| map.params.iter().position(|p| p == v)))
+        .collect::<Option<_>>()?;
+    let mut seen = order.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    (order.len() == map.params.len() && seen.len() == order.len()).then_some(order)
 }
 
 fn names<'a>(bs: impl Iterator<Item = &'a Buffer>) -> String {
