@@ -76,8 +76,10 @@ impl Analyzer {
     }
 
     /// Declares a launch index `v` of `extent` blocks or threads: over
-    /// `[0, extent)`, with an extent of run-time sizes bounded through theirs.
+    /// `[0, extent)`, with an extent of run-time sizes bounded through theirs
+    /// and kept as the fact `v < extent` (`bind_range`).
     pub fn bind_launch(&mut self, v: &Var, extent: &Expr) {
+        self.bind_range(v, &Expr::int(0), extent);
         if let Some((_, hi)) = self.bound(extent) {
             self.bind(v, 0, (hi - 1).max(0));
         }

@@ -3,7 +3,8 @@
 //! splits by those factors need no `T.where` predicate, as TVM's primitive
 //! of that name does.
 //!
-//! Each variable `v` of extent `n` gets the extent `ceil(n / p) * p`, and
+//! Each variable `v` of extent `n` gets the extent `ceil(n / p) * p` (for
+//! an `n` of run-time sizes, `(n + p - 1) // p * p`, computed at launch), and
 //! the loop bound to it grows with it. Each buffer the block reads along a
 //! grown variable is read through a padded copy, `<buffer>_pad`, made by a
 //! new block of that name before the block's loop nest: `X_pad[v] =
@@ -32,6 +33,8 @@
 use super::cache::{copy_block_nest, root_stmts, set_root, top_level_owner};
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{block_and_buffer_names, fresh_name};
+use tirc_ir::printer::print_expr;
+use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{BinOp, Block, Buffer, Expr, For, IterKind, Range, Stmt, Var};
 
@@ -66,13 +69,11 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     let mut bound: Vec<&For> = Vec::new();
     for (iv, e) in r.block.iter_vars.iter().zip(&r.iter_values) {
         let l = e.as_var().and_then(|v| loops.iter().find(|l| &l.var == v));
-        let extent = iv.dom.extent.as_int();
         match l {
             Some(l)
                 if iv.dom.min.as_int() == Some(0)
                     && l.min.as_int() == Some(0)
-                    && extent.is_some()
-                    && l.extent.as_int() == extent
+                    && same_expr(&l.extent, &iv.dom.extent)
                     && !bound.iter().any(|b| b.var == l.var) =>
             {
                 bound.push(l)
@@ -93,16 +94,23 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     };
     for (b, vars) in accesses.iter().map(|(b, vars, _)| (b, vars)) {
         for (d, (v, dim)) in vars.iter().zip(b.shape()).enumerate() {
-            let extent = r.block.iter_vars.iter().find(|iv| &iv.var == v).and_then(|iv| iv.dom.extent.as_int());
-            if let (Some(e), Some(n)) = (extent, dim.as_int()) {
-                if e != n {
-                    return Err(ScheduleError::new(format!(
-                        "block `{block}` covers {e} of the {n} elements of `{}` along its dimension {d} (`{}`): \
-                         tirc pads only buffers the block covers whole, as their padded copies replace them",
-                        b.name(),
-                        v.name()
-                    )));
-                }
+            let Some(extent) = r.block.iter_vars.iter().find(|iv| &iv.var == v).map(|iv| &iv.dom.extent) else {
+                continue;
+            };
+            let differ = match (extent.as_int(), dim.as_int()) {
+                (Some(e), Some(n)) => e != n,
+                (None, None) => !same_expr(extent, dim),
+                _ => true,
+            };
+            if differ {
+                return Err(ScheduleError::new(format!(
+                    "block `{block}` covers {} of the {} elements of `{}` along its dimension {d} (`{}`): \
+                     tirc pads only buffers the block covers whole, as their padded copies replace them",
+                    print_expr(extent),
+                    print_expr(dim),
+                    b.name(),
+                    v.name()
+                )));
             }
         }
     }
@@ -114,10 +122,17 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
             out.name()
         )));
     }
-    // The new extents: (block variable, padded extent).
-    let mut grown: Vec<(Var, i64)> = Vec::new();
-    for (iv, p) in r.block.iter_vars.iter().zip(padding) {
-        let old = iv.dom.extent.as_int().unwrap_or(0);
+    // The new extents: (block variable, padded extent); an extent of
+    // run-time sizes grows to `(n + p - 1) // p * p`, computed at launch.
+    let mut grown: Vec<(Var, Expr)> = Vec::new();
+    for (iv, &p) in r.block.iter_vars.iter().zip(padding) {
+        let Some(old) = iv.dom.extent.as_int() else {
+            if p > 1 {
+                let up = Expr::binary(BinOp::FloorDiv, iv.dom.extent.clone() + Expr::int(p - 1), Expr::int(p));
+                grown.push((iv.var.clone(), up * Expr::int(p)));
+            }
+            continue;
+        };
         let new = old.checked_add(p - 1).map(|x| x / p * p).filter(|n| *n <= i32::MAX as i64).ok_or_else(|| {
             ScheduleError::bad_argument(format!(
                 "padding `{}` of block `{block}` to a multiple of {p} passes the 32-bit index range",
@@ -125,10 +140,10 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
             ))
         })?;
         if new != old {
-            grown.push((iv.var.clone(), new));
+            grown.push((iv.var.clone(), Expr::int(new)));
         }
     }
-    let new_extent = |v: &Var| grown.iter().find(|(g, _)| g == v).map(|(_, n)| *n);
+    let new_extent = |v: &Var| grown.iter().find(|(g, _)| g == v).map(|(_, n)| n.clone());
     let grows = |v: &Var| new_extent(v).is_some();
     // 5.
     for iv in &r.block.iter_vars {
@@ -170,7 +185,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
             continue;
         }
         let shape: Vec<Expr> =
-            vars.iter().zip(buf.shape()).map(|(v, s)| new_extent(v).map_or(s.clone(), Expr::int)).collect();
+            vars.iter().zip(buf.shape()).map(|(v, s)| new_extent(v).unwrap_or_else(|| s.clone())).collect();
         let name = fresh_name(&taken, &format!("{}_pad", buf.name()));
         taken.push(name.clone());
         let padded = Buffer::new(name.clone(), buf.dtype(), shape.clone(), buf.scope());
@@ -184,7 +199,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     // The block and its grown loops.
     let stmts = root_stmts(&sch.func.body);
     let top = stmts.iter().position(|s| s.blocks().iter().any(|b| b.block.name == *block)).unwrap_or(0);
-    let loop_extent: Vec<(Var, i64)> = bound
+    let loop_extent: Vec<(Var, Expr)> = bound
         .iter()
         .zip(&r.block.iter_vars)
         .filter_map(|(l, iv)| new_extent(&iv.var).map(|n| (l.var.clone(), n)))
@@ -207,15 +222,15 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
 fn finish(
     s: &Stmt,
     block: &str,
-    loop_extent: &[(Var, i64)],
-    new_extent: &dyn Fn(&Var) -> Option<i64>,
+    loop_extent: &[(Var, Expr)],
+    new_extent: &dyn Fn(&Var) -> Option<Expr>,
     map: &[(Buffer, Buffer)],
 ) -> Stmt {
     match s {
         Stmt::For(l) => {
             let mut l = (**l).clone();
             if let Some((_, n)) = loop_extent.iter().find(|(v, _)| v == &l.var) {
-                l.extent = Expr::int(*n);
+                l.extent = n.clone();
             }
             l.body = finish(&l.body, block, loop_extent, new_extent, map);
             Stmt::For(Box::new(l))
@@ -224,7 +239,7 @@ fn finish(
             let mut x = (**x).clone();
             for iv in x.block.iter_vars.iter_mut() {
                 if let Some(n) = new_extent(&iv.var) {
-                    iv.dom = Range::from_extent(Expr::int(n));
+                    iv.dom = Range::from_extent(n);
                 }
             }
             replace_buffers_stmt(&Stmt::Block(Box::new(x)), map)
@@ -333,7 +348,7 @@ fn copy_nest(root: &mut Stmt, name: &str, shape: &[Expr], dst: &Buffer, src: &Bu
                 .iter()
                 .zip(b)
                 .zip(shape)
-                .filter(|((_, old), new)| old.as_int() != new.as_int())
+                .filter(|((_, old), new)| !same_expr(old, new))
                 .map(|((i, old), _)| Expr::binary(BinOp::Lt, i.clone(), old.clone()))
                 .collect();
             Expr::Select(Box::new(crate::arith::all_of(conds)), Box::new(load), Box::new(zero.clone()))
