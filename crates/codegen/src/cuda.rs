@@ -1179,7 +1179,7 @@ impl Gen {
         let mut tests: Vec<(Var, i64)> = Vec::new();
         for (v, e) in dry.wanted.unwrap_or_default() {
             match tests.iter_mut().find(|(x, _)| *x == v) {
-                Some((_, d)) => *d = lcm(*d, e),
+                Some((_, d)) => *d = tirc_ir::expr::lcm(*d, e),
                 None => tests.push((v, e)),
             }
         }
@@ -1803,13 +1803,4 @@ impl Gen {
             }
         })
     }
-}
-
-/// The least common multiple of two positive numbers.
-fn lcm(a: i64, b: i64) -> i64 {
-    let (mut x, mut y) = (a, b);
-    while y != 0 {
-        (x, y) = (y, x % y);
-    }
-    a / x * b
 }

@@ -199,6 +199,15 @@ pub fn floor_mod(a: i64, b: i64) -> i64 {
     a.wrapping_sub(b.wrapping_mul(floor_div(a, b)))
 }
 
+/// The least common multiple of two positive numbers.
+pub fn lcm(a: i64, b: i64) -> i64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x * b
+}
+
 #[derive(Clone, Debug)]
 pub enum Expr {
     Int(i64, DType),

@@ -656,7 +656,7 @@ impl SyncPlan<'_> {
     /// The barriers for every value of a run-time extent: the union of
     /// those each extent needs, grown until no extent needs another.
     fn place_for_any_extent(&self, segments: &[Segment]) -> Barriers {
-        let period = self.versions.iter().fold(1, |acc, (_, v)| lcm(acc, *v));
+        let period = self.versions.iter().fold(1, |acc, (_, v)| tirc_ir::expr::lcm(acc, *v));
         let largest = self.max_stage + 4 * period + 4;
         let (mut fixed, mut in_loop) = (HashSet::new(), HashSet::new());
         loop {
@@ -766,15 +766,4 @@ impl SyncPlan<'_> {
             }
         }
     }
-}
-
-fn lcm(a: i64, b: i64) -> i64 {
-    fn gcd(a: i64, b: i64) -> i64 {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
-        }
-    }
-    a / gcd(a, b) * b
 }
