@@ -100,6 +100,19 @@ fn a_fraction_for_anything_but_a_scalar_is_an_error() {
 }
 
 #[test]
+fn a_value_its_type_cannot_hold_is_an_error() {
+    let e = compiled("fused", &[("alpha", 1e40)]).err().expect("alpha=1e40 accepted as infinity");
+    assert!(e.contains("-D alpha=1e40") && e.contains("float32"), "{e}");
+    let e = compiled("half_threads", &[("s", 70000.0)]).err().expect("s=70000 accepted as a float16 infinity");
+    assert!(e.contains("-D s=70000.0") && e.contains("float16"), "{e}");
+    let req =
+        Request { schedule: Some("half_threads".into()), defines: vec![("s".into(), 65536)], ..Request::default() };
+    let ds = compile(&source(), &req).err().expect("a whole number past float16's range accepted");
+    assert!(ds[0].message.contains("-D s=65536.0") && ds[0].span.is_some(), "{:?}", ds[0]);
+    assert!(compiled("half_threads", &[("s", 65504.0)]).is_ok(), "float16's largest value refused");
+}
+
+#[test]
 fn the_printed_function_declares_its_scalars() {
     let c = compiled("fused", &[]).unwrap();
     let text = tirc_ir::printer::print_func(&c.original);

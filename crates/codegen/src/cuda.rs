@@ -1173,6 +1173,13 @@ impl Gen {
     /// copies want none is written once; one that wants more than three
     /// sizes, twice (all aligned, and copies that test their own).
     fn split_on_aligned_sizes(&mut self, s: &Stmt, ind: usize) -> Result<(), Diagnostic> {
+        // Shared memory allocated below the split would be declared once
+        // per body: such a kernel keeps the copy-by-copy tests.
+        let mut shared_below = false;
+        s.walk(&mut |x| shared_below |= matches!(x, Stmt::Allocate { buffer, .. } if buffer.scope() == Scope::Shared));
+        if shared_below {
+            return self.stmt(s, ind);
+        }
         let mut dry = self.clone();
         dry.wanted = Some(Vec::new());
         dry.stmt(s, ind)?;

@@ -55,6 +55,9 @@ impl Analyzer {
         if let (Some((mlo, mhi)), Some((_, ehi))) = (self.bound(min), self.bound(extent)) {
             self.bind(v, mlo, mhi + ehi - 1);
         }
+        // A fact about an earlier binding of `v` (a loop nested in one of
+        // the same variable) does not hold of this one.
+        self.facts.retain(|(terms, _)| !terms.iter().any(|(_, t)| t.uses(v)));
         let end = Expr::binary(BinOp::Add, min.clone(), extent.clone());
         if end.as_int().is_none() && self.bound(&end).is_some_and(|(lo, hi)| lo != hi) {
             self.assume(&Expr::binary(BinOp::Lt, Expr::var(v), end));
@@ -326,9 +329,12 @@ impl Analyzer {
                     let q = c / d.as_int().unwrap_or(1);
                     let inner = self.to_sum(x);
                     for (c2, t2) in inner.terms {
-                        add_term(&mut expanded, t2, q.checked_mul(c2)?);
+                        let Some(c3) = q.checked_mul(c2) else { return plain };
+                        add_term(&mut expanded, t2, c3);
                     }
-                    expanded.constant = expanded.constant.checked_add(q.checked_mul(inner.constant)?)?;
+                    let constant = q.checked_mul(inner.constant).and_then(|k| expanded.constant.checked_add(k));
+                    let Some(constant) = constant else { return plain };
+                    expanded.constant = constant;
                     add_term(&mut expanded, Expr::binary(BinOp::FloorMod, (**x).clone(), (**d).clone()), -q);
                 }
                 _ => add_term(&mut expanded, t.clone(), *c),

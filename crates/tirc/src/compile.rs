@@ -488,6 +488,7 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         kernels.push(Kernel { after, lowered, cuda });
     }
     check_fractions(&original, &req.fractions)?;
+    check_scalar_range(&original, &req.defines, &req.fractions)?;
     Ok(Compiled { module, original, scheduled, trace, replay, kernels, intermediates, warnings, scalar_values: vec![] })
 }
 
@@ -501,6 +502,35 @@ fn check_fractions(f: &PrimFunc, fractions: &[(String, f64)]) -> Result<(), Diag
                 f.name
             ));
             return Err(did_you_mean(d, n, f.scalars.iter().map(|v| v.name())));
+        }
+    }
+    Ok(())
+}
+
+/// A `-D` value for a scalar parameter that its type cannot hold (`-D
+/// alpha=1e40` for a float32 rounds to infinity; 70000 for a float16):
+/// refused, not run as infinity.
+fn check_scalar_range(f: &PrimFunc, defines: &[(String, i64)], fractions: &[(String, f64)]) -> Result<(), Diagnostic> {
+    for v in &f.scalars {
+        let given = fractions
+            .iter()
+            .rev()
+            .find(|(n, _)| n == v.name())
+            .map(|(_, x)| *x)
+            .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64));
+        let Some(x) = given else { continue };
+        if x.is_finite() && !round_to(v.dtype(), x).is_finite() {
+            let d = Diagnostic::new(format!(
+                "-D {}={x:?}: `{}` is a {}, which cannot hold {x:?} (it would be infinity)",
+                v.name(),
+                v.name(),
+                v.dtype()
+            ))
+            .help("give a value within the type's range");
+            return Err(match f.span {
+                Some(s) => d.or_at(s).label("the function whose parameter this is"),
+                None => d,
+            });
         }
     }
     Ok(())

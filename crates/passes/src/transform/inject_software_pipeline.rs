@@ -220,6 +220,15 @@ fn expand(
         .help("pipeline a loop whose extent is a constant or an expression of the function's sizes"));
     }
     let extent = constant_extent.unwrap_or(0);
+    let period = versions.iter().fold(1, |acc, (_, v)| tirc_ir::expr::lcm(acc, *v));
+    if constant_extent.is_none() && period > MAX_PERIOD {
+        return Err(Diagnostic::new(format!(
+            "software pipeline of loop `{}`: its buffers' versions repeat every {period} iterations, more than the \
+             {MAX_PERIOD} tirc places barriers for under a run-time extent",
+            l.var.name()
+        ))
+        .help("use fewer stages, or stages whose version counts share factors"));
+    }
     // Versioned buffers: a leading dimension, indexed by the iteration.
     let mut map: Vec<(Buffer, Buffer, i64)> = Vec::new();
     for (b, v) in &versions {
@@ -625,6 +634,10 @@ struct SyncState {
 
 type Barriers = (HashSet<(usize, usize)>, HashSet<usize>);
 
+/// The longest common period of the versions of a pipeline over a run-time
+/// extent: its barriers are placed by running that many extents and more.
+const MAX_PERIOD: i64 = 64;
+
 impl SyncPlan<'_> {
     /// The segments as they run for extent `e` (a run-time extent's value;
     /// ignored by segments of a constant one).
@@ -648,7 +661,11 @@ impl SyncPlan<'_> {
                 Segment::Static(i0, items) => (Concrete::Static(*i0), ops(items, true)),
                 Segment::Loop(range, items) => (Concrete::Loop(range.clone()), ops(items, true)),
                 Segment::RuntimeLoop(items) => (Concrete::Loop(min + s..(min + e).max(min + s)), ops(items, true)),
-                Segment::RuntimeTail { t, guard, items } => (Concrete::Static(min + e + t), ops(items, e > *guard)),
+                // A tail that does not run has no effect, its barriers none.
+                Segment::RuntimeTail { t, guard, items } if e > *guard => {
+                    (Concrete::Static(min + e + t), ops(items, true))
+                }
+                Segment::RuntimeTail { .. } => (Concrete::Static(0), Vec::new()),
             })
             .collect()
     }
@@ -656,7 +673,9 @@ impl SyncPlan<'_> {
     /// The barriers for every value of a run-time extent: the union of
     /// those each extent needs, grown until no extent needs another.
     fn place_for_any_extent(&self, segments: &[Segment]) -> Barriers {
-        let period = self.versions.iter().fold(1, |acc, (_, v)| tirc_ir::expr::lcm(acc, *v));
+        // The versions' common period (at most 4 * 3 * 2 in practice; the
+        // pass refuses a pipeline of more, see `expand`).
+        let period = self.versions.iter().fold(1, |acc, (_, v)| tirc_ir::expr::lcm(acc, *v)).min(MAX_PERIOD);
         let largest = self.max_stage + 4 * period + 4;
         let (mut fixed, mut in_loop) = (HashSet::new(), HashSet::new());
         loop {

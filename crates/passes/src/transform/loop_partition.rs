@@ -192,7 +192,11 @@ fn partition(s: &Stmt, an: &mut Analyzer) -> Stmt {
 /// range known, then the last iteration written out with its tests. `None`
 /// where no condition is decided by leaving out the last iteration.
 fn peel_last(l: &For, an: &mut Analyzer) -> Option<Stmt> {
-    l.min.as_int()?;
+    // The last iteration is computed from the extent after the loop has
+    // run: an extent that reads memory the body may write is left alone.
+    if l.min.as_int().is_none() || l.extent.has_load() {
+        return None;
+    }
     let one_less = l.extent.clone() - Expr::int(1);
     let undecided = |an: &mut Analyzer, extent: &Expr| {
         an.bind_range(&l.var, &l.min, extent);
