@@ -45,6 +45,19 @@ def test_one_kernel_for_every_batch_of_tokens():
         kern(torch.randn(5, 4096, device="cuda"), b, torch.empty(6, 4096, device="cuda"))
 
 
+def test_one_kernel_for_every_linear_layer_shape():
+    """m, n and k all at run time: one kernel, rows aligned or not."""
+    kern = tirc.load(ROOT / "ir-examples" / "linear_dynamic.tir").build("step6_async", params={"STAGES": 2})
+    for m, n, k in [(1, 4096, 4096), (130, 1100, 999), (1000, 1001, 1002), (64, 64, 1)]:
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(k, n, device="cuda")
+        c = torch.full((m, n), float("nan"), device="cuda")
+        kern(a, b, c)
+        torch.cuda.synchronize()
+        ref = (a.double() @ b.double()).float()
+        assert torch.linalg.norm(c - ref) / torch.linalg.norm(ref) < 1e-5, (m, n, k)
+
+
 def test_softmax_matches_torch_softmax():
     kern = tirc.load(ROOT / "tests" / "data" / "conformance" / "softmax_threads.tir").build()
     shape = kern.arguments[0]["shape"]

@@ -166,6 +166,22 @@ def test_one_kernel_runs_at_every_run_time_size():
         k(rand((5, 20)), b, np.zeros((6, 24), np.float32))
 
 
+def test_every_size_at_run_time_with_a_pipeline_over_k():
+    """m, n and k all `T.int32()`: one pipelined kernel, each call takes all
+    three from its arrays, k shorter than the pipeline included."""
+    k = tirc.load(ROOT / "ir-examples" / "linear_dynamic.tir").build(
+        "step6_async", params={"BM": 16, "BN": 16, "BK": 8, "TM": 4, "TN": 4, "STAGES": 3}
+    )
+    assert k.sizes == ["m", "n", "k"]
+    source = k.cuda_source
+    for m, n, r in [(5, 7, 1), (17, 16, 9), (20, 33, 40)]:
+        a, b = rand((m, r), seed=m), rand((r, n), seed=n)
+        c = np.full((m, n), np.nan, np.float32)
+        k(a, b, c)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert k.cuda_source == source, "one source for every size"
+
+
 def test_scalar_parameters_are_given_by_keyword():
     """`alpha: T.float32` parameters: k(A, ..., alpha=.., beta=..) on the
     simulator, one compiled kernel for every value; a missing, unknown or
