@@ -178,3 +178,18 @@ fn the_loop_over_the_tiles_of_a_run_time_length_tests_only_the_last() {
         }
     }
 }
+
+#[test]
+fn a_split_of_a_padded_run_time_extent_divides_it() {
+    // pad_einsum grows m to `(m + 63) // 64 * 64`: split by 64 (and by 8
+    // within), it is divided exactly, so the product's block gets no
+    // `T.where` (a tensor-core tile must be whole).
+    let src = read(&root().join("ir-examples/linear_dynamic.tir"));
+    let c = compile(&src, &request(Some("step6_padded"), &[])).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let text = tirc_ir::printer::print_func(&c.scheduled);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().position(|l| l.contains("with T.block(\"C\"):")).unwrap_or_else(|| panic!("{text}"));
+    let head: Vec<&str> = lines[at + 1..].iter().copied().take_while(|l| !l.contains("T.reads(")).collect();
+    assert!(head.iter().any(|l| l.contains("T.axis.spatial((m + 63) // 64 * 64")), "not padded:\n{text}");
+    assert!(!head.iter().any(|l| l.contains("T.where")), "a predicate on whole tiles:\n{}", head.join("\n"));
+}

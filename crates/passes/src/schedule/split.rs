@@ -68,13 +68,22 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
                 ))
                 .help("e.g. factors=[None, 64]: the number of tiles is then computed from the size at run time"));
             }
+            // An extent that is a multiple of the factors whatever the sizes
+            // (one pad_einsum grew, `(m + 63) // 64 * 64` split by 16) is
+            // divided exactly, with no predicate; any other is
             // ceildiv(extent, known), as floordiv(extent + known - 1, known).
+            let mut an = crate::arith::Analyzer::new();
+            an.bind_sizes(&sch.func.sizes);
+            let rem = an.simplify(&Expr::binary(BinOp::FloorMod, extent_expr.clone(), Expr::int(known)));
+            let divides = rem.as_int() == Some(0);
             let tiles = if known == 1 {
                 extent_expr.clone()
+            } else if divides {
+                an.simplify(&Expr::binary(BinOp::FloorDiv, extent_expr.clone(), Expr::int(known)))
             } else {
                 Expr::binary(BinOp::FloorDiv, extent_expr.clone() + Expr::int(known - 1), Expr::int(known))
             };
-            (factors.iter().map(|f| f.map_or(tiles.clone(), Expr::int)).collect(), known != 1)
+            (factors.iter().map(|f| f.map_or(tiles.clone(), Expr::int)).collect(), known != 1 && !divides)
         }
     };
     let base = lp.name().to_string();
