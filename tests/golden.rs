@@ -1,5 +1,6 @@
 //! Golden outputs: for every schedule of every `ir-examples/*.tir`, the
-//! lowered TIR and the CUDA source at the file's own sizes must equal
+//! lowered TIR and the CUDA source at the file's own sizes (a function of
+//! several kernels as one translation unit) must equal
 //! `golden/<example>/<schedule>.{tir,cu}`.
 //!
 //! Regenerate after a reviewed change with
@@ -20,7 +21,15 @@ fn lowered_tir_and_cuda_match_golden() {
             let c = compile(&src, &req).unwrap_or_else(|e| panic!("{} {}: {:?}", ex.display(), s.name, e));
             let outputs = [
                 ("tir", c.lowered_text()),
-                ("cu", c.kernels.iter().map(|k| k.cuda.source.clone()).collect::<String>()),
+                // Several kernels as one translation unit (what `tirc build`
+                // writes: the helpers once), so that NVRTC compiles it whole.
+                (
+                    "cu",
+                    match &c.kernels[..] {
+                        [k] => k.cuda.source.clone(),
+                        ks => tirc_codegen::translation_unit(&ks.iter().map(|k| &k.cuda).collect::<Vec<_>>()),
+                    },
+                ),
             ];
             for (ext, text) in outputs {
                 let path = golden_path(&ex, &s.name, ext);
