@@ -7,7 +7,7 @@
 //! the loop from the `Plan` (see its file for the semantics).
 
 use std::collections::HashSet;
-use tirc_ir::{Attr, Buffer, BufferId, Diagnostic, For, ForKind, Scope, Stmt};
+use tirc_ir::{Attr, Buffer, BufferId, Diagnostic, For, ForKind, Scope, Stmt, Var};
 
 pub const STAGE: &str = "software_pipeline_stage";
 pub const ORDER: &str = "software_pipeline_order";
@@ -82,8 +82,25 @@ pub struct Plan {
 /// Checks the pipeline annotations of loop `l` against its body: what
 /// `sch.annotate` runs at the end of a schedule, so that a bad annotation
 /// is reported at the schedule line that made it.
-pub fn check(l: &For) -> Result<(), Diagnostic> {
-    analyze(l, &[]).map(|_| ())
+pub fn check(l: &For, sizes: &[Var]) -> Result<(), Diagnostic> {
+    analyze(l, &[])?;
+    check_extent(l, sizes)
+}
+
+/// The extent of a pipelined loop is a constant or an expression of the
+/// function's run-time sizes (`sizes`): the same for every thread, so that
+/// the tests of it around the prologue and epilogue, with barriers under
+/// them, send a whole block one way.
+pub fn check_extent(l: &For, sizes: &[Var]) -> Result<(), Diagnostic> {
+    if l.extent.as_int().is_some() || l.extent.is_size_expr(sizes) {
+        return Ok(());
+    }
+    Err(Diagnostic::new(format!(
+        "software pipeline of loop `{}`: its extent `{}` depends on a loop variable or a load, not only on the function's sizes",
+        l.var.name(),
+        tirc_ir::printer::print_expr(&l.extent)
+    ))
+    .help("pipeline a loop whose extent is a constant or an expression of the function's sizes"))
 }
 
 pub use tirc_ir::launch::WGMMA_IN_FLIGHT;

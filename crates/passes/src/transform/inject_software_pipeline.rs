@@ -209,16 +209,9 @@ fn expand(
     let (n, min) = (stmts.len(), l.min.as_int().unwrap_or(0));
     // A run-time extent (a size of the function, the same for every thread
     // of the kernel, so that barriers under a test of it are reached by all
-    // or none) is written out around its symbol; see `expand_symbolic`.
+    // or none) is written out around its symbol (the module's doc).
     let constant_extent = l.extent.as_int();
-    if constant_extent.is_none() && !l.extent.is_size_expr(sizes) {
-        return Err(Diagnostic::new(format!(
-            "software pipeline of loop `{}`: its extent `{}` depends on a loop variable or a load, not only on the function's sizes",
-            l.var.name(),
-            tirc_ir::printer::print_expr(&l.extent)
-        ))
-        .help("pipeline a loop whose extent is a constant or an expression of the function's sizes"));
-    }
+    crate::common::pipeline::check_extent(l, sizes)?;
     let extent = constant_extent.unwrap_or(0);
     let period = versions.iter().fold(1, |acc, (_, v)| tirc_ir::expr::lcm(acc, *v));
     if constant_extent.is_none() && period > MAX_PERIOD {
