@@ -735,6 +735,26 @@ struct Gen {
     sizes_decided: bool,
 }
 
+/// A number every value of the integer expression `x` is a multiple of,
+/// from its constant factors alone (0 for the constant 0): a sum's is the
+/// greatest common divisor of its terms', a product's the product of its
+/// factors'; anything else counts 1.
+fn constant_factor(x: &Expr) -> i64 {
+    fn gcd(a: i64, b: i64) -> i64 {
+        if b == 0 {
+            a.abs()
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    match x {
+        Expr::Int(v, _) => v.checked_abs().unwrap_or(1),
+        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => gcd(constant_factor(a), constant_factor(b)),
+        Expr::Binary(BinOp::Mul, a, b) => constant_factor(a).checked_mul(constant_factor(b)).unwrap_or(1),
+        _ => 1,
+    }
+}
+
 /// The most shared memory a kernel may declare statically, in bytes.
 pub const STATIC_SHARED_LIMIT: usize = 48 * 1024;
 
@@ -1081,13 +1101,7 @@ impl Gen {
             if (1..e).all(|k| step(k) == Some(0)) {
                 return true;
             }
-            *op == BinOp::Lt
-                && (1..e).all(|k| step(k) == Some(k))
-                && self
-                    .an
-                    .simplify(&Expr::binary(BinOp::FloorMod, self.modulo_aligned_sizes(&d0, e), Expr::int(e)))
-                    .as_int()
-                    == Some(0)
+            *op == BinOp::Lt && (1..e).all(|k| step(k) == Some(k)) && self.multiple_of(&d0, e)
         })
     }
 
@@ -1101,8 +1115,18 @@ impl Gen {
                 return None;
             }
         }
-        let rem = self.an.simplify(&Expr::binary(BinOp::FloorMod, self.modulo_aligned_sizes(&base, e), Expr::int(e)));
-        (rem.as_int() == Some(0)).then_some(base)
+        self.multiple_of(&base, e).then_some(base)
+    }
+
+    /// Whether `x` is a multiple of `e` for every value of its variables
+    /// (those `aligned` takes to be multiples counted as such): by the
+    /// range analysis, or by the constant factors of its terms (`(r * 32 +
+    /// ty) * ((n + 63) // 64 * 64) + tx * 4` is a multiple of 4, a product
+    /// of run-time sizes that the analysis keeps whole).
+    fn multiple_of(&self, x: &Expr, e: i64) -> bool {
+        let x = self.modulo_aligned_sizes(x, e);
+        let rem = self.an.simplify(&Expr::binary(BinOp::FloorMod, x.clone(), Expr::int(e)));
+        rem.as_int() == Some(0) || constant_factor(&x) % e == 0
     }
 
     /// `x`, for a test of its remainder by `e`, with the run-time sizes
