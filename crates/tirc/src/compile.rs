@@ -424,8 +424,21 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
     let (original, scheduled, trace, replay) = match &req.schedule {
         Some(name) => {
             let def = module.schedule(name).ok_or_else(|| {
+                let names: Vec<&str> = module.schedules.iter().map(|s| s.name.as_str()).collect();
                 let d = Diagnostic::new(format!("the file has no schedule `{name}`"));
-                did_you_mean(d, name, module.schedules.iter().map(|s| s.name.as_str()))
+                let mut d = did_you_mean(d, name, names.iter().copied());
+                if d.help.is_none() {
+                    d = d.help(match names.len() {
+                        0 => "the file defines no schedule: leave out --schedule to run its function as written".into(),
+                        _ => format!("its schedules: {}", names.join(", ")),
+                    });
+                }
+                // Where the file's schedules are (or its first function).
+                match (module.schedules.first(), module.funcs.first().and_then(|f| f.span)) {
+                    (Some(first), _) => d.or_at(first.span).label("the file's first schedule"),
+                    (None, Some(s)) => d.or_at(s).label("the file's function"),
+                    (None, None) => d,
+                }
             })?;
             let sch = run_schedule(&module, def, &req.params)?;
             let original = module.func(&def.func).cloned().ok_or_else(|| Diagnostic::new("no function"))?;

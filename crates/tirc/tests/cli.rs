@@ -130,6 +130,17 @@ fn a_long_chain_of_lets_runs() {
 }
 
 #[test]
+fn an_unknown_schedule_names_the_file_s_schedules() {
+    let o = tirc(&["run", "ir-examples/matmul.tir", "-s", "nope"]);
+    assert_eq!(code(&o), 1);
+    let e = stderr(&o);
+    assert!(e.contains("no schedule `nope`") && e.contains("its schedules: step1, step2"), "{e}");
+    assert!(e.contains("matmul.tir:") && e.contains("the file's first schedule"), "no span:\n{e}");
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step22"]);
+    assert!(stderr(&o).contains("did you mean `step2`?"), "{}", stderr(&o));
+}
+
+#[test]
 fn unknown_overrides_are_bad_input() {
     let o = tirc(&["lower", "ir-examples/matmul.tir", "-s", "step2", "-p", "BQ=3"]);
     assert_eq!(code(&o), 1);
