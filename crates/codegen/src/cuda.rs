@@ -740,16 +740,9 @@ struct Gen {
 /// greatest common divisor of its terms', a product's the product of its
 /// factors'; anything else counts 1.
 fn constant_factor(x: &Expr) -> i64 {
-    fn gcd(a: i64, b: i64) -> i64 {
-        if b == 0 {
-            a.abs()
-        } else {
-            gcd(b, a % b)
-        }
-    }
     match x {
         Expr::Int(v, _) => v.checked_abs().unwrap_or(1),
-        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => gcd(constant_factor(a), constant_factor(b)),
+        Expr::Binary(BinOp::Add | BinOp::Sub, a, b) => tirc_ir::expr::gcd(constant_factor(a), constant_factor(b)),
         Expr::Binary(BinOp::Mul, a, b) => constant_factor(a).checked_mul(constant_factor(b)).unwrap_or(1),
         _ => 1,
     }

@@ -199,13 +199,19 @@ pub fn floor_mod(a: i64, b: i64) -> i64 {
     a.wrapping_sub(b.wrapping_mul(floor_div(a, b)))
 }
 
-/// The least common multiple of two positive numbers.
-pub fn lcm(a: i64, b: i64) -> i64 {
+/// The greatest common divisor of two numbers, not negative (0 for 0 and
+/// 0; 1 where it would not fit, a divisor of both still).
+pub fn gcd(a: i64, b: i64) -> i64 {
     let (mut x, mut y) = (a, b);
     while y != 0 {
-        (x, y) = (y, x % y);
+        (x, y) = (y, x.wrapping_rem(y));
     }
-    a / x * b
+    x.checked_abs().unwrap_or(1)
+}
+
+/// The least common multiple of two positive numbers.
+pub fn lcm(a: i64, b: i64) -> i64 {
+    a / gcd(a, b) * b
 }
 
 #[derive(Clone, Debug)]

@@ -57,7 +57,7 @@ impl Analyzer {
         }
         // A fact about an earlier binding of `v` (a loop nested in one of
         // the same variable) does not hold of this one.
-        self.facts.retain(|(terms, _)| !terms.iter().any(|(_, t)| t.uses(v)));
+        self.forget_facts(v);
         let end = Expr::binary(BinOp::Add, min.clone(), extent.clone());
         if end.as_int().is_none() && self.bound(&end).is_some_and(|(lo, hi)| lo != hi) {
             self.assume(&Expr::binary(BinOp::Lt, Expr::var(v), end));
@@ -67,6 +67,10 @@ impl Analyzer {
     /// Forgets `v`'s range and every fact about it.
     pub fn unbind(&mut self, v: &Var) {
         self.bounds.remove(&v.key());
+        self.forget_facts(v);
+    }
+
+    fn forget_facts(&mut self, v: &Var) {
         self.facts.retain(|(terms, _)| !terms.iter().any(|(_, t)| t.uses(v)));
     }
 

@@ -205,16 +205,22 @@ pub fn scalar_values(
     let mut rng = tirc_exec::data::Rng::new(seed ^ 0x5ca1_a25e_ed00_0001);
     let mut values = Vec::new();
     for v in &f.scalars {
-        let given = fractions
-            .iter()
-            .rev()
-            .find(|(n, _)| n == v.name())
-            .map(|(_, x)| *x)
-            .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64));
+        let given = given_value(v, defines, fractions);
         let x = given.unwrap_or_else(|| rng.uniform());
         values.push((v.clone(), round_to(v.dtype(), x), given.is_none()));
     }
     values
+}
+
+/// The value the last `-D` for scalar parameter `v` gives it: a fraction,
+/// else a whole number.
+fn given_value(v: &Var, defines: &[(String, i64)], fractions: &[(String, f64)]) -> Option<f64> {
+    fractions
+        .iter()
+        .rev()
+        .find(|(n, _)| n == v.name())
+        .map(|(_, x)| *x)
+        .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64))
 }
 
 /// One kernel given the values of its scalar parameters: its CUDA kernel
@@ -525,12 +531,7 @@ fn check_fractions(f: &PrimFunc, fractions: &[(String, f64)]) -> Result<(), Diag
 /// refused, not run as infinity.
 fn check_scalar_range(f: &PrimFunc, defines: &[(String, i64)], fractions: &[(String, f64)]) -> Result<(), Diagnostic> {
     for v in &f.scalars {
-        let given = fractions
-            .iter()
-            .rev()
-            .find(|(n, _)| n == v.name())
-            .map(|(_, x)| *x)
-            .or_else(|| defines.iter().rev().find(|(n, _)| n == v.name()).map(|(_, x)| *x as f64));
+        let given = given_value(v, defines, fractions);
         let Some(x) = given else { continue };
         if x.is_finite() && !round_to(v.dtype(), x).is_finite() {
             let d = Diagnostic::new(format!(
