@@ -201,3 +201,37 @@ fn copies_from_unaligned_rows_keep_vector_stores_to_shared_memory() {
         assert!(scalar < a + b, "{schedule}: {scalar} scalar cp.async against {} gathered copies", a + b);
     }
 }
+
+#[test]
+fn tiles_are_zero_filled_past_the_reduction_so_the_multiply_adds_test_nothing() {
+    // K = 130 ends in a partial k-tile; rows of 68 and 132 floats are
+    // 16-byte aligned, so the copies of the last tile fill zeros a vector
+    // at a time (a `cp.async` with a source size of 0, or a select).
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    for (schedule, params, fill) in [
+        ("step6_async", vec![("STAGES", "2")], "tirc_cp_async_zfill<16>("),
+        ("step6_async", vec![("STAGES", "3")], "tirc_cp_async_zfill<16>("),
+        ("step6", vec![], ": make_float4(0.0f, 0.0f, 0.0f, 0.0f))"),
+    ] {
+        let req = Request {
+            schedule: Some(schedule.into()),
+            defines: vec![("M".into(), 100), ("N".into(), 68), ("K".into(), 130)],
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Request::default()
+        };
+        let c = compile(&src, &req).unwrap_or_else(|d| panic!("{schedule}: {}", d[0].message));
+        let (e, tol) = sim_check(&c.original, &c.first().lowered, 5).unwrap_or_else(|m| panic!("{schedule}: {m}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0, "{schedule}: rel_err {:.3e}", e.rel_err);
+        // Below the one branch between interior and boundary tiles.
+        let Stmt::If { then, orelse: Some(boundary), cond } = kernel_body(&c.first().lowered) else {
+            panic!("{schedule}: no branch between interior and boundary tiles")
+        };
+        assert!(uses_block_index_only(cond), "{schedule}: {}", print_expr(cond));
+        for tiles in [then, boundary] {
+            let (guarded, all) = guarded_stores(tiles, Scope::Local);
+            assert!(all > 0 && guarded == 0, "{schedule}: {guarded} of {all} stores to the accumulators guarded");
+        }
+        let cuda = &c.kernels[0].cuda.source;
+        assert!(cuda.contains(fill), "{schedule} {params:?}: no `{fill}` in\n{cuda}");
+    }
+}

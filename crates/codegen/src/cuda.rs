@@ -274,6 +274,26 @@ template <int N> __device__ __forceinline__ void tirc_cp_async_wait() {
 }
 ";
 
+/// The zero-fill form of `cp.async`, for the tiles of `zero_fill_tiles`:
+/// where `full` is false, no byte is read and the N bytes at `dst` become
+/// zeros (a source size of 0).
+const ZFILL_PRELUDE: &str = "\
+template <int N> __device__ __forceinline__ void tirc_cp_async_zfill(void* dst, const void* src, bool full) {
+#ifdef TIRC_CP_ASYNC
+  unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
+  int n = full ? N : 0;
+  if constexpr (N == 16) {
+    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(n) : \"memory\");
+  } else {
+    asm volatile(\"cp.async.ca.shared.global [%0], [%1], %2, %3;\\n\" :: \"r\"(s), \"l\"(src), \"n\"(N), \"r\"(n) : \"memory\");
+  }
+#else
+  struct alignas(N) chunk { unsigned char b[N]; };
+  *static_cast<chunk*>(dst) = full ? *static_cast<const chunk*>(src) : chunk{};
+#endif
+}
+";
+
 /// Emits the kernel of a lowered function.
 pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let launch = launch_config(f);
@@ -462,6 +482,14 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     if uses_async {
         src.push_str(ASYNC_PRELUDE);
     }
+    let mut uses_zfill = false;
+    f.body.walk(&mut |s| {
+        uses_zfill |= matches!(s, Stmt::Store { value: Expr::Call(Intrinsic::CpAsync, args), .. }
+            if matches!(&args[..], [Expr::Select(..)]))
+    });
+    if uses_zfill {
+        src.push_str(ZFILL_PRELUDE);
+    }
     let _ = writeln!(src);
     // The occupancy hint of `extract_launch`, if the schedule gave one.
     let min_blocks_per_sm = tirc_ir::launch::min_blocks_per_sm(f);
@@ -640,6 +668,9 @@ pub fn translation_unit(kernels: &[&CudaKernel]) -> String {
     }
     if any(ASYNC_PRELUDE) {
         src.push_str(ASYNC_PRELUDE);
+    }
+    if any(ZFILL_PRELUDE) {
+        src.push_str(ZFILL_PRELUDE);
     }
     if any(SWIZZLE_PRELUDE) {
         src.push_str(SWIZZLE_PRELUDE);
@@ -969,25 +1000,67 @@ impl Gen {
         let Some(dbase) = self.vector_base(&indices[0], &l.var, e) else {
             return Ok(self.scattered_copy(l, dst, &indices[0], value, e, &vt)?.map(|c| (c, false)));
         };
+        // A copy that fills zeros past the edge of its source
+        // (`zero_fill_tiles`): `T.if_then_else(c, G[..], 0)`.
+        let unfilled = |v: &Expr| match v {
+            Expr::Select(c, a, b) if b.is_zero() && matches!(**a, Expr::Load(..)) => {
+                (Some((**c).clone()), (**a).clone())
+            }
+            v => (None, v.clone()),
+        };
         if let Expr::Call(Intrinsic::CpAsync, args) = value {
-            let [Expr::Load(src, idx)] = &args[..] else { return Ok(None) };
+            let [arg] = &args[..] else { return Ok(None) };
+            let (fill, load) = unfilled(arg);
+            let Expr::Load(src, idx) = &load else { return Ok(None) };
             if src.dtype() != t || idx.len() != 1 {
                 return Ok(None);
             }
             let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else {
-                return Ok(self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt)?.map(|c| (c, false)));
+                return Ok(self
+                    .gathered_copy(l, dst, &dbase, src, &idx[0], fill.as_ref(), e, &vt)?
+                    .map(|c| (c, false)));
             };
             let (d, s) = (self.buf_name(dst), self.buf_name(src));
             let (di, si) = (swizzled(dst, self.expr(&dbase)?), swizzled(src, self.expr(&sbase)?));
-            return Ok(Some((format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});"), true)));
+            let Some(c) = fill else {
+                return Ok(Some((format!("tirc_cp_async<{bytes}>({d} + {di}, {s} + {si});"), true)));
+            };
+            // Whole vectors in or out: one zero-fill copy, which reads
+            // nothing (and from the buffer's start) where it is out.
+            if !self.same_over_vector(&c, &l.var, e) {
+                return Ok(None);
+            }
+            let c0 = self.expr(&self.an.simplify(&substitute(&c, &[(l.var.clone(), Expr::int(0))])))?;
+            return Ok(Some((
+                format!("tirc_cp_async_zfill<{bytes}>({d} + {di}, {c0} ? {s} + {si} : {s}, {c0});"),
+                true,
+            )));
         }
-        let rhs = match value {
+        let (fill, plain) = unfilled(value);
+        let rhs = match &plain {
             Expr::Load(src, idx) if src.dtype() == t && src.scope() != Scope::Local && idx.len() == 1 => {
                 let Some(sbase) = self.vector_base(&idx[0], &l.var, e) else {
-                    return Ok(self.gathered_copy(l, dst, &dbase, src, &idx[0], e, &vt)?.map(|c| (c, false)));
+                    return Ok(self
+                        .gathered_copy(l, dst, &dbase, src, &idx[0], fill.as_ref(), e, &vt)?
+                        .map(|c| (c, false)));
                 };
                 let konst = if self.read_only.contains(src) { "const " } else { "" };
-                format!("*({konst}{vt}*)({} + {})", self.buf_name(src), swizzled(src, self.expr(&sbase)?))
+                let whole = format!("*({konst}{vt}*)({} + {})", self.buf_name(src), swizzled(src, self.expr(&sbase)?));
+                match fill {
+                    None => whole,
+                    Some(c) if self.same_over_vector(&c, &l.var, e) => {
+                        let c0 = self.an.simplify(&substitute(&c, &[(l.var.clone(), Expr::int(0))]));
+                        let zero = match vt.as_str() {
+                            "unsigned" => "0u".to_string(),
+                            v => format!(
+                                "make_{v}({})",
+                                vec![if t == DType::F32 { "0.0f" } else { "0u" }; e as usize].join(", ")
+                            ),
+                        };
+                        format!("({} ? {whole} : {zero})", self.expr(&c0)?)
+                    }
+                    Some(_) => return Ok(None),
+                }
             }
             v if !v.uses(&l.var) && v.dtype() == DType::F32 && t == DType::F32 => {
                 let x = self.expr(v)?;
@@ -1013,6 +1086,7 @@ impl Gen {
         dbase: &Expr,
         src: &Buffer,
         idx: &Expr,
+        fill: Option<&Expr>,
         e: i64,
         vt: &str,
     ) -> Result<Option<String>, Diagnostic> {
@@ -1021,8 +1095,17 @@ impl Gen {
         }
         let mut elems = Vec::new();
         for k in 0..e {
-            let i = self.an.simplify(&substitute(idx, &[(l.var.clone(), Expr::int(k))]));
-            elems.push(format!("{}[{}]", self.buf_name(src), self.expr(&i)?));
+            let at = |x: &Expr| self.an.simplify(&substitute(x, &[(l.var.clone(), Expr::int(k))]));
+            let load = Expr::Load(src.clone(), vec![at(idx)]);
+            // Past the edge of a zero-filled tile, the element is a zero.
+            let elem = match fill.map(at) {
+                Some(c) if c.as_bool() == Some(false) => Expr::zero(src.dtype()),
+                Some(c) if c.as_bool() != Some(true) => {
+                    Expr::Select(Box::new(c), Box::new(load), Box::new(Expr::zero(src.dtype())))
+                }
+                _ => load,
+            };
+            elems.push(self.expr(&elem)?);
         }
         let d = self.buf_name(dst);
         let at = swizzled(dst, self.expr(dbase)?);
@@ -1325,6 +1408,19 @@ impl Gen {
                 let (sb, si) = (self.buf_name(src), swizzled(src, self.index(idx)?));
                 let n = buffer.dtype().bytes();
                 self.line(ind, &format!("tirc_cp_async<{n}>({b} + {i}, {sb} + {si});"));
+            }
+            // The zero-fill form, for an element past the edge of the
+            // source (`zero_fill_tiles`): it reads nothing there.
+            Stmt::Store { buffer, indices, value: Expr::Call(Intrinsic::CpAsync, args) }
+                if matches!(&args[..], [Expr::Select(_, a, z)] if matches!(**a, Expr::Load(..)) && z.is_zero())
+                    && matches!(buffer.dtype().bytes(), 4 | 8 | 16) =>
+            {
+                let Expr::Select(c, a, _) = &args[0] else { unreachable!("matched above") };
+                let Expr::Load(src, idx) = &**a else { unreachable!("matched above") };
+                let (b, i) = (self.buf_name(buffer), swizzled(buffer, self.index(indices)?));
+                let (sb, si) = (self.buf_name(src), swizzled(src, self.index(idx)?));
+                let (n, c) = (buffer.dtype().bytes(), self.expr(c)?);
+                self.line(ind, &format!("tirc_cp_async_zfill<{n}>({b} + {i}, {c} ? {sb} + {si} : {sb}, {c});"));
             }
             Stmt::Store { buffer, indices, value } => {
                 let b = self.buf_name(buffer);

@@ -309,6 +309,24 @@ impl Expr {
         }
     }
 
+    /// The literal 0 of a number type.
+    pub fn zero(t: DType) -> Expr {
+        if t.is_float() {
+            Expr::Float(0.0, t)
+        } else {
+            Expr::Int(0, t)
+        }
+    }
+
+    /// Whether this is the literal 0 (or 0.0) of a number type.
+    pub fn is_zero(&self) -> bool {
+        match self {
+            Expr::Int(v, t) => *t != DType::Bool && *v == 0,
+            Expr::Float(v, _) => *v == 0.0,
+            _ => false,
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Expr::Int(v, DType::Bool) => Some(*v != 0),

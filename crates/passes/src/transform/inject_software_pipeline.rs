@@ -437,17 +437,32 @@ fn version_expr(e: &Expr, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> E
 }
 
 /// `s` with each plain copy from global to shared memory made asynchronous:
-/// `S[..] = T.cp_async(G[..])`.
+/// `S[..] = T.cp_async(G[..])`, and `S[..] = T.cp_async(T.if_then_else(c,
+/// G[..], 0))` for a copy that fills zeros past the edge of `G`
+/// (`zero_fill_tiles`: the zero-fill form of `cp.async`).
 fn make_async(s: &Stmt) -> Stmt {
     let s = s.map_children(make_async);
     match s {
-        Stmt::Store { buffer, indices, value: Expr::Load(src, idx) }
-            if buffer.scope() == Scope::Shared && src.scope() == Scope::Global && src.dtype() == buffer.dtype() =>
+        Stmt::Store { buffer, indices, value }
+            if buffer.scope() == Scope::Shared && async_source(&value, &buffer).is_some() =>
         {
-            let value = Expr::Call(Intrinsic::CpAsync, vec![Expr::Load(src, idx)]);
+            let value = Expr::Call(Intrinsic::CpAsync, vec![value]);
             Stmt::Store { buffer, indices, value }
         }
         s => s,
+    }
+}
+
+/// The global load a copy into `dst` makes, when it is one `cp.async` can
+/// make: `G[..]` of `dst`'s type, or `T.if_then_else(c, G[..], 0)`.
+pub fn async_source<'a>(value: &'a Expr, dst: &Buffer) -> Option<&'a Expr> {
+    let load = match value {
+        Expr::Select(_, a, b) if b.is_zero() => a,
+        v => v,
+    };
+    match load {
+        Expr::Load(src, _) if src.scope() == Scope::Global && src.dtype() == dst.dtype() => Some(load),
+        _ => None,
     }
 }
 

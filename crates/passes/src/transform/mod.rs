@@ -29,6 +29,7 @@ pub mod split_kernels;
 pub mod unroll_loops;
 pub mod verify_ir;
 pub mod verify_local_indices;
+pub mod zero_fill_tiles;
 
 use tirc_ir::target::Target;
 use tirc_ir::{Diagnostic, PrimFunc, Stmt};
@@ -53,6 +54,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "lower_init", run: |f, _| lower_init::run(f) },
     Pass { name: "lower_blocks", run: |f, _| lower_blocks::run(f) },
     Pass { name: "compact_buffers", run: |f, _| compact_buffers::run(f) },
+    Pass { name: "zero_fill_tiles", run: |f, _| zero_fill_tiles::run(f) },
     Pass { name: "inject_software_pipeline", run: inject_software_pipeline::run },
     Pass { name: "flatten_buffers", run: |f, _| flatten_buffers::run(f) },
     Pass { name: "extract_launch", run: extract_launch::run },

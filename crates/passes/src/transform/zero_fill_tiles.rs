@@ -1,0 +1,337 @@
+//! `zero_fill_tiles`: a tile copied into shared memory holds zeros where
+//! its source is out of range, and the multiply-adds that read it need no
+//! test along the reduction.
+//!
+//! At the edge of a shape, the copy of a tile skips the elements past the
+//! end of its source (`if k_0 * 32 + c < K: A_shared[r, c] = A[..,
+//! k_0 * 32 + c]`), and the update that reads the tile is guarded the same
+//! way (`if k_0 * 32 + k_1 < K: C_local[..] = C_local[..] + A_shared[..,
+//! k_1] * B_shared[k_1, ..]`), inside its innermost loop. This pass makes
+//! the copy write a zero where it skipped (`A_shared[r, c] =
+//! T.if_then_else(k_0 * 32 + c < K, A[.., k_0 * 32 + c], 0)`: a `cp.async`
+//! with a source size of 0 once it is asynchronous, a select when it is
+//! not), and drops the test from the update, which then adds `0 * 0` where
+//! it used to do nothing.
+//!
+//! A copy is a perfect nest of loops of constant bounds around `[if g:]
+//! S[d] = G[s]`, `S` in shared memory and `G` global, of one type, where
+//! `d` depends on the nest's variables only and `s - d` on none of them
+//! (the tile is the window of `G` at that offset), every conjunct of `g` is
+//! `s_k < G.shape[k]` for a dimension `k`, and the nest writes every
+//! element of `S` (counted by running it). Then, once the copy has run,
+//! `S[e]` is `G[offset + e]` where that is in range and 0 where, in one of
+//! those dimensions, it is not.
+//!
+//! A later statement of the same sequence, before anything else writes
+//! `S`, may hold an update `if c: L[i] = L[i] + x` of a local buffer `L`,
+//! `x` a product of factors, each a finite constant or a (cast) load of
+//! such a tile. A conjunct of `c` is dropped when, for every load among the
+//! factors, it is the bound `offset_k + e_k < G.shape[k]` of that tile in
+//! one of its zero-filled dimensions: where it is false, every loaded
+//! factor is 0 and `x` is 0 (not a NaN: no factor is infinite). There must
+//! be one load at least. The other conjuncts stay. A copy is only rewritten
+//! where an update drops a conjunct thanks to it.
+
+use crate::arith::{all_of, conjuncts, eval, Analyzer};
+use std::collections::HashMap;
+use tirc_ir::structural_eq::same_expr;
+use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, For, PrimFunc, Scope, Stmt, Var};
+
+/// The most iterations of a copy's nest counted to check that it writes
+/// its whole tile.
+const MAX_COPY_ITERATIONS: i64 = 1 << 18;
+
+pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
+    let mut an = Analyzer::new();
+    an.bind_sizes(&f.sizes);
+    f.body = walk(&f.body, &mut an);
+    Ok(f)
+}
+
+/// A tile that a copy fills, zeros past the edge of its source.
+struct Tile {
+    buffer: Buffer,
+    /// `source index - tile index`, per dimension.
+    offset: Vec<Expr>,
+    /// The dimensions whose bound the copy tests, with the source's extent.
+    bounds: Vec<(usize, Expr)>,
+}
+
+fn walk(s: &Stmt, an: &mut Analyzer) -> Stmt {
+    match s {
+        Stmt::For(l) => {
+            an.bind_range(&l.var, &l.min, &l.extent);
+            let body = walk(&l.body, an);
+            an.unbind(&l.var);
+            Stmt::For(Box::new(l.with_body(body)))
+        }
+        Stmt::Launch { var, tag, extent, body } => {
+            an.bind_launch(var, extent);
+            let body = walk(body, an);
+            an.unbind(var);
+            Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(body) }
+        }
+        Stmt::Seq(v) => sequence(v, an),
+        _ => s.map_children(|c| walk(c, an)),
+    }
+}
+
+/// The statements of a sequence, the copies that fill tiles followed by
+/// the updates that read them.
+fn sequence(v: &[Stmt], an: &mut Analyzer) -> Stmt {
+    let mut out: Vec<Stmt> = v.iter().map(|s| walk(s, an)).collect();
+    // The tiles filled so far, by the position of their copy.
+    let mut live: Vec<(usize, Tile)> = Vec::new();
+    let mut used = vec![false; out.len()];
+    for (i, s) in out.iter_mut().enumerate() {
+        if !live.is_empty() {
+            let tiles: Vec<&Tile> = live.iter().map(|(_, t)| t).collect();
+            let mut hits = vec![false; tiles.len()];
+            *s = drop_guards(s, &tiles, &mut hits, an);
+            for (k, hit) in hits.into_iter().enumerate() {
+                used[live[k].0] |= hit;
+            }
+        }
+        let written = writes(s);
+        live.retain(|(_, t)| !written.contains(&t.buffer.key()));
+        if let Some(t) = copy_tile(s, an) {
+            live.push((i, t));
+        }
+    }
+    for (i, s) in out.iter_mut().enumerate() {
+        if used[i] {
+            *s = zero_fill(s);
+        }
+    }
+    Stmt::Seq(out)
+}
+
+/// The buffers a statement stores to, by key.
+fn writes(s: &Stmt) -> Vec<usize> {
+    let mut out = Vec::new();
+    s.walk(&mut |x| match x {
+        Stmt::Store { buffer, .. } => out.push(buffer.key()),
+        Stmt::Wmma(w) => out.push(w.write().buffer.key()),
+        _ => {}
+    });
+    out
+}
+
+/// The loops of a perfect nest and the statement inside it.
+fn nest(s: &Stmt) -> (Vec<&For>, &Stmt) {
+    let (mut loops, mut cur) = (Vec::new(), s);
+    while let Stmt::For(l) = cur {
+        loops.push(&**l);
+        cur = &l.body;
+    }
+    (loops, cur)
+}
+
+/// The tile `s` fills, when it is a copy of the form in the header.
+fn copy_tile(s: &Stmt, an: &mut Analyzer) -> Option<Tile> {
+    let (loops, inner) = nest(s);
+    let Stmt::If { cond, then, orelse: None } = inner else { return None };
+    let Stmt::Store { buffer, indices, value: Expr::Load(src, sidx) } = &**then else { return None };
+    let numeric = buffer.dtype().is_float() || buffer.dtype().is_int() && !buffer.dtype().is_bool();
+    if buffer.scope() != Scope::Shared
+        || src.scope() != Scope::Global
+        || src.dtype() != buffer.dtype()
+        || !numeric
+        || sidx.len() != indices.len()
+        || src.shape().len() != indices.len()
+    {
+        return None;
+    }
+    let shape: Vec<i64> = buffer.shape().iter().map(Expr::as_int).collect::<Option<_>>()?;
+    let mut ranges = Vec::new();
+    for l in &loops {
+        ranges.push((l.var.clone(), l.min.as_int()?, l.extent.as_int()?));
+    }
+    for l in &loops {
+        an.bind_range(&l.var, &l.min, &l.extent);
+    }
+    let tile = (|| {
+        let inside = |e: &Expr| ranges.iter().any(|(v, _, _)| e.uses(v));
+        let mut offset = Vec::new();
+        for (d, s) in indices.iter().zip(sidx) {
+            let o = an.simplify(&(s.clone() - d.clone()));
+            if inside(&o) {
+                return None;
+            }
+            offset.push(o);
+        }
+        let mut bounds = Vec::new();
+        for c in conjuncts(cond) {
+            let Expr::Binary(BinOp::Lt, a, b) = &c else { return None };
+            let k = (0..sidx.len()).find(|&k| {
+                zero(an, &(a.as_ref().clone() - sidx[k].clone()))
+                    && zero(an, &(b.as_ref().clone() - src.shape()[k].clone()))
+            })?;
+            bounds.push((k, src.shape()[k].clone()));
+        }
+        (!bounds.is_empty()).then_some(Tile { buffer: buffer.clone(), offset, bounds })
+    })();
+    for l in &loops {
+        an.unbind(&l.var);
+    }
+    let tile = tile?;
+    covers(indices, &ranges, &shape).then_some(tile)
+}
+
+/// Whether every index is proved inside its dimension of `b`.
+fn in_bounds(b: &Buffer, idx: &[Expr], an: &Analyzer) -> bool {
+    idx.len() == b.shape().len()
+        && idx.iter().zip(b.shape()).all(|(i, n)| {
+            an.prove(&Expr::binary(BinOp::Ge, i.clone(), Expr::int(0))) == Some(true)
+                && an.prove(&Expr::binary(BinOp::Lt, i.clone(), n.clone())) == Some(true)
+        })
+}
+
+fn zero(an: &Analyzer, e: &Expr) -> bool {
+    an.simplify(e).as_int() == Some(0)
+}
+
+/// Whether the indices, over every iteration of the loops, reach every
+/// element of a buffer of this shape (and no element outside it).
+fn covers(indices: &[Expr], ranges: &[(Var, i64, i64)], shape: &[i64]) -> bool {
+    let total: i64 = ranges.iter().map(|r| r.2.max(0)).product();
+    let elements: i64 = shape.iter().product();
+    if total > MAX_COPY_ITERATIONS || total < elements || elements <= 0 {
+        return false;
+    }
+    let mut seen = vec![false; elements as usize];
+    let mut at: Vec<i64> = ranges.iter().map(|r| r.1).collect();
+    let by_key: HashMap<usize, usize> = ranges.iter().enumerate().map(|(n, r)| (r.0.key(), n)).collect();
+    for _ in 0..total {
+        let mut flat = 0;
+        for (e, &extent) in indices.iter().zip(shape) {
+            let Some(x) = eval(e, &|v| by_key.get(&v.key()).map(|&n| at[n])) else { return false };
+            if !(0..extent).contains(&x) {
+                return false;
+            }
+            flat = flat * extent + x;
+        }
+        seen[flat as usize] = true;
+        for n in (0..at.len()).rev() {
+            at[n] += 1;
+            if at[n] < ranges[n].1 + ranges[n].2 {
+                break;
+            }
+            at[n] = ranges[n].1;
+        }
+    }
+    seen.into_iter().all(|x| x)
+}
+
+/// `s` with the tests of its updates that the tiles make needless dropped;
+/// `hits[t]` is set where tile `t` made one.
+fn drop_guards(s: &Stmt, tiles: &[&Tile], hits: &mut [bool], an: &mut Analyzer) -> Stmt {
+    match s {
+        Stmt::For(l) => {
+            an.bind_range(&l.var, &l.min, &l.extent);
+            let body = drop_guards(&l.body, tiles, hits, an);
+            an.unbind(&l.var);
+            Stmt::For(Box::new(l.with_body(body)))
+        }
+        Stmt::If { cond, then, orelse: None } => {
+            if let Stmt::Store { buffer, indices, value } = &**then {
+                if buffer.scope() == Scope::Local {
+                    let loads = update_loads(buffer, indices, value, tiles);
+                    // Run where the test fails, the update must still stay
+                    // inside its buffers (a compacted tile may be shorter
+                    // than the loop that reads it).
+                    let inside = |b: &Buffer, idx: &[Expr]| in_bounds(b, idx, an);
+                    if let Some(loads) = loads.filter(|ls| {
+                        inside(buffer, indices) && ls.iter().all(|(t, idx)| inside(&tiles[*t].buffer, idx))
+                    }) {
+                        let mut kept = Vec::new();
+                        for c in conjuncts(cond) {
+                            let by: Option<Vec<usize>> = loads
+                                .iter()
+                                .map(|(t, idx)| zero_where_false(&c, tiles[*t], idx, an).then_some(*t))
+                                .collect();
+                            match by {
+                                Some(ts) if !ts.is_empty() => ts.into_iter().for_each(|t| hits[t] = true),
+                                _ => kept.push(c),
+                            }
+                        }
+                        let store = (**then).clone();
+                        return if kept.is_empty() {
+                            store
+                        } else {
+                            Stmt::If { cond: all_of(kept), then: Box::new(store), orelse: None }
+                        };
+                    }
+                }
+            }
+            s.map_children(|c| drop_guards(c, tiles, hits, an))
+        }
+        _ => s.map_children(|c| drop_guards(c, tiles, hits, an)),
+    }
+}
+
+/// For `L[i] = L[i] + x` (or `x + L[i]`) with `x` a product of finite
+/// constants and (cast) loads of the tiles, the loads: `(tile, indices)`.
+fn update_loads(l: &Buffer, at: &[Expr], value: &Expr, tiles: &[&Tile]) -> Option<Vec<(usize, Vec<Expr>)>> {
+    let Expr::Binary(BinOp::Add, a, b) = value else { return None };
+    let is_self = |e: &Expr| matches!(e, Expr::Load(b, idx) if b == l && idx.len() == at.len() && idx.iter().zip(at).all(|(x, y)| same_expr(x, y)));
+    let x = if is_self(a) {
+        b
+    } else if is_self(b) {
+        a
+    } else {
+        return None;
+    };
+    let mut loads = Vec::new();
+    factors(x, tiles, &mut loads)?;
+    Some(loads)
+}
+
+fn factors(e: &Expr, tiles: &[&Tile], out: &mut Vec<(usize, Vec<Expr>)>) -> Option<()> {
+    match e {
+        Expr::Binary(BinOp::Mul, a, b) => {
+            factors(a, tiles, out)?;
+            factors(b, tiles, out)
+        }
+        Expr::Cast(t, x) if t.is_float() || t.is_int() && !t.is_bool() => factors(x, tiles, out),
+        Expr::Float(v, _) if v.is_finite() => Some(()),
+        Expr::Int(..) if !e.dtype().is_bool() => Some(()),
+        Expr::Load(b, idx) => {
+            let t = tiles.iter().position(|t| t.buffer == *b)?;
+            out.push((t, idx.clone()));
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `c` is `offset_k + idx_k < extent_k` for a dimension `k` the
+/// tile fills with zeros past its source's edge: where `c` is false, the
+/// element `idx` of the tile is 0.
+fn zero_where_false(c: &Expr, t: &Tile, idx: &[Expr], an: &Analyzer) -> bool {
+    let Expr::Binary(BinOp::Lt, a, b) = c else { return false };
+    if idx.len() != t.offset.len() {
+        return false;
+    }
+    t.bounds.iter().any(|(k, extent)| {
+        zero(an, &(a.as_ref().clone() - (t.offset[*k].clone() + idx[*k].clone())))
+            && zero(an, &(b.as_ref().clone() - extent.clone()))
+    })
+}
+
+/// The copy `s` (of the form `copy_tile` takes) storing a zero where its
+/// test fails, instead of skipping the element.
+fn zero_fill(s: &Stmt) -> Stmt {
+    match s {
+        Stmt::For(l) => Stmt::For(Box::new(l.with_body(zero_fill(&l.body)))),
+        Stmt::If { cond, then, orelse: None } => match &**then {
+            Stmt::Store { buffer, indices, value } => {
+                let zero = Expr::zero(buffer.dtype());
+                let value = Expr::Select(Box::new(cond.clone()), Box::new(value.clone()), Box::new(zero));
+                Stmt::Store { buffer: buffer.clone(), indices: indices.clone(), value }
+            }
+            _ => s.clone(),
+        },
+        _ => s.clone(),
+    }
+}
