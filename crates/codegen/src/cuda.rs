@@ -482,12 +482,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     if uses_async {
         src.push_str(ASYNC_PRELUDE);
     }
-    let mut uses_zfill = false;
-    f.body.walk(&mut |s| {
-        uses_zfill |= matches!(s, Stmt::Store { value: Expr::Call(Intrinsic::CpAsync, args), .. }
-            if matches!(&args[..], [Expr::Select(..)]))
-    });
-    if uses_zfill {
+    if g.out.contains("tirc_cp_async_zfill<") {
         src.push_str(ZFILL_PRELUDE);
     }
     let _ = writeln!(src);
