@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The zero-filled tiles (`zero_fill_tiles`) on the GPU: results checked at
-# shapes no tile divides, for every tiled schedule and the run-time-size
+# The zero-filled tiles (`zero_fill_tiles`, for reductions of run-time
+# length) on the GPU: results checked at shapes no tile divides, for every
+# tiled schedule (constant shapes, unchanged by the pass) and the run-time
 # example, and compute-sanitizer's memcheck and racecheck on the copies
 # that fill zeros (cp.async with a source size of 0, and the selects).
 # Usage: scripts/zero_fill_check.sh [TIRC]
@@ -23,6 +24,6 @@ for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool $T run ir-examples/matmul.tir -s step6 -D M=100 -D N=68 -D K=130 --target cuda 2>&1 | tail -1
 done
 for p in "STAGES=0 -p VEC=1" "STAGES=3 -p VEC=1" "STAGES=2 -p VEC=2" "STAGES=3"; do
-  echo "zero_filled_tiles -p $p: $($T run tests/data/nvrtc/zero_filled_tiles.tir -s tiles -p $p --target cuda --seed 3 2>&1 | g)"
-  compute-sanitizer --tool memcheck $T run tests/data/nvrtc/zero_filled_tiles.tir -s tiles -p $p --target cuda 2>&1 | tail -1
+  echo "zero_filled_tiles -p $p: $($T run tests/data/nvrtc/zero_filled_tiles.tir -s tiles -p $p -D m=100 -D n=68 -D k=130 --target cuda --seed 3 2>&1 | g)"
+  compute-sanitizer --tool memcheck $T run tests/data/nvrtc/zero_filled_tiles.tir -s tiles -p $p -D m=70 -D n=93 -D k=41 --target cuda 2>&1 | tail -1
 done

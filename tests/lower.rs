@@ -9,14 +9,16 @@
 //! - leave the invariants `verify_ir` checks after it, and
 //! - compute what its input computes, on the simulator, from fresh random
 //!   inputs (races are not reported before `insert_barriers` places the
-//!   barriers).
+//!   barriers); a function of run-time sizes at each of its `# test-sizes:`
+//!   lines.
 //!
 //! Every pass of the pipeline has a folder with at least one case.
 
 use tirc::compile::load;
-use tirc::verify::sim_check_with;
+use tirc::verify::{sim_check_with, size_values};
 use tirc_exec::sim::SimOptions;
 use tirc_ir::printer::print_func;
+use tirc_ir::PrimFunc;
 use tirc_passes::transform::{self, PIPELINE};
 use tirc_tests::{bless, read, root};
 
@@ -72,10 +74,32 @@ fn each_pass_gives_its_expected_ir_and_keeps_the_result() {
                 ));
             }
             let opts = SimOptions { ignore_races: i < barriers, ..SimOptions::default() };
-            match sim_check_with(input, &output, 11, opts) {
-                Ok((e, tol)) if e.rel_err <= tol && e.non_finite == 0 => {}
-                Ok((e, tol)) => failures.push(format!("{name}: rel_err {:.3e} > {tol:.0e} after the pass", e.rel_err)),
-                Err(e) => failures.push(format!("{name}: simulating: {e}")),
+            // A function of run-time sizes runs at each `# test-sizes:` line
+            // of the case (`m=40 n=72 k=36`).
+            let mut runs: Vec<(PrimFunc, PrimFunc)> = Vec::new();
+            if input.sizes.is_empty() {
+                runs.push((input.clone(), output.clone()));
+            }
+            for line in src.lines().filter_map(|l| l.strip_prefix("# test-sizes:")) {
+                let defines: Vec<(String, i64)> = line
+                    .split_whitespace()
+                    .filter_map(|d| d.split_once('='))
+                    .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+                    .collect();
+                let values = size_values(input, &defines);
+                runs.push((input.specialize(&values), output.specialize(&values)));
+            }
+            if runs.is_empty() {
+                failures.push(format!("{name}: run-time sizes and no `# test-sizes:` line to run it at"));
+            }
+            for (before, after) in &runs {
+                match sim_check_with(before, after, 11, opts) {
+                    Ok((e, tol)) if e.rel_err <= tol && e.non_finite == 0 => {}
+                    Ok((e, tol)) => {
+                        failures.push(format!("{name}: rel_err {:.3e} > {tol:.0e} after the pass", e.rel_err))
+                    }
+                    Err(e) => failures.push(format!("{name}: simulating: {e}")),
+                }
             }
             checked += 1;
         }

@@ -44,22 +44,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-              #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-              }
+            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
             }
           }
         }
@@ -82,11 +80,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           __syncthreads();
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -103,22 +101,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -166,27 +162,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-            if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32 < k) {
-              A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32];
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-              #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-              }
+            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
             }
           }
         }
@@ -209,11 +198,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           __syncthreads();
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -230,27 +219,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32 < k) {
-              A_shared[ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32];
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -300,22 +282,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-              #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-              }
+            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
             }
           }
         }
@@ -338,16 +318,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           __syncthreads();
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-                B_shared[ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
-              }
-            }
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -364,27 +339,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
-            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
-              B_shared[ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2] = B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2];
-            }
-          }
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -432,27 +400,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-            if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32 < k) {
-              A_shared[ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 - 32];
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_1 = 0; r_1_1 < 32; ++r_1_1) {
-          if ((k + 31) / 32 * 32 + r_1_1 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
             #pragma unroll
-            for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
-              #pragma unroll
-              for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
-                C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
-              }
+            for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
+              C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_1 * 32 + r_1_1] * B_shared[r_1_1 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_1];
             }
           }
         }
@@ -475,16 +436,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
           __syncthreads();
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-                B_shared[ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1] = B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1];
-              }
-            }
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -501,32 +457,20 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
-            if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
-              B_shared[ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2] = B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2];
-            }
-          }
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32 < k) {
-              A_shared[ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1] = A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 - 32];
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }

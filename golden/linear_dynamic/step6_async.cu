@@ -30,6 +30,20 @@ template <int N> __device__ __forceinline__ void tirc_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
 #endif
 }
+template <int N> __device__ __forceinline__ void tirc_cp_async_zfill(void* dst, const void* src, bool full) {
+#ifdef TIRC_CP_ASYNC
+  unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
+  int n = full ? N : 0;
+  if constexpr (N == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(src), "r"(n) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" :: "r"(s), "l"(src), "n"(N), "r"(n) : "memory");
+  }
+#else
+  struct alignas(N) chunk { unsigned char b[N]; };
+  *static_cast<chunk*>(dst) = full ? *static_cast<const chunk*>(src) : chunk{};
+#endif
+}
 
 extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int m, int n, int k) {
   __shared__ __align__(16) float A_shared[6144];
@@ -48,23 +62,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k);
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+          tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(threadIdx.x)) % 8 * 4 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 : A, ((int)(threadIdx.x)) % 8 * 4 < k);
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k);
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-            if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+            tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32 : A, ((int)(threadIdx.x)) % 8 * 4 + 32 < k);
           }
         }
         tirc_cp_async_commit();
@@ -97,11 +111,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async_zfill<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k);
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-              if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+              tirc_cp_async_zfill<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 : A, (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k);
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -138,13 +152,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -167,23 +179,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+          tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k);
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-            if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+            tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k);
           }
         }
         tirc_cp_async_commit();
@@ -192,11 +204,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
-              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async_zfill<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+              tirc_cp_async_zfill<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m);
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -216,11 +228,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async_zfill<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+              tirc_cp_async_zfill<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k);
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -257,13 +269,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
-          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
             #pragma unroll
-            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
-              #pragma unroll
-              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
-                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
-              }
+            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
             }
           }
         }
@@ -290,33 +300,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B + (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k);
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-            if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
-              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32);
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(threadIdx.x)) % 8 * 4 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 1 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 2 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 3 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B + (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k);
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-              if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32 < k) {
-                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32);
-              }
-            }
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 33 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 33] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 34 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 34] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 35 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 35] : 0.0f));
           }
         }
         tirc_cp_async_commit();
@@ -349,16 +349,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async_zfill<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k);
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-                if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
-                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32);
-                }
-              }
+              *(float4*)(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -395,13 +390,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -424,33 +417,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-          if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
-              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 1 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 2 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 3 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-            if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+            tirc_cp_async_zfill<16>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
-                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32);
-              }
-            }
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 33 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 33] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 34 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 34] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 35 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 35] : 0.0f));
           }
         }
         tirc_cp_async_commit();
@@ -459,11 +442,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
-              if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async_zfill<16>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+              *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -483,16 +466,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n) tirc_cp_async<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+              tirc_cp_async_zfill<16>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 : B, (k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n);
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
-                if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32 < k) {
-                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32);
-                }
-              }
+              *(float4*)(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -529,13 +507,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
-          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
             #pragma unroll
-            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
-              #pragma unroll
-              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
-                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
-              }
+            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
             }
           }
         }
@@ -564,23 +540,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          if (((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+          tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(threadIdx.x)) % 8 * 4 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 : A, ((int)(threadIdx.x)) % 8 * 4 < k);
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-            if (((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+            tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32 : A, ((int)(threadIdx.x)) % 8 * 4 + 32 < k);
           }
         }
         tirc_cp_async_commit();
@@ -613,11 +589,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+              *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-              if ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+              tirc_cp_async_zfill<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 : A, (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k);
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -654,13 +630,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -683,33 +657,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
-            }
-          }
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-          if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4);
+          tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k);
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
-              if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
-                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
-              }
-            }
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32);
+            tirc_cp_async_zfill<16>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k);
           }
         }
         tirc_cp_async_commit();
@@ -718,16 +682,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
-                if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
-                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
-                }
-              }
+              *(float4*)(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+              tirc_cp_async_zfill<16>(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m);
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -747,16 +706,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
-                if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
-                  tirc_cp_async<4>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
-                }
-              }
+              *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k) tirc_cp_async<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32);
+              tirc_cp_async_zfill<16>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 : A, ((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k);
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -793,13 +747,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
-          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
             #pragma unroll
-            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
-              #pragma unroll
-              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
-                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
-              }
+            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
             }
           }
         }
@@ -826,33 +778,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-          if (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y)) < k ? B[(ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-            if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32 < k) {
-              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 32);
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(threadIdx.x)) % 8 * 4 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 1 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 2 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 3 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k) *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4(B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32 < k ? B[(ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-              if ((((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32 < k) {
-                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 32 + 32);
-              }
-            }
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 33 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 33] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 34 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 34] : 0.0f), (((int)(threadIdx.x)) % 8 * 4 + 35 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 35] : 0.0f));
           }
         }
         tirc_cp_async_commit();
@@ -885,16 +827,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-              if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k) *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+              *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_2 = 0; ax0_1_ax1_1_fused_3_2 < 4; ++ax0_1_ax1_1_fused_3_2) {
-                if ((k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32 < k) {
-                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_2) % 32 - 32);
-                }
-              }
+              *(float4*)(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -931,13 +868,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_3 = 0; r_1_3 < 32; ++r_1_3) {
-          if ((k + 31) / 32 * 32 + r_1_3 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
             #pragma unroll
-            for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
-              #pragma unroll
-              for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
-                C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
-              }
+            for (int j_1_1_3 = 0; j_1_1_3 < 4; ++j_1_1_3) {
+              C_local[i_1_1_3 * 4 + j_1_1_3] = C_local[i_1_1_3 * 4 + j_1_1_3] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_3 * 32 + r_1_3] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_3 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_3];
             }
           }
         }
@@ -960,43 +895,23 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_1_1 = 0; ax0_1_ax1_1_fused_3_1_1 < 4; ++ax0_1_ax1_1_fused_3_1_1) {
-            if (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1 < n) {
-              tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1, B + (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_1);
-            }
-          }
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y)) < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(ax0_1_ax1_1_fused_0_1_4 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         #pragma unroll
         for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
-          #pragma unroll
-          for (int ax0_1_ax1_1_fused_3_3 = 0; ax0_1_ax1_1_fused_3_3 < 4; ++ax0_1_ax1_1_fused_3_3) {
-            if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32 < k) {
-              tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_3) % 32);
-            }
-          }
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 1 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 2 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 3 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
         }
         tirc_cp_async_commit();
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_1_2 = 0; ax0_1_ax1_1_fused_3_1_2 < 4; ++ax0_1_ax1_1_fused_3_1_2) {
-              if (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 < n) {
-                tirc_cp_async<4>(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2 + 2048, B + (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_2);
-              }
-            }
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(ax0_1_ax1_1_fused_0_1_5 * 8 + ((int)(threadIdx.y)) + 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
         }
         if (1 < (k + 31) / 32) {
           #pragma unroll
           for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
-            #pragma unroll
-            for (int ax0_1_ax1_1_fused_3_4 = 0; ax0_1_ax1_1_fused_3_4 < 4; ++ax0_1_ax1_1_fused_3_4) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32 < m && (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32 < k) {
-                tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4 + 2048, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) / 32) * k + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_4) % 32 + 32);
-              }
-            }
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 33 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 33] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 34 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 34] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && ((int)(threadIdx.x)) % 8 * 4 + 35 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + ((int)(threadIdx.x)) % 8 * 4 + 35] : 0.0f));
           }
         }
         tirc_cp_async_commit();
@@ -1005,16 +920,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_6 = 0; ax0_1_ax1_1_fused_0_1_6 < 4; ++ax0_1_ax1_1_fused_0_1_6) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_1_3 = 0; ax0_1_ax1_1_fused_3_1_3 < 4; ++ax0_1_ax1_1_fused_3_1_3) {
-                if (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3 < n) {
-                  tirc_cp_async<4>(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3, B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_3);
-                }
-              }
+              *(float4*)(B_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_6 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_7 = 0; ax0_1_ax1_1_fused_0_7 < 4; ++ax0_1_ax1_1_fused_0_7) {
-              if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+              *(float4*)(A_shared + r_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_7 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -1034,21 +944,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
             __syncthreads();
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_1_7 = 0; ax0_1_ax1_1_fused_0_1_7 < 4; ++ax0_1_ax1_1_fused_0_1_7) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_1_4 = 0; ax0_1_ax1_1_fused_3_1_4 < 4; ++ax0_1_ax1_1_fused_3_1_4) {
-                if ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4 < n) {
-                  tirc_cp_async<4>(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4, B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1_4);
-                }
-              }
+              *(float4*)(B_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_1_7 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_7 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
             }
             #pragma unroll
             for (int ax0_1_ax1_1_fused_0_8 = 0; ax0_1_ax1_1_fused_0_8 < 4; ++ax0_1_ax1_1_fused_0_8) {
-              #pragma unroll
-              for (int ax0_1_ax1_1_fused_3_5 = 0; ax0_1_ax1_1_fused_3_5 < 4; ++ax0_1_ax1_1_fused_3_5) {
-                if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32 < m && (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32 < k) {
-                  tirc_cp_async<4>(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5, A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) / 32) * k + (k + 31) / 32 * 32 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_5) % 32 - 32);
-                }
-              }
+              *(float4*)(A_shared + ((k + 31) / 32 + 2) % 3 * 2048 + ax0_1_ax1_1_fused_0_8 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_8 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
             }
             tirc_cp_async_commit();
             tirc_cp_async_wait<2>();
@@ -1085,13 +985,11 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         __syncthreads();
         #pragma unroll
         for (int r_1_7 = 0; r_1_7 < 32; ++r_1_7) {
-          if ((k + 31) / 32 * 32 + r_1_7 - 32 < k) {
+          #pragma unroll
+          for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
             #pragma unroll
-            for (int i_1_1_7 = 0; i_1_1_7 < 8; ++i_1_1_7) {
-              #pragma unroll
-              for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
-                C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
-              }
+            for (int j_1_1_7 = 0; j_1_1_7 < 4; ++j_1_1_7) {
+              C_local[i_1_1_7 * 4 + j_1_1_7] = C_local[i_1_1_7 * 4 + j_1_1_7] + A_shared[((k + 31) / 32 + 2) % 3 * 2048 + ((int)(threadIdx.y)) * 256 + i_1_1_7 * 32 + r_1_7] * B_shared[((k + 31) / 32 + 2) % 3 * 2048 + r_1_7 * 64 + ((int)(threadIdx.x)) * 4 + j_1_1_7];
             }
           }
         }
