@@ -14,12 +14,12 @@ STEP1="4096,4096,4096 4097,4097,4097 4097,4096,4097 2000,2000,2000 2000,2048,200
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for s in $SCHEDULES; do
   variants="-"
-  [ "$s" = step6_async ] && variants="-p_STAGES=2 -p_STAGES=2_-p_COMPUTE_FIRST=1"
+  [ "$s" = step6_async ] && variants="-p:STAGES=2 -p:STAGES=2:-p:COMPUTE_FIRST=1"
   shapes=${SHAPES:-$DEFAULT}
   [ "$s" = step1 ] && shapes=${SHAPES:-$STEP1}
   for v in $variants; do
     extra=""
-    [ "$v" != - ] && extra=${v//_/ }
+    [ "$v" != - ] && extra=${v//:/ }
     for shape in $shapes; do
       IFS=, read -r M N K <<<"$shape"
       out=$($T run ir-examples/matmul.tir -s "$s" $extra -D M="$M" -D N="$N" -D K="$K" \
