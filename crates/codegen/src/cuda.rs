@@ -1045,20 +1045,22 @@ impl Gen {
                     None => whole,
                     Some(c) if self.same_over_vector(&c, &l.var, e) => {
                         let c0 = self.an.simplify(&substitute(&c, &[(l.var.clone(), Expr::int(0))]));
+                        // float2/float4 for float32; for other types the
+                        // unsigned vector of the same bytes, a word a lane.
                         let zero = match vt.as_str() {
                             "unsigned" => "0u".to_string(),
-                            v => format!(
-                                "make_{v}({})",
-                                vec![if t == DType::F32 { "0.0f" } else { "0u" }; e as usize].join(", ")
-                            ),
+                            v if t == DType::F32 => format!("make_{v}({})", vec!["0.0f"; e as usize].join(", ")),
+                            v => format!("make_{v}({})", vec!["0u"; bytes as usize / 4].join(", ")),
                         };
                         format!("({} ? {whole} : {zero})", self.expr(&c0)?)
                     }
                     Some(_) => return Ok(None),
                 }
             }
-            v if !v.uses(&l.var) && v.dtype() == DType::F32 && t == DType::F32 => {
-                let x = self.expr(v)?;
+            // The same value in every lane (the whole value, a select's
+            // condition included).
+            _ if !value.uses(&l.var) && value.dtype() == DType::F32 && t == DType::F32 => {
+                let x = self.expr(value)?;
                 format!("make_{vt}({})", vec![x; e as usize].join(", "))
             }
             _ => return Ok(None),

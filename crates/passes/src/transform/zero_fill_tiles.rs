@@ -14,23 +14,33 @@
 //! it used to do nothing.
 //!
 //! A copy is a perfect nest of loops of constant bounds around `[if g:]
-//! S[d] = G[s]`, `S` in shared memory and `G` global, of one type, where
-//! `d` depends on the nest's variables only and `s - d` on none of them
-//! (the tile is the window of `G` at that offset), every conjunct of `g` is
-//! `s_k < G.shape[k]` or `s_k >= 0` for a dimension `k`, and the nest writes every
-//! element of `S` (counted by running it). Then, once the copy has run,
-//! `S[e]` is `G[offset + e]` where that is in range and 0 where, in one of
-//! those dimensions, it is not.
+//! S[d] = G[s]`, `S` in shared memory and `G` global, of one type. It must
+//! also meet these conditions:
+//! - it is the only store to `S` in the function;
+//! - `d` depends on the nest's variables only, and `s - d` on none of
+//!   them, on no thread index and on no load (the tile is the window of
+//!   `G` at that offset, the same for every thread of the block);
+//! - every conjunct of `g` is `s_k < G.shape[k]` or `s_k >= 0` for a
+//!   dimension `k`;
+//! - the nest writes every element of `S` (counted by running it).
 //!
-//! A later statement of the same sequence, before anything else writes
-//! `S`, may hold an update `if c: L[i] = L[i] + x` of a local buffer `L`,
-//! `x` a product of factors, each a finite constant or a (cast) load of
-//! such a tile. A conjunct of `c` is dropped when, for every load among the
-//! factors, it is the bound `offset_k + e_k < G.shape[k]` of that tile in
-//! one of its zero-filled dimensions: where it is false, every loaded
-//! factor is 0 and `x` is 0 (not a NaN: no factor is infinite). There must
-//! be one load at least. The other conjuncts stay. A copy is only rewritten
-//! where an update drops a conjunct thanks to it.
+//! Then, once the copy has run, `S[e]` is `G[offset + e]` where that is in
+//! range, and 0 where it is out of range in one of those dimensions.
+//!
+//! A later statement of the same sequence may hold an update `if c: L[i] =
+//! L[i] + x` of a local buffer `L`, where `x` is a product of (cast) loads
+//! of such tiles and at most one constant, finite in its type. The tile
+//! must not be written again in between. A conjunct of `c` is dropped when,
+//! for every load among the factors, it is the bound `offset_k + e_k <
+//! G.shape[k]` of that tile in one of its zero-filled dimensions. Where it
+//! is false, every loaded factor is 0 and `x` is 0 (not a NaN: no factor is
+//! infinite). There must be one load at least. The update must also stay
+//! inside its buffers where the conjunct is false. The other conjuncts
+//! stay. A tile is filled with zeros only where every read of it in the
+//! function is such an update: a zero where another reader expected what
+//! was there before would change that reader's result. Tests are then
+//! dropped with those tiles only (a first scan finds them, a second drops).
+//! A copy is rewritten only where an update drops a conjunct thanks to it.
 //!
 //! Only a bound on a run-time extent (`K` a size variable) is dropped.
 //! Against a constant extent, `loop_partition` and the CUDA compiler already
@@ -41,17 +51,39 @@
 use crate::arith::{all_of, conjuncts, eval, Analyzer};
 use std::collections::HashMap;
 use tirc_ir::structural_eq::same_expr;
-use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, For, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 /// The most iterations of a copy's nest counted to check that it writes
 /// its whole tile.
 const MAX_COPY_ITERATIONS: i64 = 1 << 18;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let mut an = Analyzer::new();
-    an.bind_sizes(&f.sizes);
-    f.body = walk(&f.body, &mut an);
+    let mut cx = Context { an: Analyzer::new(), stores: HashMap::new(), loads: HashMap::new(), threads: Vec::new() };
+    cx.an.bind_sizes(&f.sizes);
+    f.body.walk(&mut |s| {
+        if let Stmt::Store { buffer, .. } = s {
+            *cx.stores.entry(buffer.key()).or_default() += 1;
+        }
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                if let Expr::Load(b, _) = x {
+                    *cx.loads.entry(b.key()).or_default() += 1;
+                }
+            })
+        });
+    });
+    f.body = walk(&f.body, &mut cx);
     Ok(f)
+}
+
+/// What the walk knows: the ranges, how many stores to and loads of each
+/// buffer the function makes (by key), and the variables of the loops
+/// bound to thread indices around the point of the walk.
+struct Context {
+    an: Analyzer,
+    stores: HashMap<usize, usize>,
+    loads: HashMap<usize, usize>,
+    threads: Vec<Var>,
 }
 
 /// A tile that a copy fills, zeros past the edge of its source.
@@ -63,53 +95,93 @@ struct Tile {
     bounds: Vec<(usize, Expr)>,
 }
 
-fn walk(s: &Stmt, an: &mut Analyzer) -> Stmt {
+fn walk(s: &Stmt, cx: &mut Context) -> Stmt {
     match s {
         Stmt::For(l) => {
-            an.bind_range(&l.var, &l.min, &l.extent);
-            let body = walk(&l.body, an);
-            an.unbind(&l.var);
+            cx.an.bind_range(&l.var, &l.min, &l.extent);
+            let thread = matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
+            if thread {
+                cx.threads.push(l.var.clone());
+            }
+            let body = walk(&l.body, cx);
+            if thread {
+                cx.threads.pop();
+            }
+            cx.an.unbind(&l.var);
             Stmt::For(Box::new(l.with_body(body)))
         }
         Stmt::Launch { var, tag, extent, body } => {
-            an.bind_launch(var, extent);
-            let body = walk(body, an);
-            an.unbind(var);
+            cx.an.bind_launch(var, extent);
+            if !tag.is_block {
+                cx.threads.push(var.clone());
+            }
+            let body = walk(body, cx);
+            if !tag.is_block {
+                cx.threads.pop();
+            }
+            cx.an.unbind(var);
             Stmt::Launch { var: var.clone(), tag: *tag, extent: extent.clone(), body: Box::new(body) }
         }
-        Stmt::Seq(v) => sequence(v, an),
-        _ => s.map_children(|c| walk(c, an)),
+        Stmt::Seq(v) => sequence(v, cx),
+        _ => s.map_children(|c| walk(c, cx)),
     }
 }
 
 /// The statements of a sequence, the copies that fill tiles followed by
-/// the updates that read them.
-fn sequence(v: &[Stmt], an: &mut Analyzer) -> Stmt {
-    let mut out: Vec<Stmt> = v.iter().map(|s| walk(s, an)).collect();
-    // The tiles filled so far, by the position of their copy.
-    let mut live: Vec<(usize, Tile)> = Vec::new();
-    let mut used = vec![false; out.len()];
-    for (i, s) in out.iter_mut().enumerate() {
-        if !live.is_empty() {
-            let tiles: Vec<&Tile> = live.iter().map(|(_, t)| t).collect();
-            let mut hits = vec![false; tiles.len()];
-            *s = drop_guards(s, &tiles, &mut hits, an);
-            for (k, hit) in hits.into_iter().enumerate() {
-                used[live[k].0] |= hit;
-            }
-        }
-        let written = writes(s);
-        live.retain(|(_, t)| !written.contains(&t.buffer.key()));
-        if let Some(t) = copy_tile(s, an) {
-            live.push((i, t));
-        }
-    }
-    for (i, s) in out.iter_mut().enumerate() {
-        if used[i] {
+/// the updates that read them. A first scan finds the tiles whose every
+/// read in the function is an update of the accepted form (a zero where
+/// another reader expected what was there before would change its
+/// result); the second drops tests with those tiles only, so that a
+/// dropped test never leans on a tile left unfilled.
+fn sequence(v: &[Stmt], cx: &mut Context) -> Stmt {
+    let out: Vec<Stmt> = v.iter().map(|s| walk(s, cx)).collect();
+    let all = vec![true; out.len()];
+    let (_, _, covered) = scan(&out, &all, cx);
+    let eligible: Vec<bool> = out
+        .iter()
+        .zip(&covered)
+        .map(|(s, n)| copy_target(s).is_some_and(|b| cx.loads.get(&b.key()) == Some(n)))
+        .collect();
+    let (mut out, used, _) = scan(&out, &eligible, cx);
+    for (s, used) in out.iter_mut().zip(used) {
+        if used {
             *s = zero_fill(s);
         }
     }
     Stmt::Seq(out)
+}
+
+/// One pass over a sequence with the copies at the positions `allowed`
+/// lets fill tiles: the statements with the tests those tiles make
+/// needless dropped, and per position whether its copy made one so and how
+/// many loads of its tile the updates of the accepted form make.
+fn scan(v: &[Stmt], allowed: &[bool], cx: &mut Context) -> (Vec<Stmt>, Vec<bool>, Vec<usize>) {
+    let mut out = v.to_vec();
+    // The tiles filled so far, by the position of their copy.
+    let mut live: Vec<(usize, Tile)> = Vec::new();
+    let mut used = vec![false; out.len()];
+    let mut covered = vec![0usize; out.len()];
+    for (i, s) in out.iter_mut().enumerate() {
+        // A statement that writes a tile ends what is known of it, for
+        // its own reads too.
+        let written = writes(s);
+        live.retain(|(_, t)| !written.contains(&t.buffer.key()));
+        if !live.is_empty() {
+            let tiles: Vec<&Tile> = live.iter().map(|(_, t)| t).collect();
+            let mut seen = Seen { hits: vec![false; tiles.len()], loads: vec![0; tiles.len()] };
+            *s = drop_guards(s, &tiles, &mut seen, &mut cx.an);
+            for (k, (copy, _)) in live.iter().enumerate() {
+                used[*copy] |= seen.hits[k];
+                covered[*copy] += seen.loads[k];
+            }
+        }
+        if allowed[i] {
+            if let Some(t) = copy_tile(s, cx) {
+                live.push((i, t));
+            }
+        }
+    }
+    (out, used, covered)
 }
 
 /// The buffers a statement stores to, by key.
@@ -133,12 +205,31 @@ fn nest(s: &Stmt) -> (Vec<&For>, &Stmt) {
     (loops, cur)
 }
 
-/// The tile `s` fills, when it is a copy of the form in the header.
-fn copy_tile(s: &Stmt, an: &mut Analyzer) -> Option<Tile> {
+/// The buffer a copy of the form `copy_tile` takes writes.
+fn copy_target(s: &Stmt) -> Option<&Buffer> {
+    let (_, inner) = nest(s);
+    match inner {
+        Stmt::If { then, orelse: None, .. } => match &**then {
+            Stmt::Store { buffer, .. } => Some(buffer),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The tile `s` fills, when it is a copy of the form in the header, the
+/// only store to its tile in the function, at an offset of no thread
+/// index (other threads write the elements one thread reads) and no load.
+fn copy_tile(s: &Stmt, cx: &mut Context) -> Option<Tile> {
     let (loops, inner) = nest(s);
     let Stmt::If { cond, then, orelse: None } = inner else { return None };
     let Stmt::Store { buffer, indices, value: Expr::Load(src, sidx) } = &**then else { return None };
     let numeric = buffer.dtype().is_float() || buffer.dtype().is_int() && !buffer.dtype().is_bool();
+    if cx.stores.get(&buffer.key()) != Some(&1) {
+        return None;
+    }
+    let an = &mut cx.an;
+    let threads = &cx.threads;
     if buffer.scope() != Scope::Shared
         || src.scope() != Scope::Global
         || src.dtype() != buffer.dtype()
@@ -157,11 +248,13 @@ fn copy_tile(s: &Stmt, an: &mut Analyzer) -> Option<Tile> {
         an.bind_range(&l.var, &l.min, &l.extent);
     }
     let tile = (|| {
-        let inside = |e: &Expr| ranges.iter().any(|(v, _, _)| e.uses(v));
+        let inside = |e: &Expr| ranges.iter().any(|(v, _, _)| e.uses(v)) || threads.iter().any(|v| e.uses(v));
         let mut offset = Vec::new();
         for (d, s) in indices.iter().zip(sidx) {
             let o = an.simplify(&(s.clone() - d.clone()));
-            if inside(&o) {
+            let mut loads = false;
+            o.walk(&mut |x| loads |= matches!(x, Expr::Load(..)));
+            if inside(&o) || loads {
                 return None;
             }
             offset.push(o);
@@ -235,15 +328,29 @@ fn covers(indices: &[Expr], ranges: &[(Var, i64, i64)], shape: &[i64]) -> bool {
     seen.into_iter().all(|x| x)
 }
 
-/// `s` with the tests of its updates that the tiles make needless dropped;
-/// `hits[t]` is set where tile `t` made one.
-fn drop_guards(s: &Stmt, tiles: &[&Tile], hits: &mut [bool], an: &mut Analyzer) -> Stmt {
+/// What `drop_guards` found, per tile: whether an update dropped a test
+/// thanks to it, and how many loads of it the updates of the accepted form
+/// make.
+struct Seen {
+    hits: Vec<bool>,
+    loads: Vec<usize>,
+}
+
+/// `s` with the tests of its updates that the tiles make needless dropped.
+fn drop_guards(s: &Stmt, tiles: &[&Tile], seen: &mut Seen, an: &mut Analyzer) -> Stmt {
     match s {
         Stmt::For(l) => {
             an.bind_range(&l.var, &l.min, &l.extent);
-            let body = drop_guards(&l.body, tiles, hits, an);
+            let body = drop_guards(&l.body, tiles, seen, an);
             an.unbind(&l.var);
             Stmt::For(Box::new(l.with_body(body)))
+        }
+        Stmt::Store { buffer, indices, value } if buffer.scope() == Scope::Local => {
+            // An update with no test reads the tiles where it did before.
+            if let Some(loads) = update_loads(buffer, indices, value, tiles) {
+                loads.iter().for_each(|(t, _)| seen.loads[*t] += 1);
+            }
+            s.clone()
         }
         Stmt::If { cond, then, orelse: None } => {
             if let Stmt::Store { buffer, indices, value } = &**then {
@@ -256,6 +363,7 @@ fn drop_guards(s: &Stmt, tiles: &[&Tile], hits: &mut [bool], an: &mut Analyzer) 
                     if let Some(loads) = loads.filter(|ls| {
                         inside(buffer, indices) && ls.iter().all(|(t, idx)| inside(&tiles[*t].buffer, idx))
                     }) {
+                        loads.iter().for_each(|(t, _)| seen.loads[*t] += 1);
                         let mut kept = Vec::new();
                         for c in conjuncts(cond) {
                             let by: Option<Vec<usize>> = loads
@@ -263,7 +371,7 @@ fn drop_guards(s: &Stmt, tiles: &[&Tile], hits: &mut [bool], an: &mut Analyzer) 
                                 .map(|(t, idx)| zero_where_false(&c, tiles[*t], idx, an).then_some(*t))
                                 .collect();
                             match by {
-                                Some(ts) if !ts.is_empty() => ts.into_iter().for_each(|t| hits[t] = true),
+                                Some(ts) if !ts.is_empty() => ts.into_iter().for_each(|t| seen.hits[t] = true),
                                 _ => kept.push(c),
                             }
                         }
@@ -276,9 +384,9 @@ fn drop_guards(s: &Stmt, tiles: &[&Tile], hits: &mut [bool], an: &mut Analyzer) 
                     }
                 }
             }
-            s.map_children(|c| drop_guards(c, tiles, hits, an))
+            s.map_children(|c| drop_guards(c, tiles, seen, an))
         }
-        _ => s.map_children(|c| drop_guards(c, tiles, hits, an)),
+        _ => s.map_children(|c| drop_guards(c, tiles, seen, an)),
     }
 }
 
@@ -295,26 +403,49 @@ fn update_loads(l: &Buffer, at: &[Expr], value: &Expr, tiles: &[&Tile]) -> Optio
         return None;
     };
     let mut loads = Vec::new();
-    factors(x, tiles, &mut loads)?;
+    factors(x, tiles, &mut loads, &mut 0)?;
     Some(loads)
 }
 
-fn factors(e: &Expr, tiles: &[&Tile], out: &mut Vec<(usize, Vec<Expr>)>) -> Option<()> {
-    match e {
-        Expr::Binary(BinOp::Mul, a, b) => {
-            factors(a, tiles, out)?;
-            factors(b, tiles, out)
-        }
-        Expr::Cast(t, x) if t.is_float() || t.is_int() && !t.is_bool() => factors(x, tiles, out),
-        Expr::Float(v, _) if v.is_finite() => Some(()),
-        Expr::Int(..) if !e.dtype().is_bool() => Some(()),
+/// The factors of a product: loads of the tiles, each maybe cast to a
+/// number type, and at most one constant, finite in its own type (so that
+/// no product of constants overflows to infinity before it meets a 0).
+fn factors(e: &Expr, tiles: &[&Tile], out: &mut Vec<(usize, Vec<Expr>)>, constants: &mut usize) -> Option<()> {
+    let load = |x: &Expr, out: &mut Vec<(usize, Vec<Expr>)>| match x {
         Expr::Load(b, idx) => {
             let t = tiles.iter().position(|t| t.buffer == *b)?;
             out.push((t, idx.clone()));
             Some(())
         }
         _ => None,
+    };
+    match e {
+        Expr::Binary(BinOp::Mul, a, b) => {
+            factors(a, tiles, out, constants)?;
+            factors(b, tiles, out, constants)
+        }
+        Expr::Cast(t, x) if t.is_float() || t.is_int() && !t.is_bool() => load(x, out),
+        Expr::Float(v, t) if *constants == 0 && finite_in(*v, *t) => {
+            *constants += 1;
+            Some(())
+        }
+        Expr::Int(..) if *constants == 0 && !e.dtype().is_bool() => {
+            *constants += 1;
+            Some(())
+        }
+        x => load(x, out),
     }
+}
+
+/// Whether `v` is finite once rounded to the float type `t`.
+fn finite_in(v: f64, t: tirc_ir::DType) -> bool {
+    let max = match t.bytes() {
+        2 if t == tirc_ir::DType::F16 => 65504.0,
+        2 => 3.389_531_389_251_535_5e38,
+        4 => f32::MAX as f64,
+        _ => f64::MAX,
+    };
+    v.is_finite() && v.abs() <= max
 }
 
 /// Whether `c` is `offset_k + idx_k < extent_k` for a dimension `k` the
