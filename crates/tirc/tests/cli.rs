@@ -168,6 +168,19 @@ fn print_after_all_heads_each_pass() {
 }
 
 #[test]
+fn print_after_with_emit_prints_both() {
+    let args = ["lower", "ir-examples/matmul.tir", "-s", "step2", "--print-after", "simplify"];
+    let o = tirc(&[&args[..], &["--emit", "cuda"]].concat());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let (ir, cuda) = (out.find("# after simplify\n"), out.find("__global__"));
+    assert!(matches!((ir, cuda), (Some(i), Some(c)) if i < c), "the IR, then the CUDA:\n{out}");
+    // Without --emit (or with the default), the pass's IR alone.
+    let o = tirc(&args);
+    assert!(!stdout(&o).contains("__global__"), "{}", stdout(&o));
+}
+
+#[test]
 fn garbage_never_panics() {
     let dir = std::env::temp_dir().join(format!("tirc-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");

@@ -29,9 +29,10 @@ pub enum Emit {
 pub struct Args {
     #[command(flatten)]
     pub common: Common,
-    /// What to print.
-    #[arg(long, value_enum, default_value = "tir")]
-    pub emit: Emit,
+    /// What to print [default: tir]. With --print-after, printed after the
+    /// IR of the passes (the lowered TIR is the IR after the last pass).
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
     /// Print the IR after every pass, each headed by the pass name.
     #[arg(long)]
     pub print_after_all: bool,
@@ -77,9 +78,13 @@ pub fn main(a: Args) -> u8 {
                 }
             }
         }
-        return 0;
+        // What --emit asks for besides (the lowered TIR is already there).
+        if matches!(a.emit, None | Some(Emit::Tir)) {
+            return 0;
+        }
+        println!("# --emit {}", a.emit.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_default());
     }
-    match a.emit {
+    match a.emit.unwrap_or(Emit::Tir) {
         Emit::Tir => print!("{}", c.lowered_text()),
         Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
         Emit::Cuda => print!("{}", c.cuda_text()),
