@@ -61,8 +61,12 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut cx = Context { an: Analyzer::new(), stores: HashMap::new(), loads: HashMap::new(), threads: Vec::new() };
     cx.an.bind_sizes(&f.sizes);
     f.body.walk(&mut |s| {
-        if let Stmt::Store { buffer, .. } = s {
-            *cx.stores.entry(buffer.key()).or_default() += 1;
+        match s {
+            Stmt::Store { buffer, .. } => *cx.stores.entry(buffer.key()).or_default() += 1,
+            // A tensor-core operation reads (or writes) its tiles whole: a
+            // read of a tile that no update of the accepted form makes.
+            Stmt::Wmma(w) => w.tiles.iter().for_each(|t| *cx.loads.entry(t.buffer.key()).or_default() += 1),
+            _ => {}
         }
         s.for_each_expr(|e| {
             e.walk(&mut |x| {
