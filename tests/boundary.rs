@@ -245,3 +245,15 @@ fn tiles_are_zero_filled_past_a_run_time_reduction_so_the_multiply_adds_test_not
         }
     }
 }
+
+#[test]
+fn a_vector_store_of_a_select_keeps_its_condition() {
+    let src = read(&root().join("tests/data/nvrtc/vector_select_broadcast.tir"));
+    let c = compile(&src, &Request::default()).unwrap_or_else(|d| panic!("{}", d[0].message));
+    let cuda = &c.first().cuda.source;
+    let store =
+        cuda.lines().find(|l| l.contains("*(float4*)(C + ")).unwrap_or_else(|| panic!("no vector store:\n{cuda}"));
+    assert_eq!(store.matches("< 10 ?").count(), 4, "the select's condition in every lane: {store}");
+    let (e, tol) = sim_check(&c.original, &c.first().lowered, 3).unwrap_or_else(|m| panic!("{m}"));
+    assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
+}
