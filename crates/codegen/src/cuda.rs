@@ -971,7 +971,7 @@ impl Gen {
             }
             let inner = l.with_body((**then).clone());
             let Some((code, whole)) = self.vector_copy(&inner)? else { return Ok(None) };
-            let first = self.an.simplify(&substitute(cond, &[(l.var.clone(), Expr::int(0))]));
+            let first = self.at_lane(cond, &l.var, 0);
             return Ok(Some((format!("if ({}) {code}", self.expr(&first)?), whole)));
         }
         let Stmt::Store { buffer: dst, indices, value } = &l.body else { return Ok(None) };
@@ -997,11 +997,9 @@ impl Gen {
         };
         // A copy that fills zeros past the edge of its source
         // (`zero_fill_tiles`): `T.if_then_else(c, G[..], 0)`.
-        let unfilled = |v: &Expr| match v {
-            Expr::Select(c, a, b) if b.is_zero() && matches!(**a, Expr::Load(..)) => {
-                (Some((**c).clone()), (**a).clone())
-            }
-            v => (None, v.clone()),
+        let unfilled = |v: &Expr| match v.as_zero_fill() {
+            Some((c, load)) => (Some(c.clone()), load.clone()),
+            None => (None, v.clone()),
         };
         if let Expr::Call(Intrinsic::CpAsync, args) = value {
             let [arg] = &args[..] else { return Ok(None) };
@@ -1025,7 +1023,7 @@ impl Gen {
             if !self.same_over_vector(&c, &l.var, e) {
                 return Ok(None);
             }
-            let c0 = self.expr(&self.an.simplify(&substitute(&c, &[(l.var.clone(), Expr::int(0))])))?;
+            let c0 = self.expr(&self.at_lane(&c, &l.var, 0))?;
             return Ok(Some((
                 format!("tirc_cp_async_zfill<{bytes}>({d} + {di}, {c0} ? {s} + {si} : {s}, {c0});"),
                 true,
@@ -1044,7 +1042,7 @@ impl Gen {
                 match fill {
                     None => whole,
                     Some(c) if self.same_over_vector(&c, &l.var, e) => {
-                        let c0 = self.an.simplify(&substitute(&c, &[(l.var.clone(), Expr::int(0))]));
+                        let c0 = self.at_lane(&c, &l.var, 0);
                         // float2/float4 for float32; for other types the
                         // unsigned vector of the same bytes, a word a lane.
                         let zero = match vt.as_str() {
@@ -1092,7 +1090,7 @@ impl Gen {
         }
         let mut elems = Vec::new();
         for k in 0..e {
-            let at = |x: &Expr| self.an.simplify(&substitute(x, &[(l.var.clone(), Expr::int(k))]));
+            let at = |x: &Expr| self.at_lane(x, &l.var, k);
             let load = Expr::Load(src.clone(), vec![at(idx)]);
             // Past the edge of a zero-filled tile, the element is a zero.
             let elem = match fill.map(at) {
@@ -1142,7 +1140,7 @@ impl Gen {
         let mut stores = Vec::new();
         let d = self.buf_name(dst);
         for k in 0..e {
-            let i = self.an.simplify(&substitute(idx, &[(l.var.clone(), Expr::int(k))]));
+            let i = self.at_lane(idx, &l.var, k);
             stores.push(format!("{d}[{}] = tirc_v[{k}];", self.expr(&i)?));
         }
         Ok(Some(format!(
@@ -1167,7 +1165,7 @@ impl Gen {
             if !op.is_compare() || !a.dtype().is_int() {
                 return false;
             }
-            let at = |x: &Expr, k: i64| self.an.simplify(&substitute(x, &[(v.clone(), Expr::int(k))]));
+            let at = |x: &Expr, k: i64| self.at_lane(x, v, k);
             let d = (**a).clone() - (**b).clone();
             let d0 = at(&d, 0);
             let step = |k: i64| self.an.simplify(&(at(&d, k) - d0.clone())).as_int();
@@ -1178,10 +1176,15 @@ impl Gen {
         })
     }
 
+    /// `e` at lane `k` of the vectorized loop over `v`, simplified.
+    fn at_lane(&self, e: &Expr, v: &Var, k: i64) -> Expr {
+        self.an.simplify(&substitute(e, &[(v.clone(), Expr::int(k))]))
+    }
+
     /// The start of a contiguous run `idx(v)`, v in 0..e, when it is a
     /// multiple of `e` elements.
     fn vector_base(&self, idx: &Expr, v: &Var, e: i64) -> Option<Expr> {
-        let at = |k: i64| self.an.simplify(&substitute(idx, &[(v.clone(), Expr::int(k))]));
+        let at = |k: i64| self.at_lane(idx, v, k);
         let base = at(0);
         for k in 1..e {
             if self.an.simplify(&(at(k) - base.clone())).as_int() != Some(k) {
@@ -1409,11 +1412,10 @@ impl Gen {
             // The zero-fill form, for an element past the edge of the
             // source (`zero_fill_tiles`): it reads nothing there.
             Stmt::Store { buffer, indices, value: Expr::Call(Intrinsic::CpAsync, args) }
-                if matches!(&args[..], [Expr::Select(_, a, z)] if matches!(**a, Expr::Load(..)) && z.is_zero())
+                if matches!(&args[..], [x] if x.as_zero_fill().is_some())
                     && matches!(buffer.dtype().bytes(), 4 | 8 | 16) =>
             {
-                let Expr::Select(c, a, _) = &args[0] else { unreachable!("matched above") };
-                let Expr::Load(src, idx) = &**a else { unreachable!("matched above") };
+                let Some((c, Expr::Load(src, idx))) = args[0].as_zero_fill() else { unreachable!("matched above") };
                 let (b, i) = (self.buf_name(buffer), swizzled(buffer, self.index(indices)?));
                 let (sb, si) = (self.buf_name(src), swizzled(src, self.index(idx)?));
                 let (n, c) = (buffer.dtype().bytes(), self.expr(c)?);

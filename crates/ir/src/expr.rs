@@ -318,6 +318,16 @@ impl Expr {
         }
     }
 
+    /// `(c, load)` for `T.if_then_else(c, load, 0)` with `load` a buffer
+    /// load: a copy that fills zeros past the edge of its source
+    /// (`zero_fill_tiles`).
+    pub fn as_zero_fill(&self) -> Option<(&Expr, &Expr)> {
+        match self {
+            Expr::Select(c, a, z) if z.is_zero() && matches!(**a, Expr::Load(..)) => Some((c, a)),
+            _ => None,
+        }
+    }
+
     /// Whether this is the literal 0 (or 0.0) of a number type.
     pub fn is_zero(&self) -> bool {
         match self {

@@ -455,11 +455,8 @@ fn make_async(s: &Stmt) -> Stmt {
 
 /// The global load a copy into `dst` makes, when it is one `cp.async` can
 /// make: `G[..]` of `dst`'s type, or `T.if_then_else(c, G[..], 0)`.
-pub fn async_source<'a>(value: &'a Expr, dst: &Buffer) -> Option<&'a Expr> {
-    let load = match value {
-        Expr::Select(_, a, b) if b.is_zero() => a,
-        v => v,
-    };
+fn async_source<'a>(value: &'a Expr, dst: &Buffer) -> Option<&'a Expr> {
+    let load = value.as_zero_fill().map_or(value, |(_, load)| load);
     match load {
         Expr::Load(src, _) if src.scope() == Scope::Global && src.dtype() == dst.dtype() => Some(load),
         _ => None,
