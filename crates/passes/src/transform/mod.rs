@@ -136,8 +136,8 @@ pub fn pass_names() -> Vec<&'static str> {
 /// warp's registers is the hardware's, so an element-wise access has no
 /// meaning. The refusal points at the block in question.
 fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<(), Diagnostic> {
-    let (mut misuse, mut op) = (None, None);
-    scan_fragments(&f.body, None, &mut misuse, &mut op);
+    let (mut misuse, mut op, mut wgmma) = (None, None, None);
+    scan_fragments(&f.body, None, &mut misuse, &mut op, &mut wgmma);
     if let Some((name, block)) = misuse {
         return Err(Diagnostic::new(format!(
             "`{name}` is a tensor-core fragment, read or written element by element here: only tensor-core \
@@ -159,12 +159,15 @@ fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<
         ))
         .help("compile for sm_80 or newer (--arch), or use the wmma_* intrinsics, which sm_70 has")
         .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
-        _ if target.sm < 90 && has_wgmma(&f.body) => Err(Diagnostic::new(format!(
-            "wgmma (the wgmma_* intrinsics) needs sm_90a, Hopper; {} has none",
-            target.arch()
-        ))
-        .help("compile for sm_90a (--arch), or use the mma_* intrinsics, which sm_80 has")),
-        _ => Ok(()),
+        _ => match wgmma {
+            Some(block) if target.sm < 90 => Err(Diagnostic::new(format!(
+                "wgmma (the wgmma_* intrinsics) needs sm_90a, Hopper; {} has none",
+                target.arch()
+            ))
+            .help("compile for sm_90a (--arch), or use the mma_* intrinsics, which sm_80 has")
+            .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
+            _ => Ok(()),
+        },
     }
 }
 
@@ -217,13 +220,15 @@ fn has_wgmma(s: &Stmt) -> bool {
     found
 }
 
-/// The first element-wise access to a fragment and the first tensor-core
-/// operation under `s`, each with the innermost block around it.
+/// The first element-wise access to a fragment, the first tensor-core
+/// operation and the first `wgmma` under `s`, each with the innermost block
+/// around it.
 fn scan_fragments<'a>(
     s: &'a Stmt,
     block: Option<&'a tirc_ir::Block>,
     misuse: &mut Option<(String, Option<&'a tirc_ir::Block>)>,
     op: &mut Option<(Option<&'a tirc_ir::Block>, bool)>,
+    wgmma: &mut Option<Option<&'a tirc_ir::Block>>,
 ) {
     let block = match s {
         Stmt::Block(r) => Some(&r.block),
@@ -231,6 +236,9 @@ fn scan_fragments<'a>(
     };
     if let Stmt::Wmma(w) = s {
         op.get_or_insert((block, false)).1 |= w.op.is_mma();
+        if w.op.wgmma_tiles() > 0 {
+            wgmma.get_or_insert(block);
+        }
         return;
     }
     if misuse.is_none() {
@@ -251,5 +259,5 @@ fn scan_fragments<'a>(
             *misuse = Some((n, block));
         }
     }
-    s.for_each_child(|c| scan_fragments(c, block, misuse, op));
+    s.for_each_child(|c| scan_fragments(c, block, misuse, op, wgmma));
 }
