@@ -344,3 +344,47 @@ fn tensor_core_operations_run_per_warp() {
     let e = sim(&WMMA.replace("GUARD", "if tx < 16:"), &mut args).unwrap_err();
     assert!(e.contains("reached by 16 of the 32 threads of warp 0"), "{e}");
 }
+
+/// The math functions of TVMScript beyond the basic ones, with C's meaning:
+/// `nearbyint` rounds half to even, `fmod` and `truncmod` keep the sign of
+/// the dividend, `copysign` takes the sign of its second argument, and the
+/// float tests see NaN and infinity.
+#[test]
+fn math_functions_mean_what_c_means() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), C: T.Buffer((4, 8), "float32"), J: T.Buffer((4,), "int32")):
+    tx = T.launch_thread("threadIdx.x", 4)
+    C[tx, 0] = T.nearbyint(A[tx])
+    C[tx, 1] = T.fmod(A[tx], T.float32(2))
+    C[tx, 2] = T.copysign(T.float32(3), A[tx])
+    C[tx, 3] = T.trunc(A[tx])
+    C[tx, 4] = T.Select(T.isnan(A[tx] * T.float32("inf") * T.float32(0)), T.float32(1), T.float32(0))
+    C[tx, 5] = T.Select(T.isinf(A[tx] * T.float32("inf")), T.float32(1), T.float32(0)) + T.Select(T.isfinite(A[tx]), T.float32(2), T.float32(0))
+    C[tx, 6] = T.atan2(A[tx], T.float32(-1))
+    C[tx, 7] = T.exp2(A[tx]) + T.log2(T.fabs(A[tx]))
+    J[tx] = T.truncmod(I[tx], 3) * 100 + T.truncdiv(I[tx], 3)
+"#;
+    let a = [2.5f32, -5.5, 0.5, -1.5];
+    let mut args = [
+        HostData::F32(a.to_vec()),
+        HostData::I32(vec![7, -7, 5, -5]),
+        HostData::F32(vec![0.0; 32]),
+        HostData::I32(vec![0; 4]),
+    ];
+    sim(src, &mut args).unwrap();
+    let c = values(&args[2]);
+    let row = |k: usize| (0..4).map(|t| c[t * 8 + k]).collect::<Vec<f64>>();
+    assert_eq!(row(0), vec![2.0, -6.0, 0.0, -2.0], "nearbyint rounds half to even");
+    assert_eq!(row(1), vec![0.5, -1.5, 0.5, -1.5], "fmod keeps the dividend's sign");
+    assert_eq!(row(2), vec![3.0, -3.0, 3.0, -3.0], "copysign");
+    assert_eq!(row(3), vec![2.0, -5.0, 0.0, -1.0], "trunc");
+    assert_eq!(row(4), vec![1.0; 4], "isnan of inf * 0");
+    assert_eq!(row(5), vec![3.0; 4], "isinf of a * inf, isfinite of a");
+    for (t, x) in a.iter().enumerate() {
+        let x = *x as f64;
+        assert!((c[t * 8 + 6] - x.atan2(-1.0)).abs() < 1e-6, "atan2");
+        assert!((c[t * 8 + 7] - (x.exp2() + x.abs().log2())).abs() < 1e-5, "exp2 + log2");
+    }
+    assert_eq!(values(&args[3]), vec![102.0, -102.0, 201.0, -201.0], "truncmod and truncdiv round towards zero");
+}

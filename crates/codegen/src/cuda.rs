@@ -1883,6 +1883,17 @@ impl Gen {
                 format!("{n}[{}]", swizzled(b, i))
             }
             Expr::Call(Intrinsic::Likely | Intrinsic::CpAsync, args) => self.expr_prec(&args[0], prec)?,
+            // float16 and bfloat16 have no math functions of their own that
+            // C++ overloads: computed in float, rounded back to the type.
+            Expr::Call(i, args)
+                if !matches!(i, Intrinsic::Likely | Intrinsic::CpAsync)
+                    && args.first().is_some_and(|a| matches!(a.dtype(), DType::F16 | DType::BFloat16)) =>
+            {
+                let t = args[0].dtype();
+                let widened: Vec<Expr> = args.iter().map(|a| Expr::Cast(DType::F32, Box::new(a.clone()))).collect();
+                let x = self.expr(&Expr::Call(*i, widened))?;
+                format!("(({}){x})", ctype(t)?)
+            }
             Expr::Call(i, args) => {
                 let f32_ = args.first().is_some_and(|a| a.dtype() == DType::F32);
                 let base = match i {
@@ -1899,6 +1910,26 @@ impl Gen {
                     Intrinsic::Sin => "sin",
                     Intrinsic::Cos => "cos",
                     Intrinsic::Erf => "erf",
+                    Intrinsic::Exp2 => "exp2",
+                    Intrinsic::Exp10 => "exp10",
+                    Intrinsic::Log2 => "log2",
+                    Intrinsic::Log10 => "log10",
+                    Intrinsic::Log1p => "log1p",
+                    Intrinsic::Trunc => "trunc",
+                    Intrinsic::Nearbyint => "nearbyint",
+                    Intrinsic::Tan => "tan",
+                    Intrinsic::Asin => "asin",
+                    Intrinsic::Acos => "acos",
+                    Intrinsic::Atan => "atan",
+                    Intrinsic::Sinh => "sinh",
+                    Intrinsic::Cosh => "cosh",
+                    Intrinsic::Asinh => "asinh",
+                    Intrinsic::Acosh => "acosh",
+                    Intrinsic::Atanh => "atanh",
+                    Intrinsic::Atan2 => "atan2",
+                    Intrinsic::Hypot => "hypot",
+                    Intrinsic::Copysign => "copysign",
+                    Intrinsic::Fmod => "fmod",
                     Intrinsic::Sigmoid => {
                         let x = self.expr(&args[0])?;
                         return Ok(if f32_ {

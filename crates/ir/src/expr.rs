@@ -118,6 +118,26 @@ pub enum Intrinsic {
     Sin,
     Cos,
     Erf,
+    Exp2,
+    Exp10,
+    Log2,
+    Log10,
+    Log1p,
+    Trunc,
+    Nearbyint,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Atan2,
+    Hypot,
+    Copysign,
+    Fmod,
     /// `T.likely(cond)`: a hint that `cond` is usually true; its value is `cond`.
     Likely,
     /// `S[..] = T.cp_async(G[..])`: a copy from global to shared memory
@@ -128,7 +148,7 @@ pub enum Intrinsic {
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 17] = [
+    pub const ALL: [Intrinsic; 37] = [
         Intrinsic::Exp,
         Intrinsic::Log,
         Intrinsic::Sqrt,
@@ -144,6 +164,26 @@ impl Intrinsic {
         Intrinsic::Sin,
         Intrinsic::Cos,
         Intrinsic::Erf,
+        Intrinsic::Exp2,
+        Intrinsic::Exp10,
+        Intrinsic::Log2,
+        Intrinsic::Log10,
+        Intrinsic::Log1p,
+        Intrinsic::Trunc,
+        Intrinsic::Nearbyint,
+        Intrinsic::Tan,
+        Intrinsic::Asin,
+        Intrinsic::Acos,
+        Intrinsic::Atan,
+        Intrinsic::Sinh,
+        Intrinsic::Cosh,
+        Intrinsic::Asinh,
+        Intrinsic::Acosh,
+        Intrinsic::Atanh,
+        Intrinsic::Atan2,
+        Intrinsic::Hypot,
+        Intrinsic::Copysign,
+        Intrinsic::Fmod,
         Intrinsic::Likely,
         Intrinsic::CpAsync,
     ];
@@ -166,6 +206,26 @@ impl Intrinsic {
             Intrinsic::Sin => "sin",
             Intrinsic::Cos => "cos",
             Intrinsic::Erf => "erf",
+            Intrinsic::Exp2 => "exp2",
+            Intrinsic::Exp10 => "exp10",
+            Intrinsic::Log2 => "log2",
+            Intrinsic::Log10 => "log10",
+            Intrinsic::Log1p => "log1p",
+            Intrinsic::Trunc => "trunc",
+            Intrinsic::Nearbyint => "nearbyint",
+            Intrinsic::Tan => "tan",
+            Intrinsic::Asin => "asin",
+            Intrinsic::Acos => "acos",
+            Intrinsic::Atan => "atan",
+            Intrinsic::Sinh => "sinh",
+            Intrinsic::Cosh => "cosh",
+            Intrinsic::Asinh => "asinh",
+            Intrinsic::Acosh => "acosh",
+            Intrinsic::Atanh => "atanh",
+            Intrinsic::Atan2 => "atan2",
+            Intrinsic::Hypot => "hypot",
+            Intrinsic::Copysign => "copysign",
+            Intrinsic::Fmod => "fmod",
             Intrinsic::Likely => "likely",
             Intrinsic::CpAsync => "cp_async",
         }
@@ -176,10 +236,9 @@ impl Intrinsic {
     }
 
     pub fn arity(self) -> usize {
-        if self == Intrinsic::Pow {
-            2
-        } else {
-            1
+        match self {
+            Intrinsic::Pow | Intrinsic::Atan2 | Intrinsic::Hypot | Intrinsic::Copysign | Intrinsic::Fmod => 2,
+            _ => 1,
         }
     }
 }

@@ -85,7 +85,7 @@ pub(super) fn wrap_to(t: DType, xs: &mut [i64]) {
 }
 
 /// The value of a float intrinsic; `y` is the second argument where there
-/// is one (`pow`).
+/// is one (`pow`, `atan2`, `hypot`, `copysign`, `fmod`).
 pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
     match i {
         Intrinsic::Exp => x.exp(),
@@ -103,6 +103,28 @@ pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
         Intrinsic::Sin => x.sin(),
         Intrinsic::Cos => x.cos(),
         Intrinsic::Erf => erf(x),
+        Intrinsic::Exp2 => x.exp2(),
+        Intrinsic::Exp10 => 10f64.powf(x),
+        Intrinsic::Log2 => x.log2(),
+        Intrinsic::Log10 => x.log10(),
+        Intrinsic::Log1p => x.ln_1p(),
+        Intrinsic::Trunc => x.trunc(),
+        // Round half to even, as CUDA's `nearbyint` in the default mode.
+        Intrinsic::Nearbyint => x.round_ties_even(),
+        Intrinsic::Tan => x.tan(),
+        Intrinsic::Asin => x.asin(),
+        Intrinsic::Acos => x.acos(),
+        Intrinsic::Atan => x.atan(),
+        Intrinsic::Sinh => x.sinh(),
+        Intrinsic::Cosh => x.cosh(),
+        Intrinsic::Asinh => x.asinh(),
+        Intrinsic::Acosh => x.acosh(),
+        Intrinsic::Atanh => x.atanh(),
+        Intrinsic::Atan2 => x.atan2(y),
+        Intrinsic::Hypot => x.hypot(y),
+        Intrinsic::Copysign => x.copysign(y),
+        // C's `fmod`: the remainder with the sign of `x`, as Rust's `%`.
+        Intrinsic::Fmod => x % y,
         Intrinsic::Likely | Intrinsic::CpAsync => x,
     }
 }

@@ -14,7 +14,7 @@ use crate::expr::{BinOp, Expr, Intrinsic};
 use tirc_parser::ast::{self, Arg, ExprKind, Span};
 
 /// The `T.` functions an expression may call, for suggestions.
-const T_FUNCS: [&str; 22] = [
+const T_FUNCS: [&str; 26] = [
     "T.float32",
     "T.float16",
     "T.int32",
@@ -29,6 +29,10 @@ const T_FUNCS: [&str; 22] = [
     "T.floordiv",
     "T.floormod",
     "T.truncdiv",
+    "T.truncmod",
+    "T.isnan",
+    "T.isinf",
+    "T.isfinite",
     "T.if_then_else",
     "T.Select",
     "T.likely",
@@ -358,6 +362,39 @@ impl FuncResolver<'_> {
                 }
                 Ok(Expr::folded(op, a, b))
             }
+            // C's remainder, with the sign of the dividend: `a - truncdiv(a,
+            // b) * b`.
+            "truncmod" => {
+                arity(2)?;
+                let a = self.expr(pos[0])?;
+                let b = self.expr(pos[1])?;
+                let (a, b) = self.unify(a, b, span)?;
+                if !a.dtype().is_int() {
+                    return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
+                }
+                if b.as_int() == Some(0) {
+                    return Err(Diagnostic::at(pos[1].span, "division by zero"));
+                }
+                let q = Expr::folded(BinOp::Div, a.clone(), b.clone());
+                Ok(Expr::folded(BinOp::Sub, a, Expr::folded(BinOp::Mul, q, b)))
+            }
+            // Tests of a float, written with comparisons: a NaN is the one
+            // value not equal to itself, and no NaN is below infinity.
+            "isnan" | "isinf" | "isfinite" => {
+                arity(1)?;
+                let x = self.expr(pos[0])?;
+                let t = x.dtype();
+                if !t.is_float() {
+                    return Err(Diagnostic::at(span, format!("`{f}` needs a float argument")));
+                }
+                let inf = Expr::Float(f64::INFINITY, t);
+                let abs = Expr::Call(Intrinsic::Fabs, vec![x.clone()]);
+                Ok(match name {
+                    "isnan" => Expr::binary(BinOp::Ne, x.clone(), x),
+                    "isinf" => Expr::binary(BinOp::Eq, abs, inf),
+                    _ => Expr::binary(BinOp::Lt, abs, inf),
+                })
+            }
             "ceildiv" => {
                 arity(2)?;
                 let a = self.expr(pos[0])?;
@@ -400,6 +437,10 @@ impl FuncResolver<'_> {
                         xs[0] = self.to_bool(xs[0].clone(), pos[0].span)?;
                     } else if !xs[0].dtype().is_float() && !matches!(i, Intrinsic::Abs) {
                         return Err(Diagnostic::at(span, format!("`{f}` needs a float argument")));
+                    }
+                    if let [a, b] = &xs[..] {
+                        let (a, b) = self.unify(a.clone(), b.clone(), span)?;
+                        xs = vec![a, b];
                     }
                     Ok(Expr::Call(i, xs))
                 }
