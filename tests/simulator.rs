@@ -388,3 +388,41 @@ def f(A: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), C: T.Buffer((4, 
     }
     assert_eq!(values(&args[3]), vec![102.0, -102.0, 201.0, -201.0], "truncmod and truncdiv round towards zero");
 }
+
+/// Bitwise operations and shifts with C's meaning on each type: a right
+/// shift keeps the sign of a signed value and fills zeros in an unsigned
+/// one, `~` flips the type's bits, results wrap to the type.
+#[test]
+fn bitwise_operations_mean_what_c_means() {
+    let src = r#"
+@T.prim_func
+def f(I: T.Buffer((4,), "int32"), U: T.Buffer((4,), "uint8"), J: T.Buffer((4, 4), "int32"), V: T.Buffer((4, 3), "uint8")):
+    tx = T.launch_thread("threadIdx.x", 4)
+    J[tx, 0] = I[tx] >> 2
+    J[tx, 1] = T.bitwise_and(I[tx], 0xF0) | T.bitwise_xor(I[tx], 1) & 3
+    J[tx, 2] = ~I[tx]
+    J[tx, 3] = T.shift_left(I[tx], 28)
+    V[tx, 0] = U[tx] >> T.uint8(1)
+    V[tx, 1] = ~U[tx]
+    V[tx, 2] = U[tx] << T.uint8(4)
+"#;
+    let mut args = [
+        HostData::I32(vec![-9, 9, 255, -256]),
+        HostData::U8(vec![0, 1, 128, 255]),
+        HostData::I32(vec![0; 16]),
+        HostData::U8(vec![0; 12]),
+    ];
+    sim(src, &mut args).unwrap();
+    let j = values(&args[2]);
+    let col = |d: &[f64], w: usize, k: usize| (0..4).map(|t| d[t * w + k]).collect::<Vec<f64>>();
+    assert_eq!(col(&j, 4, 0), vec![-3.0, 2.0, 63.0, -64.0], "arithmetic right shift");
+    let want1: Vec<f64> = [-9i32, 9, 255, -256].iter().map(|&x| ((x & 0xF0) | ((x ^ 1) & 3)) as f64).collect();
+    assert_eq!(col(&j, 4, 1), want1, "& binds tighter than |");
+    assert_eq!(col(&j, 4, 2), vec![8.0, -10.0, -256.0, 255.0], "~x is -x - 1");
+    let want3: Vec<f64> = [-9i32, 9, 255, -256].iter().map(|&x| x.wrapping_shl(28) as f64).collect();
+    assert_eq!(col(&j, 4, 3), want3, "a left shift wraps to 32 bits");
+    let v = values(&args[3]);
+    assert_eq!(col(&v, 3, 0), vec![0.0, 0.0, 64.0, 127.0], "a logical right shift of an unsigned value");
+    assert_eq!(col(&v, 3, 1), vec![255.0, 254.0, 127.0, 0.0], "~ of a uint8");
+    assert_eq!(col(&v, 3, 2), vec![0.0, 16.0, 0.0, 240.0], "a left shift wraps to 8 bits");
+}

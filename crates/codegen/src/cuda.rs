@@ -1841,6 +1841,23 @@ impl Gen {
                             return Ok(format!("{f}({x}, {y})"));
                         }
                     }
+                    // Parenthesized whole: C ranks `&` below `==`.
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
+                        let sym = match op {
+                            BinOp::BitAnd => "&",
+                            BinOp::BitOr => "|",
+                            BinOp::BitXor => "^",
+                            BinOp::Shl => "<<",
+                            _ => ">>",
+                        };
+                        let (x, y) = (self.expr_prec(a, 9)?, self.expr_prec(b, 9)?);
+                        let narrow = matches!(e.dtype(), DType::Int(8 | 16) | DType::UInt(8 | 16));
+                        return Ok(if narrow {
+                            format!("(({})({x} {sym} {y}))", ctype(e.dtype())?)
+                        } else {
+                            format!("({x} {sym} {y})")
+                        });
+                    }
                     BinOp::Min | BinOp::Max => {
                         let f = match (op, t) {
                             (BinOp::Min, DType::Float(32)) => "fminf",

@@ -88,6 +88,15 @@ pub enum BinOp {
     Ge,
     And,
     Or,
+    /// Integer bitwise operations (`&`, `|`, `^`; `T.bitwise_and` and the
+    /// like), and shifts (`<<`, `>>`; `T.shift_left`, `T.shift_right`): a
+    /// right shift of a signed type keeps its sign, of an unsigned type
+    /// fills zeros; the result wraps to the operands' type.
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
 }
 
 impl BinOp {
@@ -97,6 +106,24 @@ impl BinOp {
 
     pub fn is_logical(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
+    }
+
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr)
+    }
+}
+
+/// `x op y` for a bitwise operation or a shift on 64-bit integers (the
+/// caller wraps the result to its type). A shift by a negative amount or
+/// by 64 or more is `None`: C leaves it undefined.
+pub fn bitwise(op: BinOp, x: i64, y: i64) -> Option<i64> {
+    match op {
+        BinOp::BitAnd => Some(x & y),
+        BinOp::BitOr => Some(x | y),
+        BinOp::BitXor => Some(x ^ y),
+        BinOp::Shl if (0..64).contains(&y) => Some(x.wrapping_shl(y as u32)),
+        BinOp::Shr if (0..64).contains(&y) => Some(x >> y),
+        _ => None,
     }
 }
 
@@ -318,6 +345,7 @@ impl Expr {
                     BinOp::FloorMod if y != 0 => Some(floor_mod(x, y)),
                     BinOp::Min => Some(x.min(y)),
                     BinOp::Max => Some(x.max(y)),
+                    op if op.is_bitwise() => bitwise(op, x, y),
                     _ => None,
                 };
                 let fits = |v: i64| match t {

@@ -126,6 +126,8 @@ fn binop_syntax(op: BinOp, dtype: DType) -> Option<(&'static str, u8)> {
         BinOp::FloorDiv => (" // ", 7),
         BinOp::FloorMod => (" % ", 7),
         BinOp::Div | BinOp::Min | BinOp::Max => return None,
+        // Printed as TVM's functions: no precedence to get wrong.
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => return None,
     })
 }
 
@@ -575,6 +577,11 @@ impl Printer {
                     let name = match op {
                         BinOp::Min => "T.min",
                         BinOp::Max => "T.max",
+                        BinOp::BitAnd => "T.bitwise_and",
+                        BinOp::BitOr => "T.bitwise_or",
+                        BinOp::BitXor => "T.bitwise_xor",
+                        BinOp::Shl => "T.shift_left",
+                        BinOp::Shr => "T.shift_right",
                         _ => "T.truncdiv",
                     };
                     let l = self.expr(a, 0);

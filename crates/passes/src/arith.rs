@@ -190,6 +190,9 @@ impl Analyzer {
                     }
                     BinOp::Min => Some((al.min(bl), ah.min(bh))),
                     BinOp::Max => Some((al.max(bl), ah.max(bh))),
+                    // A mask of non-negative values is at most either.
+                    BinOp::BitAnd if al >= 0 && bl >= 0 => Some((0, ah.min(bh))),
+                    BinOp::Shr if al >= 0 && bl == bh && (0..63).contains(&bl) => Some((al >> bl, ah >> bl)),
                     _ => None,
                 }
             }
@@ -557,6 +560,14 @@ pub fn eval(e: &Expr, value: &dyn Fn(&Var) -> Option<i64>) -> Option<i64> {
                 BinOp::Ne => (x != y) as i64,
                 BinOp::And => (x != 0 && y != 0) as i64,
                 BinOp::Or => (x != 0 || y != 0) as i64,
+                // A left shift that leaves its 32 bits would wrap: unknown.
+                op if op.is_bitwise() => {
+                    let r = tirc_ir::expr::bitwise(*op, x, y)?;
+                    if a.dtype() == tirc_ir::DType::I32 && i32::try_from(r).is_err() {
+                        return None;
+                    }
+                    r
+                }
                 _ => return None,
             })
         }

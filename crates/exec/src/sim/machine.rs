@@ -1222,9 +1222,24 @@ fn int_op(op: BinOp, t: DType, out: &mut [i64], y: &[i64]) -> R {
         BinOp::Ge => lanes!(|a, b| i64::from(a >= b)),
         BinOp::And => lanes!(|a, b| i64::from(a != 0 && b != 0)),
         BinOp::Or => lanes!(|a, b| i64::from(a != 0 || b != 0)),
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
+            for (a, &b) in out.iter_mut().zip(y) {
+                *a = bitwise(op, *a, b, t)?;
+            }
+        }
     }
     wrap_all(op, t, out);
     Ok(())
+}
+
+/// A bitwise operation or a shift; a shift by a negative amount or by the
+/// type's width or more is an error (C leaves its result undefined).
+fn bitwise(op: BinOp, a: i64, b: i64, t: DType) -> Result<i64, SimError> {
+    let bits = t.bytes() as i64 * 8;
+    if matches!(op, BinOp::Shl | BinOp::Shr) && !(0..bits).contains(&b) {
+        return Err(format!("shifting {t} by {b}, outside 0..{bits}"));
+    }
+    tirc_ir::expr::bitwise(op, a, b).ok_or_else(|| format!("a shift by {b}"))
 }
 
 /// `out[k] = out[k] op c` on integers of type `t`.
@@ -1254,6 +1269,11 @@ fn int_op_const(op: BinOp, t: DType, out: &mut [i64], c: i64) -> R {
         BinOp::Ge => lanes!(|a, b| i64::from(a >= b)),
         BinOp::And => lanes!(|a, b| i64::from(a != 0 && b != 0)),
         BinOp::Or => lanes!(|a, b| i64::from(a != 0 || b != 0)),
+        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr => {
+            for a in out.iter_mut() {
+                *a = bitwise(op, *a, c, t)?;
+            }
+        }
     }
     wrap_all(op, t, out);
     Ok(())

@@ -63,7 +63,7 @@ impl FuncResolver<'_> {
                     }),
                     ast::UnaryOp::Pos => Ok(a),
                     ast::UnaryOp::Not => Ok(Expr::Not(Box::new(self.to_bool(a, operand.span)?))),
-                    ast::UnaryOp::Invert => Err(Diagnostic::at(e.span, "bitwise `~` is not supported")),
+                    ast::UnaryOp::Invert => invert(a, operand.span),
                 }
             }
             ExprKind::Binary { op, lhs, rhs } => {
@@ -270,8 +270,16 @@ impl FuncResolver<'_> {
             A::Div => BinOp::Div,
             A::FloorDiv => BinOp::FloorDiv,
             A::Mod => BinOp::FloorMod,
+            A::BitAnd => BinOp::BitAnd,
+            A::BitOr => BinOp::BitOr,
+            A::BitXor => BinOp::BitXor,
+            A::Shl => BinOp::Shl,
+            A::Shr => BinOp::Shr,
             _ => return Err(Diagnostic::at(span, "this operator is not supported in a prim_func")),
         };
+        if bop.is_bitwise() {
+            return bitwise(bop, a, b, span);
+        }
         if t.is_bool() {
             return Err(Diagnostic::at(span, "arithmetic on booleans is not allowed"));
         }
@@ -394,6 +402,25 @@ impl FuncResolver<'_> {
                     "isinf" => Expr::binary(BinOp::Eq, abs, inf),
                     _ => Expr::binary(BinOp::Lt, abs, inf),
                 })
+            }
+            "bitwise_and" | "bitwise_or" | "bitwise_xor" | "shift_left" | "shift_right" => {
+                arity(2)?;
+                let a = self.expr(pos[0])?;
+                let b = self.expr(pos[1])?;
+                let (a, b) = self.unify(a, b, span)?;
+                let op = match name {
+                    "bitwise_and" => BinOp::BitAnd,
+                    "bitwise_or" => BinOp::BitOr,
+                    "bitwise_xor" => BinOp::BitXor,
+                    "shift_left" => BinOp::Shl,
+                    _ => BinOp::Shr,
+                };
+                bitwise(op, a, b, span)
+            }
+            "bitwise_not" => {
+                arity(1)?;
+                let a = self.expr(pos[0])?;
+                invert(a, pos[0].span)
             }
             "ceildiv" => {
                 arity(2)?;
@@ -562,4 +589,45 @@ pub(crate) fn element_indices(indices: &[ast::Expr]) -> &[ast::Expr] {
         [ast::Expr { kind: ExprKind::Tuple(items), .. }] if items.is_empty() => &[],
         _ => indices,
     }
+}
+
+/// `a op b` for a bitwise operation or a shift: integers only (`&`, `|` and
+/// `^` of two conditions are `and`, `or` and `!=`), folded on literals.
+fn bitwise(op: BinOp, a: Expr, b: Expr, span: Span) -> R<Expr> {
+    let t = a.dtype();
+    if t.is_bool() {
+        return match op {
+            BinOp::BitAnd => Ok(Expr::binary(BinOp::And, a, b)),
+            BinOp::BitOr => Ok(Expr::binary(BinOp::Or, a, b)),
+            BinOp::BitXor => Ok(Expr::binary(BinOp::Ne, a, b)),
+            _ => Err(Diagnostic::at(span, "a shift of a boolean is not allowed")),
+        };
+    }
+    if !t.is_int() {
+        return Err(Diagnostic::at(span, format!("bitwise operations and shifts need integer operands, not {t}")));
+    }
+    if let (BinOp::Shl | BinOp::Shr, Some(s)) = (op, b.as_int()) {
+        let bits = t.bytes() as i64 * 8;
+        if !(0..bits).contains(&s) {
+            return Err(Diagnostic::at(span, format!("shifting {t} by {s}: the amount must be in 0..{bits}")));
+        }
+    }
+    Ok(Expr::folded(op, a, b))
+}
+
+/// `~a`: every bit of an integer flipped (`a ^ all ones`), `not` of a
+/// condition.
+fn invert(a: Expr, span: Span) -> R<Expr> {
+    let t = a.dtype();
+    if t.is_bool() {
+        return Ok(Expr::Not(Box::new(a)));
+    }
+    if !t.is_int() {
+        return Err(Diagnostic::at(span, format!("`~` needs an integer operand, not {t}")));
+    }
+    let ones = match t {
+        DType::UInt(bits) if bits < 64 => (1i64 << bits) - 1,
+        _ => -1,
+    };
+    Ok(Expr::folded(BinOp::BitXor, a, Expr::Int(ones, t)))
 }
