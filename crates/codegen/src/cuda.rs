@@ -1858,6 +1858,13 @@ impl Gen {
                             format!("({x} {sym} {y})")
                         });
                     }
+                    // float16 and bfloat16: compared in float (C++ has no
+                    // unambiguous `max` for them), rounded back exactly.
+                    BinOp::Min | BinOp::Max if matches!(t, DType::F16 | DType::BFloat16) => {
+                        let f = if *op == BinOp::Min { "fminf" } else { "fmaxf" };
+                        let (x, y) = (self.expr_prec(a, 9)?, self.expr_prec(b, 9)?);
+                        return Ok(format!("(({})({f}((float){x}, (float){y})))", ctype(t)?));
+                    }
                     BinOp::Min | BinOp::Max => {
                         let f = match (op, t) {
                             (BinOp::Min, DType::Float(32)) => "fminf",

@@ -1237,7 +1237,7 @@ fn int_op(op: BinOp, t: DType, out: &mut [i64], y: &[i64]) -> R {
 fn bitwise(op: BinOp, a: i64, b: i64, t: DType) -> Result<i64, SimError> {
     let bits = t.bytes() as i64 * 8;
     if matches!(op, BinOp::Shl | BinOp::Shr) && !(0..bits).contains(&b) {
-        return Err(format!("shifting {t} by {b}, outside 0..{bits}"));
+        return Err(format!("shifting {t} by {b}, not from 0 to {}", bits - 1));
     }
     tirc_ir::expr::bitwise(op, a, b).ok_or_else(|| format!("a shift by {b}"))
 }

@@ -609,7 +609,10 @@ fn bitwise(op: BinOp, a: Expr, b: Expr, span: Span) -> R<Expr> {
     if let (BinOp::Shl | BinOp::Shr, Some(s)) = (op, b.as_int()) {
         let bits = t.bytes() as i64 * 8;
         if !(0..bits).contains(&s) {
-            return Err(Diagnostic::at(span, format!("shifting {t} by {s}: the amount must be in 0..{bits}")));
+            return Err(Diagnostic::at(
+                span,
+                format!("shifting {t} by {s}: the amount must be from 0 to {}", bits - 1),
+            ));
         }
     }
     Ok(Expr::folded(op, a, b))
