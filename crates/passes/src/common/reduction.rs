@@ -335,7 +335,18 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
     // holds. Anything else (two different conditions, a component taking
     // the other side) depends on the order of the elements.
     let is = |e: &Expr, v: &Var| matches!(e, Expr::Var(x) if x == v);
-    let mut shared: Option<(Expr, bool)> = None;
+    // A condition that already breaks ties by the index (`c or (a == b and
+    // ..)`: `rfactor`'s write-back, built below, and TOPI's argmax) and its
+    // comparison `c`.
+    fn tie_break(cond: &Expr) -> Option<&Expr> {
+        match cond {
+            Expr::Binary(BinOp::Or, c, t) if matches!(&**t, Expr::Binary(BinOp::And, e, _) if matches!(&**e, Expr::Binary(BinOp::Eq, ..))) => {
+                Some(c)
+            }
+            _ => None,
+        }
+    }
+    let mut sides = Vec::new();
     for (c, e) in combine.iter().enumerate() {
         let Expr::Select(cond, x, y) = e else { return None };
         let left_first = if is(x, &lhs[c]) && is(y, &rhs[c]) {
@@ -345,21 +356,40 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
         } else {
             return None;
         };
-        match &shared {
-            None => shared = Some(((**cond).clone(), left_first)),
-            Some((first, side)) if same_expr(first, cond) && *side == left_first => {}
-            Some(_) => return None,
+        sides.push(((**cond).clone(), left_first));
+    }
+    // Every component takes the same side under one condition. The one
+    // exception: the tie-broken condition in some components and its bare
+    // comparison in the component it compares (TOPI's argmax: `idx = val >
+    // x or (val == x and idx < k) ? idx : k`, `val = val > x ? val : x`),
+    // where on a tie both sides of that component are equal, so either
+    // condition picks the same value.
+    let full = sides.iter().find(|(c, _)| tie_break(c).is_some()).map(|(c, _)| c.clone());
+    let (cond, left_first) = sides.first()?.clone();
+    let cond = full.unwrap_or(cond);
+    for (c, (own, side)) in sides.iter().enumerate() {
+        if *side != left_first {
+            return None;
+        }
+        if same_expr(own, &cond) {
+            continue;
+        }
+        let bare = tie_break(&cond).filter(|b| same_expr(b, own));
+        let compares_itself = matches!(bare, Some(Expr::Binary(_, a, b))
+            if (is(a, &lhs[c]) && is(b, &rhs[c])) || (is(a, &rhs[c]) && is(b, &lhs[c])));
+        if !compares_itself {
+            return None;
         }
     }
-    let (cond, left_first) = shared?;
-    // A combination that already breaks ties by the index (`rfactor`'s
-    // write-back, built below) is taken as it is.
-    let tie_broken = matches!(&cond, Expr::Binary(BinOp::Or, _, t)
-        if matches!(&**t, Expr::Binary(BinOp::And, e, _) if matches!(&**e, Expr::Binary(BinOp::Eq, ..))));
-    let base = match &cond {
-        Expr::Binary(BinOp::Or, c, _) if tie_broken => (**c).clone(),
-        c => c.clone(),
-    };
+    let combine: Vec<Expr> = combine
+        .into_iter()
+        .map(|e| match e {
+            Expr::Select(_, t, f) => Expr::Select(Box::new(cond.clone()), t, f),
+            e => e,
+        })
+        .collect();
+    let tie_broken = tie_break(&cond).is_some();
+    let base = tie_break(&cond).unwrap_or(&cond).clone();
     let Expr::Binary(op, a, b) = &base else { return None };
     let ordered = (0..outs.len()).any(|k| (is(a, &lhs[k]) && is(b, &rhs[k])) || (is(a, &rhs[k]) && is(b, &lhs[k])));
     if !matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge) || !ordered {
