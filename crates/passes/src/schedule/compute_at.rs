@@ -20,7 +20,11 @@
 //!    would no longer run before it).
 //! 4. The producer runs before its consumers in the current order.
 //! 5. The block accesses each such buffer at its iteration variables
-//!    (`X[v0, v1]`), so a region of the buffer is a range of each variable.
+//!    (`X[v0, v1]`), so a region of the buffer is a range of each variable;
+//!    or a dimension at two of them fused, `X[v0 * n + v1]` with `v1` over
+//!    `0..n` (a reshape, a pooling window's rows), where the region of that
+//!    dimension is whole rows of `v1` or part of one row, so that it is a
+//!    range of each of the two exactly.
 //! 6. The region has a size in each dimension: a constant, an expression
 //!    of the function's run-time sizes (a row of `n` elements), or, where
 //!    it depends on the loops outside, a largest value, to which it is
@@ -192,18 +196,24 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
                     (Expr::Var(v), Some(1)) => r.block.iter_vars.iter().position(|iv| &iv.var == v),
                     _ => None,
                 };
-                let Some(vi) = vi else {
-                    return Err(ScheduleError::new(format!(
-                        "block `{block}` does not access `{}` at its iteration variables in dimension {d}, so the region it must cover cannot be mapped to them",
-                        buf.name()
-                    )));
-                };
-                ranges[vi] = Some(match &ranges[vi] {
-                    None => dims[d].clone(),
-                    Some(old) => union(old, &dims[d]).ok_or_else(|| {
-                        ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name()))
+                let found: Vec<(usize, (Expr, Expr))> = match vi {
+                    Some(vi) => vec![(vi, dims[d].clone())],
+                    None => fused_ranges(rg, &r.block.iter_vars, &dims[d], &an).ok_or_else(|| {
+                        ScheduleError::new(format!(
+                            "block `{block}` does not access `{}` at its iteration variables in dimension {d}, so the region it must cover cannot be mapped to them",
+                            buf.name()
+                        ))
+                        .help("index each dimension by one iteration variable, or by `v0 * n + v1` with `v1` over 0..n and a region of whole rows of `v1` or within one")
                     })?,
-                });
+                };
+                for (vi, range) in found {
+                    ranges[vi] = Some(match &ranges[vi] {
+                        None => range,
+                        Some(old) => union(old, &range).ok_or_else(|| {
+                            ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name()))
+                        })?,
+                    });
+                }
             }
         }
     }
@@ -317,6 +327,49 @@ fn block_regions(b: &BlockRealize) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
     } else {
         (b.block.reads.clone(), b.block.writes.clone())
     }
+}
+
+/// The ranges of two iteration variables that a dimension indexes fused,
+/// `v0 * n + v1` (a reshape, a pooling window's rows), with `v1` over
+/// `0..n`, for the region `[lo, hi]` of that dimension, where it is exactly
+/// a box of them: whole runs of `v1` (`lo` and `hi + 1` multiples of `n`:
+/// `v0` over `lo // n ..= hi // n`, `v1` over all of it), or a part of one
+/// (`lo // n == hi // n`: `v0` that one value, `v1` over `lo % n ..= hi %
+/// n`). `None` for any other index or region.
+fn fused_ranges(
+    rg: &tirc_ir::Range,
+    ivs: &[tirc_ir::stmt::IterVar],
+    (lo, hi): &(Expr, Expr),
+    an: &Analyzer,
+) -> Option<Vec<(usize, (Expr, Expr))>> {
+    if rg.extent.as_int() != Some(1) {
+        return None;
+    }
+    let pos = |v: &Var| ivs.iter().position(|iv| &iv.var == v);
+    // `v0 * n + v1` or `v1 + v0 * n`.
+    let Expr::Binary(BinOp::Add, a, b) = &rg.min else { return None };
+    let split = |x: &Expr, y: &Expr| -> Option<(usize, i64, usize)> {
+        let Expr::Binary(BinOp::Mul, v0, n) = x else { return None };
+        let (Expr::Var(v0), Some(n), Expr::Var(v1)) = (&**v0, n.as_int(), y) else { return None };
+        Some((pos(v0)?, n, pos(v1)?))
+    };
+    let (o, n, i) = split(a, b).or_else(|| split(b, a))?;
+    let inner = &ivs[i].dom;
+    if o == i || n < 1 || inner.min.as_int() != Some(0) || inner.extent.as_int() != Some(n) {
+        return None;
+    }
+    let c = Expr::int(n);
+    let is_zero = |e: Expr| an.simplify(&e).as_int() == Some(0);
+    let div = |e: &Expr| an.simplify(&Expr::binary(BinOp::FloorDiv, e.clone(), c.clone()));
+    let rem = |e: &Expr| an.simplify(&Expr::binary(BinOp::FloorMod, e.clone(), c.clone()));
+    let (olo, ohi) = (div(lo), div(hi));
+    if is_zero(rem(lo)) && is_zero(rem(&(hi.clone() + Expr::int(1)))) {
+        return Some(vec![(o, (olo, ohi)), (i, (Expr::int(0), Expr::int(n - 1)))]);
+    }
+    if is_zero(olo.clone() - ohi.clone()) {
+        return Some(vec![(o, (olo.clone(), olo)), (i, (rem(lo), rem(hi)))]);
+    }
+    None
 }
 
 /// An analyzer that knows the range of every loop with constant bounds.
