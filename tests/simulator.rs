@@ -360,7 +360,7 @@ def f(A: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), C: T.Buffer((4, 
     C[tx, 2] = T.copysign(T.float32(3), A[tx])
     C[tx, 3] = T.trunc(A[tx])
     C[tx, 4] = T.Select(T.isnan(A[tx] * T.float32("inf") * T.float32(0)), T.float32(1), T.float32(0))
-    C[tx, 5] = T.Select(T.isinf(A[tx] * T.float32("inf")), T.float32(1), T.float32(0)) + T.Select(T.isfinite(A[tx]), T.float32(2), T.float32(0))
+    C[tx, 5] = T.Select(T.isinf(A[tx] * T.float32("inf")), T.float32(1), T.float32(0)) + T.Select(T.isfinite(A[tx]), T.float32(2), T.float32(0)) + T.Select(T.isnan(I[tx]) or T.isinf(I[tx]), T.float32(8), T.float32(0))
     C[tx, 6] = T.atan2(A[tx], T.float32(-1))
     C[tx, 7] = T.exp2(A[tx]) + T.log2(T.fabs(A[tx]))
     J[tx] = T.truncmod(I[tx], 3) * 100 + T.truncdiv(I[tx], 3)
@@ -380,7 +380,7 @@ def f(A: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), C: T.Buffer((4, 
     assert_eq!(row(2), vec![3.0, -3.0, 3.0, -3.0], "copysign");
     assert_eq!(row(3), vec![2.0, -5.0, 0.0, -1.0], "trunc");
     assert_eq!(row(4), vec![1.0; 4], "isnan of inf * 0");
-    assert_eq!(row(5), vec![3.0; 4], "isinf of a * inf, isfinite of a");
+    assert_eq!(row(5), vec![3.0; 4], "isinf of a * inf, isfinite of a, an integer neither NaN nor infinite");
     for (t, x) in a.iter().enumerate() {
         let x = *x as f64;
         assert!((c[t * 8 + 6] - x.atan2(-1.0)).abs() < 1e-6, "atan2");

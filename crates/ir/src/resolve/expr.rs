@@ -392,8 +392,12 @@ impl FuncResolver<'_> {
                 arity(1)?;
                 let x = self.expr(pos[0])?;
                 let t = x.dtype();
+                // An integer is never a NaN nor infinite (TVM folds these).
+                if t.is_int() {
+                    return Ok(Expr::bool(name == "isfinite"));
+                }
                 if !t.is_float() {
-                    return Err(Diagnostic::at(span, format!("`{f}` needs a float argument")));
+                    return Err(Diagnostic::at(span, format!("`{f}` needs a number argument")));
                 }
                 let inf = Expr::Float(f64::INFINITY, t);
                 let abs = Expr::Call(Intrinsic::Fabs, vec![x.clone()]);
