@@ -24,7 +24,11 @@
 //!    or a dimension at two of them fused, `X[v0 * n + v1]` with `v1` over
 //!    `0..n` (a reshape, a pooling window's rows), where the region of that
 //!    dimension is whole rows of `v1` or part of one row, so that it is a
-//!    range of each of the two exactly.
+//!    range of each of the two exactly; or, for `compute_at`, a variable
+//!    split over two dimensions, `X[v // n, .., v % n]` (a blocked layout
+//!    from `transform_layout`), where the region is whole blocks of `n` or
+//!    part of one (a remainder's range that wraps is taken whole, so the
+//!    producer may compute some elements again, to the same values).
 //! 6. The region has a size in each dimension: a constant, an expression
 //!    of the function's run-time sizes (a row of `n` elements), or, where
 //!    it depends on the loops outside, a largest value, to which it is
@@ -191,7 +195,29 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     let mut ranges: Vec<Option<(Expr, Expr)>> = vec![None; r.block.iter_vars.len()];
     for (buf, dims) in &need {
         for reg in my_regs.iter().filter(|g| &g.buffer == buf) {
+            // A variable split over two dimensions, `v // n` and `v % n`
+            // (a blocked layout): its quotient's and remainder's ranges,
+            // joined once both are known.
+            let mut halves: Vec<(usize, i64, Option<Span2>, Option<Span2>)> = Vec::new();
             for (d, rg) in reg.region.iter().enumerate() {
+                // Only where the block moved is the producer: the remainder's
+                // range is relaxed whole wherever it wraps, so the joined range
+                // may cover more than is needed, which a producer computes
+                // again to the same values but a consumer would compute before
+                // its inputs exist.
+                if let Some((vi, n, is_div)) = split_index(rg, &r.block.iter_vars).filter(|_| producer) {
+                    let k = match halves.iter().position(|h| h.0 == vi && h.1 == n) {
+                        Some(k) => k,
+                        None => {
+                            halves.push((vi, n, None, None));
+                            halves.len() - 1
+                        }
+                    };
+                    let slot = if is_div { &mut halves[k].2 } else { &mut halves[k].3 };
+                    if slot.replace(dims[d].clone()).is_none() {
+                        continue;
+                    }
+                }
                 let vi = match (&rg.min, rg.extent.as_int()) {
                     (Expr::Var(v), Some(1)) => r.block.iter_vars.iter().position(|iv| &iv.var == v),
                     _ => None,
@@ -214,6 +240,24 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
                         })?,
                     });
                 }
+            }
+            for (vi, n, q, m) in halves {
+                let range = match (q, m) {
+                    (Some(q), Some(m)) => joined_range(n, &q, &m, &an),
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    ScheduleError::new(format!(
+                        "block `{block}` accesses `{}` at `{0} // {n}` and `{0} % {n}` of variable `{0}`, but the region needed is not a range of it",
+                        r.block.iter_vars[vi].var.name()
+                    ))
+                })?;
+                ranges[vi] = Some(match &ranges[vi] {
+                    None => range,
+                    Some(old) => union(old, &range).ok_or_else(|| {
+                        ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name()))
+                    })?,
+                });
             }
         }
     }
@@ -368,6 +412,38 @@ fn fused_ranges(
     }
     if is_zero(olo.clone() - ohi.clone()) {
         return Some(vec![(o, (olo.clone(), olo)), (i, (rem(lo), rem(hi)))]);
+    }
+    None
+}
+
+/// A range of one dimension, both ends included.
+type Span2 = (Expr, Expr);
+
+/// `v // n` (`true`) or `v % n` (`false`) of an iteration variable `v`, a
+/// positive constant `n`: one of the two dimensions a blocked layout
+/// (`transform_layout` to `(j // 4, i, j % 4)`) splits `v` into.
+fn split_index(rg: &tirc_ir::Range, ivs: &[tirc_ir::stmt::IterVar]) -> Option<(usize, i64, bool)> {
+    if rg.extent.as_int() != Some(1) {
+        return None;
+    }
+    let Expr::Binary(op @ (BinOp::FloorDiv | BinOp::FloorMod), v, n) = &rg.min else { return None };
+    let (Expr::Var(v), Some(n)) = (&**v, n.as_int()) else { return None };
+    let vi = ivs.iter().position(|iv| &iv.var == v)?;
+    (n > 0).then_some((vi, n, *op == BinOp::FloorDiv))
+}
+
+/// The range of `v` whose quotient by `n` runs over `q` and remainder over
+/// `m`, where that is exactly a range: whole runs of the remainder (`m` is
+/// `0..n`), or one quotient.
+fn joined_range(n: i64, q: &(Expr, Expr), m: &(Expr, Expr), an: &Analyzer) -> Option<(Expr, Expr)> {
+    let c = Expr::int(n);
+    let is = |e: &Expr, k: i64| an.simplify(e).as_int() == Some(k);
+    if is(&m.0, 0) && is(&m.1, n - 1) {
+        return Some((an.simplify(&(q.0.clone() * c.clone())), an.simplify(&(q.1.clone() * c + Expr::int(n - 1)))));
+    }
+    if is(&(q.1.clone() - q.0.clone()), 0) {
+        let base = q.0.clone() * c;
+        return Some((an.simplify(&(base.clone() + m.0.clone())), an.simplify(&(base + m.1.clone()))));
     }
     None
 }
