@@ -147,6 +147,24 @@ impl Compiled {
             Some(s) => d.or_at(s).label("the function whose size this is"),
             None => d,
         };
+        // A buffer with no elements at these sizes (an extent `n - 1` at
+        // n = 1) would launch an empty grid, or none: named with the sizes.
+        for b in &self.original.params {
+            let sized = b.specialize(&values);
+            for (e, x) in b.shape().iter().zip(sized.shape()) {
+                if let Some(x) = x.as_int().filter(|x| *x < 1) {
+                    let given: Vec<String> =
+                        values.iter().filter(|(v, _)| e.uses(v)).map(|(v, x)| format!("{} = {x}", v.name())).collect();
+                    return Err(at(Diagnostic::new(format!(
+                        "with {} buffer `{}` has no elements: its extent `{}` is {x}",
+                        given.join(", "),
+                        b.name(),
+                        tirc_ir::printer::print_expr(e)
+                    ))
+                    .help("give sizes that leave every buffer at least one element")));
+                }
+            }
+        }
         let specialized = self.original.specialize(&values);
         check_bound(&specialized).map_err(|m| at(Diagnostic::new(m)))?;
         self.original = specialized;

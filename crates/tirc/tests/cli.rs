@@ -435,6 +435,25 @@ fn run_time_sizes_are_kernel_arguments_given_by_d() {
     }
 }
 
+/// Sizes that leave a buffer with no elements (`n - 1` at n = 1) are bad
+/// input named with the sizes, at the function, not an internal error of
+/// a launch of extent 0; one element more runs and checks.
+#[test]
+fn sizes_that_empty_a_buffer_are_named() {
+    let f = "tests/data/sizes/shrunk.tir";
+    for (arg, message) in [("n=1", "with n = 1 buffer `A` has no elements: its extent `n - 1` is 0"), ("n=2", "")] {
+        let o = tirc(&["run", f, "--target", "sim", "-D", arg]);
+        if message.is_empty() {
+            assert_eq!(code(&o), 0, "{}", stderr(&o));
+            assert!(stdout(&o).contains("check: ok"), "{}", stdout(&o));
+        } else {
+            assert_eq!(code(&o), 1, "{}", stderr(&o));
+            assert!(stderr(&o).contains(message) && stderr(&o).contains("shrunk.tir:"), "{}", stderr(&o));
+            assert!(!stderr(&o).contains("internal error"), "{}", stderr(&o));
+        }
+    }
+}
+
 /// A reader that stops early (`tirc lower ... | head`) ends tirc quietly,
 /// by SIGPIPE, not with a panic at the next print.
 #[cfg(unix)]
