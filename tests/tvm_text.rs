@@ -66,3 +66,16 @@ fn tvm_test_idioms_mean_what_tvm_means() {
         tirc::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, 3).unwrap_or_else(|e| panic!("{e}"));
     assert!(e.rel_err <= tol, "rel_err {:.3e}", e.rel_err);
 }
+
+/// A thread index that TVM's common-subexpression pass binds to a variable
+/// (`cse_var_1: T.int32 = blockIdx_x * 32 + threadIdx_x`) is seen through:
+/// each thread stores its own element, not a race, and the result checks.
+#[test]
+fn a_let_bound_thread_index_is_each_threads_own_element() {
+    let src = read(&root().join("tests/data/tvm/cse_thread_index.tir"));
+    let c = tirc::compile::compile(&src, &tirc::compile::Request::default())
+        .unwrap_or_else(|d| panic!("{}", d[0].render("cse_thread_index.tir", &src)));
+    let (e, tol) = tirc::verify::sim_check_with(&c.original, &c.kernels[0].lowered, 3, Default::default())
+        .unwrap_or_else(|m| panic!("{m}"));
+    assert!(e.rel_err <= tol, "rel_err {:.3e}", e.rel_err);
+}

@@ -85,9 +85,13 @@ fn walk(
         Stmt::Store { buffer, indices, value } if matches!(buffer.scope(), Scope::Global | Scope::Shared) => {
             let mut reads = false;
             value.walk(&mut |e| reads |= matches!(e, Expr::Load(b, _) if b.key() == buffer.key()));
+            // Through the lets (`cse_var_1: T.int32 = threadIdx_x`, as TVM's
+            // common-subexpression pass prints), indices and conditions too.
             let value = tirc_ir::subst::substitute(value, lets);
+            let indices: Vec<Expr> = indices.iter().map(|i| tirc_ir::subst::substitute(i, lets)).collect();
+            let conds: Vec<Expr> = conds.iter().map(|c| tirc_ir::subst::substitute(c, lets)).collect();
             for (v, name, extent) in threads.iter() {
-                if !indices.iter().any(|i| i.uses(v)) && several_pass(v, *extent, conds) && (reads || value.uses(v)) {
+                if !indices.iter().any(|i| i.uses(v)) && several_pass(v, *extent, &conds) && (reads || value.uses(v)) {
                     *found = Some((buffer.name().to_string(), name.clone(), reads));
                     return;
                 }
