@@ -255,6 +255,12 @@ impl FuncResolver<'_> {
         if is_literal(&a) {
             return Ok((retype(a, tb), b));
         }
+        // Signed integers of two widths meet in the wider, as TVM matches
+        // them (`T.Cast("int64", tx) + i` with `i` an int32 loop variable):
+        // widening keeps every value.
+        if let (DType::Int(x), DType::Int(y)) = (ta, tb) {
+            return Ok(if x < y { (Expr::Cast(tb, Box::new(a)), b) } else { (a, Expr::Cast(ta, Box::new(b))) });
+        }
         Err(Diagnostic::at(span, format!("operands have different types, {ta} and {tb}"))
             .help(format!("convert one with `T.Cast(\"{ta}\", ...)`")))
     }

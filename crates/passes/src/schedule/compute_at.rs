@@ -13,7 +13,8 @@
 //!
 //! Preconditions, checked in this order:
 //! 1. The block and the loop are in the function, and the loop is not
-//!    around the block already.
+//!    around the block already; no two of the block's iteration variables
+//!    are bound to the same value.
 //! 2. The block's loops hold nothing but the block (they move with it).
 //! 3. Under the loop, some block reads (writes) a buffer that the block
 //!    writes (reads), and no block outside the loop does (or the moved block
@@ -67,6 +68,23 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
     let path = root.loops_above(block).unwrap_or_default();
     if path.iter().any(|x| &x.var == lp) {
         return Err(ScheduleError::new(format!("loop `{}` is already around block `{block}`", lp.name())));
+    }
+    // Two iteration variables bound to one value (`vi, vr =
+    // T.axis.remap("SR", [i, r])` written twice) run the block once per
+    // value of their loops; moved, each would get loops of its own, and the
+    // block would run once per pair of values.
+    for (a, x) in r.iter_values.iter().enumerate() {
+        if !x.has_var() {
+            continue;
+        }
+        if let Some(b) = r.iter_values[..a].iter().position(|y| tirc_ir::structural_eq::same_expr(x, y)) {
+            return Err(ScheduleError::new(format!(
+                "block `{block}` binds iteration variables `{}` and `{}` to the same value `{}`: moved, they would take their values apart",
+                r.block.iter_vars[b].var.name(),
+                r.block.iter_vars[a].var.name(),
+                tirc_ir::printer::print_expr(x)
+            )));
+        }
     }
     // 2. The outermost loop whose body is a perfect nest down to the block.
     let mut subtree: Option<Var> = None;
