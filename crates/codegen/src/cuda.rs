@@ -1920,40 +1920,10 @@ impl Gen {
             }
             Expr::Call(i, args) => {
                 let f32_ = args.first().is_some_and(|a| a.dtype() == DType::F32);
+                // CUDA's math functions have TVMScript's names (`expf` for
+                // float32 below).
                 let base = match i {
-                    Intrinsic::Exp => "exp",
-                    Intrinsic::Log => "log",
-                    Intrinsic::Sqrt => "sqrt",
-                    Intrinsic::Rsqrt => "rsqrt",
-                    Intrinsic::Tanh => "tanh",
                     Intrinsic::Abs | Intrinsic::Fabs => "fabs",
-                    Intrinsic::Floor => "floor",
-                    Intrinsic::Ceil => "ceil",
-                    Intrinsic::Round => "round",
-                    Intrinsic::Pow => "pow",
-                    Intrinsic::Sin => "sin",
-                    Intrinsic::Cos => "cos",
-                    Intrinsic::Erf => "erf",
-                    Intrinsic::Exp2 => "exp2",
-                    Intrinsic::Exp10 => "exp10",
-                    Intrinsic::Log2 => "log2",
-                    Intrinsic::Log10 => "log10",
-                    Intrinsic::Log1p => "log1p",
-                    Intrinsic::Trunc => "trunc",
-                    Intrinsic::Nearbyint => "nearbyint",
-                    Intrinsic::Tan => "tan",
-                    Intrinsic::Asin => "asin",
-                    Intrinsic::Acos => "acos",
-                    Intrinsic::Atan => "atan",
-                    Intrinsic::Sinh => "sinh",
-                    Intrinsic::Cosh => "cosh",
-                    Intrinsic::Asinh => "asinh",
-                    Intrinsic::Acosh => "acosh",
-                    Intrinsic::Atanh => "atanh",
-                    Intrinsic::Atan2 => "atan2",
-                    Intrinsic::Hypot => "hypot",
-                    Intrinsic::Copysign => "copysign",
-                    Intrinsic::Fmod => "fmod",
                     Intrinsic::Sigmoid => {
                         let x = self.expr(&args[0])?;
                         return Ok(if f32_ {
@@ -1963,6 +1933,7 @@ impl Gen {
                         });
                     }
                     Intrinsic::Likely | Intrinsic::CpAsync => unreachable!("handled above"),
+                    i => i.name(),
                 };
                 let int_abs = *i == Intrinsic::Abs && args.first().is_some_and(|a| a.dtype().is_int());
                 let name = if int_abs {

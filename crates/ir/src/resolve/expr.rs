@@ -265,6 +265,21 @@ impl FuncResolver<'_> {
             .help(format!("convert one with `T.Cast(\"{ta}\", ...)`")))
     }
 
+    /// The two operands of an integer division `f(a, b)`, of one type, `b`
+    /// not a literal 0.
+    fn divisor_operands(&mut self, f: &str, pos: &[&ast::Expr], span: Span) -> R<(Expr, Expr)> {
+        let a = self.expr(pos[0])?;
+        let b = self.expr(pos[1])?;
+        let (a, b) = self.unify(a, b, span)?;
+        if !a.dtype().is_int() {
+            return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
+        }
+        if b.as_int() == Some(0) {
+            return Err(Diagnostic::at(pos[1].span, "division by zero"));
+        }
+        Ok((a, b))
+    }
+
     pub(crate) fn binary(&self, op: ast::BinOp, a: Expr, b: Expr, span: Span) -> R<Expr> {
         use ast::BinOp as A;
         let (a, b) = self.unify(a, b, span)?;
@@ -380,15 +395,7 @@ impl FuncResolver<'_> {
             // b) * b`.
             "truncmod" => {
                 arity(2)?;
-                let a = self.expr(pos[0])?;
-                let b = self.expr(pos[1])?;
-                let (a, b) = self.unify(a, b, span)?;
-                if !a.dtype().is_int() {
-                    return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
-                }
-                if b.as_int() == Some(0) {
-                    return Err(Diagnostic::at(pos[1].span, "division by zero"));
-                }
+                let (a, b) = self.divisor_operands(&f, &pos, span)?;
                 let q = Expr::folded(BinOp::Div, a.clone(), b.clone());
                 Ok(Expr::folded(BinOp::Sub, a, Expr::folded(BinOp::Mul, q, b)))
             }
@@ -434,15 +441,7 @@ impl FuncResolver<'_> {
             }
             "ceildiv" => {
                 arity(2)?;
-                let a = self.expr(pos[0])?;
-                let b = self.expr(pos[1])?;
-                let (a, b) = self.unify(a, b, span)?;
-                if !a.dtype().is_int() {
-                    return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
-                }
-                if b.as_int() == Some(0) {
-                    return Err(Diagnostic::at(pos[1].span, "division by zero"));
-                }
+                let (a, b) = self.divisor_operands(&f, &pos, span)?;
                 // ceil(a / b) = floor((a + b - 1) / b) for a positive divisor.
                 let t = a.dtype();
                 let num = Expr::folded(BinOp::Sub, Expr::folded(BinOp::Add, a, b.clone()), Expr::Int(1, t));
