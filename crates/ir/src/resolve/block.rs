@@ -37,6 +37,17 @@ impl FuncResolver<'_> {
         let mut init = None;
         let mut rest = body;
         while let Some((s, tail)) = rest.split_first() {
+            // A window `X = T.match_buffer(B[..], ..)` may stand before
+            // `T.init()` or the block's own buffers, as TVM prints
+            // blockize's and tensorize's blocks: bound here, it is in scope
+            // for the init and the body.
+            if is_window(s) && tail.iter().any(|t| is_init(t) || is_block_alloc(t)) {
+                if let Err(e) = self.stmt(s) {
+                    self.errors.push(e);
+                }
+                rest = tail;
+                continue;
+            }
             if !self.block_header_stmt(
                 s,
                 &mut iter_vars,
@@ -669,4 +680,28 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
         }
     }
     Ok(())
+}
+
+/// `X = T.match_buffer(B[..], ..)`: a window on a region.
+fn is_window(s: &ast::Stmt) -> bool {
+    let StmtKind::Assign { targets, value } = &s.kind else { return false };
+    let ExprKind::Call { func, args } = &value.kind else { return false };
+    targets.len() == 1
+        && dotted(func).as_deref() == Some("T.match_buffer")
+        && matches!(args.first(), Some(Arg::Positional(ast::Expr { kind: ExprKind::Subscript { .. }, .. })))
+}
+
+/// `with T.init():`.
+fn is_init(s: &ast::Stmt) -> bool {
+    let StmtKind::With { items, .. } = &s.kind else { return false };
+    items.len() == 1
+        && matches!(&items[0].context.kind, ExprKind::Call { func, .. } if dotted(func).as_deref() == Some("T.init"))
+}
+
+/// `X = T.alloc_buffer(..)` (or `T.sblock_alloc_buffer`): a buffer of the
+/// block's own.
+fn is_block_alloc(s: &ast::Stmt) -> bool {
+    let StmtKind::Assign { value, .. } = &s.kind else { return false };
+    let ExprKind::Call { func, .. } = &value.kind else { return false };
+    matches!(dotted(func).as_deref(), Some("T.alloc_buffer" | "T.sblock_alloc_buffer"))
 }

@@ -578,7 +578,7 @@ impl FuncResolver<'_> {
         })
     }
 
-    fn stmt(&mut self, s: &ast::Stmt) -> R<Stmt> {
+    pub(crate) fn stmt(&mut self, s: &ast::Stmt) -> R<Stmt> {
         match &s.kind {
             StmtKind::Pass => Ok(Stmt::NoOp),
             StmtKind::Expr(e) => self.expr_stmt(e),
