@@ -251,12 +251,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
                     })?,
                 };
                 for (vi, range) in found {
-                    ranges[vi] = Some(match &ranges[vi] {
-                        None => range,
-                        Some(old) => union(old, &range).ok_or_else(|| {
-                            ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name()))
-                        })?,
-                    });
+                    widen(&mut ranges[vi], range, buf)?;
                 }
             }
             for (vi, n, q, m) in halves {
@@ -270,12 +265,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
                         r.block.iter_vars[vi].var.name()
                     ))
                 })?;
-                ranges[vi] = Some(match &ranges[vi] {
-                    None => range,
-                    Some(old) => union(old, &range).ok_or_else(|| {
-                        ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name()))
-                    })?,
-                });
+                widen(&mut ranges[vi], range, buf)?;
             }
         }
     }
@@ -389,6 +379,16 @@ fn block_regions(b: &BlockRealize) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
     } else {
         (b.block.reads.clone(), b.block.writes.clone())
     }
+}
+
+/// `range` added to what a variable's range already holds, as one range.
+fn widen(held: &mut Option<Span2>, range: Span2, buf: &Buffer) -> Result<()> {
+    *held = Some(match held.take() {
+        None => range,
+        Some(old) => union(&old, &range)
+            .ok_or_else(|| ScheduleError::new(format!("the regions needed of `{}` cannot be merged", buf.name())))?,
+    });
+    Ok(())
 }
 
 /// The ranges of two iteration variables that a dimension indexes fused,
