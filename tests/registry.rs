@@ -57,7 +57,7 @@ fn refusals_have_named_kinds() {
         ("    sch.cache_read(C, 7, \"shared\")\n", ErrorKind::BadArgument),
         ("    sch.parallel(k)\n", ErrorKind::Precondition),
         ("    sch.compute_at(C, i)\n", ErrorKind::Precondition),
-        ("    sch.reindex(C, (\"read\", 0))\n", ErrorKind::Unsupported),
+        ("    sch.merge(i, k)\n", ErrorKind::Unsupported),
         ("    sch.tensorize(k, \"wmma_sync_16x16x16_f16f16f32\")\n", ErrorKind::Precondition),
         ("    sch.tensorize(k, \"wmma_sync_99\")\n", ErrorKind::BadArgument),
         ("    sch.rfactor(i, 0)\n", ErrorKind::Precondition),

@@ -22,6 +22,7 @@ pub mod interp;
 pub mod loop_kind;
 pub mod pad_einsum;
 pub mod registry;
+pub mod reindex;
 pub mod reorder;
 pub mod rfactor;
 pub mod split;

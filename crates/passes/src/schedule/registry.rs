@@ -18,9 +18,9 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reorder,
-    rfactor, split, storage_align, storage_swizzle, tensorize, transform_block_layout, transform_layout, BlockRV,
-    LoopRV, Result, Schedule, ScheduleError,
+    bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reindex,
+    reorder, rfactor, split, storage_align, storage_swizzle, tensorize, transform_block_layout, transform_layout,
+    BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -277,7 +277,34 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
 }
 
 /// Primitives of TVM's schedule that tirc does not implement yet.
-pub const NOT_YET: [&str; 1] = ["reindex"];
+/// TVM's primitives that tirc does not implement yet: named as such when a
+/// schedule calls one, not taken for a misspelling.
+pub const NOT_YET: &[&str] = &[
+    "merge",
+    "loop_partition",
+    "add_unit_loop",
+    "reorder_block_iter_var",
+    "decompose_padding",
+    "can_decompose_padding",
+    "rolling_buffer",
+    "cache_inplace",
+    "cache_index",
+    "reindex_cache_read",
+    "reindex_cache_write",
+    "set_axis_separator",
+    "unsafe_set_dtype",
+    "annotate_buffer_access",
+    "unsafe_hide_buffer_access",
+    "fuse_reduction_epilogue",
+    "read_at",
+    "write_at",
+    "get_output_blocks",
+    "sample_categorical",
+    "sample_perfect_tile",
+    "sample_partitioned_tile",
+    "sample_compute_location",
+    "enter_postproc",
+];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
     r.map(|_| Out::None)
@@ -496,6 +523,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         ],
         step: true,
         apply: |s, a| none(transform_layout::transform_layout(s, a.block(0)?, a.buffer(1)?, a.index_map(2)?)),
+    },
+    Primitive {
+        name: "reindex",
+        params: &[req("block", Kind::Block), req("buffer", Kind::Buffer)],
+        step: true,
+        apply: |s, a| reindex::reindex(s, a.block(0)?, a.buffer(1)?).map(Out::Block),
     },
     Primitive {
         name: "transform_block_layout",
