@@ -11,6 +11,7 @@ mod fmt;
 mod fuzz;
 mod golden;
 mod lower;
+mod metaschedule;
 mod nvrtc_golden;
 mod registry;
 mod roundtrip;

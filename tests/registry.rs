@@ -62,7 +62,7 @@ fn refusals_have_named_kinds() {
         ("    sch.tensorize(k, \"wmma_sync_99\")\n", ErrorKind::BadArgument),
         ("    sch.rfactor(i, 0)\n", ErrorKind::Precondition),
         ("    sch.rfactor(k, 3)\n", ErrorKind::BadArgument),
-        ("    sch.cache_read(C, 0, \"shared\", consumer_blocks=[C])\n", ErrorKind::Unsupported),
+        ("    sch.transform_layout(C, (\"read\", 0), lambda i, k: (i, k), pad_value=0)\n", ErrorKind::Unsupported),
     ];
     for (lines, kind) in cases {
         let diags = match compile_with(lines) {

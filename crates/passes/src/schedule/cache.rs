@@ -19,9 +19,14 @@
 //! 3. The index names one of the block's read (write) buffers.
 //! 4. For `cache_write`, the buffer is written by no other block: the copy
 //!    back would overwrite their results.
-//! 5. For `cache_read`, no block of the loop nest that holds `block` writes
-//!    the buffer (`block` itself included): the copy, placed before that
-//!    nest, would read the buffer before it is written.
+//! 5. For `cache_read`, no block of the loop nests from the first reader
+//!    of the copy to the last writes the buffer (a reader itself included):
+//!    the copy, placed before them, would read the buffer before it is
+//!    written.
+//! 6. For `cache_read` with `consumer_blocks` (TVM's argument: the blocks
+//!    that read the copy; without it, `block` alone), each is a block of
+//!    the root scope that reads the buffer. The copy is placed before the
+//!    first of their loop nests.
 //!
 //! The copy buffer is allocated by the root block; lowering places it at
 //! the lowest loop that covers its uses and compacts it to what is used.
@@ -34,30 +39,62 @@ use tirc_ir::{
     Block, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, IterKind, IterVar, Range, Scope, Stmt, Var,
 };
 
-pub fn cache_read(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str) -> Result<BlockRV> {
+pub fn cache_read(
+    sch: &mut Schedule,
+    block: &BlockRV,
+    index: i64,
+    scope: &str,
+    consumers: Option<&[BlockRV]>,
+) -> Result<BlockRV> {
     let (sc, top, r) = prepare(sch, block, scope)?;
     let reads = block_buffers(&r, true);
     let buf = pick(&reads, index, block, "reads")?;
+    // 6.
+    let consumers: Vec<BlockRV> = match consumers {
+        None => vec![block.clone()],
+        Some(list) => list.to_vec(),
+    };
+    let stmts = root_stmts(&sch.func.body);
+    let mut tops = Vec::new();
+    for c in &consumers {
+        let reads_buf = sch.func.body.find_block(c).is_some_and(|x| block_buffers(x, true).contains(&buf));
+        let at = stmts.iter().position(|s| s.blocks().iter().any(|b| b.block.name == *c));
+        match at {
+            Some(t) if reads_buf && top_level_owner(&sch.func.body, c).as_deref() == Some("root") => tops.push(t),
+            _ => {
+                return Err(ScheduleError::bad_argument(format!(
+                    "consumer block `{c}` is not a block of the root scope that reads `{}`",
+                    buf.name()
+                )))
+            }
+        }
+    }
+    let first = tops.iter().copied().min().unwrap_or(top);
+    let last = tops.iter().copied().max().unwrap_or(top);
     // 5.
-    let nest_of_block = &root_stmts(&sch.func.body)[top];
-    if let Some(w) = nest_of_block.blocks().iter().find(|o| block_buffers(o, false).contains(&buf)) {
-        return Err(ScheduleError::new(format!(
-            "cannot cache the reads of `{}` by block `{block}`: block `{}` writes it in the same loop nest, and the copy would be made before that nest runs",
-            buf.name(),
-            w.block.name
-        ))
-        .help(format!("cache the reads of `{}` before the schedule moves its producer into this nest", buf.name())));
+    for s in &stmts[first..=last] {
+        if let Some(w) = s.blocks().iter().find(|o| block_buffers(o, false).contains(&buf)) {
+            return Err(ScheduleError::new(format!(
+                "cannot cache the reads of `{}` by block `{block}`: block `{}` writes it in a loop nest that reads the copy, and the copy would be made before that nest runs",
+                buf.name(),
+                w.block.name
+            ))
+            .help(format!("cache the reads of `{}` before the schedule moves its producer into this nest", buf.name())));
+        }
     }
     let (copy, name) = new_copy(sch, &buf, sc);
     let nest = copy_nest(&sch.func.body, &name, &buf, &copy, true);
     let mut body = Vec::new();
-    for (i, s) in root_stmts(&sch.func.body).into_iter().enumerate() {
-        if i == top {
+    for (i, mut s) in stmts.into_iter().enumerate() {
+        if i == first {
             body.push(nest.clone());
-            body.push(redirect_block(&s, block, &buf, &copy));
-        } else {
-            body.push(s);
         }
+        for c in &consumers {
+            if tops.contains(&i) {
+                s = redirect_block(&s, c, &buf, &copy);
+            }
+        }
+        body.push(s);
     }
     set_root(sch, body, vec![copy]);
     Ok(name)

@@ -1,4 +1,5 @@
-//! Getters: `get_block`, `get_loops`, `get_child_blocks`.
+//! Getters: `get_block`, `get_loops`, `get_child_blocks`,
+//! `get_output_blocks`.
 //!
 //! Preconditions of `get_block(name)`: 1. exactly one block has that name.
 //! `get_loops(block)` returns the loops between the block's parent block and
@@ -57,6 +58,22 @@ pub fn get_child_blocks(sch: &Schedule, parent: Parent) -> Result<Vec<BlockRV>> 
     };
     let wrapped = Stmt::Seq(vec![s]);
     Ok(child_blocks(&wrapped).into_iter().map(|r| r.block.name.clone()).collect())
+}
+
+/// The blocks directly under block `scope` that write a buffer the function
+/// does not allocate (one of its parameters): TVM's output blocks.
+pub fn get_output_blocks(sch: &Schedule, scope: &BlockRV) -> Result<Vec<BlockRV>> {
+    let children = get_child_blocks(sch, Parent::Block(scope.clone()))?;
+    let params = &sch.func.params;
+    Ok(children
+        .into_iter()
+        .filter(|name| {
+            sch.func
+                .body
+                .find_block(name)
+                .is_some_and(|r| tirc_ir::region::block_buffers(r, false).iter().any(|b| params.contains(b)))
+        })
+        .collect())
 }
 
 pub enum Parent {

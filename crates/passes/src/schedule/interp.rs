@@ -21,6 +21,9 @@ use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 enum Value {
     None,
     Int(i64),
+    /// A float is only passed on (`sample_categorical`'s `probs`, an
+    /// annotation's value): a schedule computes with integers.
+    Float(f64),
     Str(String),
     Bool(bool),
     List(Vec<Value>),
@@ -37,6 +40,7 @@ impl Value {
         match self {
             Value::None => "None",
             Value::Int(_) => "an integer",
+            Value::Float(_) => "a float",
             Value::Str(_) => "a string",
             Value::Bool(_) => "a boolean",
             Value::List(_) => "a list",
@@ -272,7 +276,7 @@ impl Interp<'_> {
             ExprKind::Str(s) => Ok(Value::Str(s.clone())),
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::None => Ok(Value::None),
-            ExprKind::Float(_) => Err(Diagnostic::at(e.span, "a schedule works with integers, not floats")),
+            ExprKind::Float(v) => Ok(Value::Float(*v)),
             ExprKind::Name(n) => self.lookup(n, e.span),
             ExprKind::List(v) => Ok(Value::List(self.exprs(v)?)),
             ExprKind::Tuple(v) => Ok(Value::Tuple(self.exprs(v)?)),
@@ -652,6 +656,8 @@ impl Interp<'_> {
             Out::Blocks(bs) => Value::List(bs.iter().cloned().map(Value::Block).collect()),
             Out::Loop(l) => Value::Loop(l.clone()),
             Out::Loops(ls) => Value::List(ls.iter().cloned().map(Value::Loop).collect()),
+            Out::Int(v) => Value::Int(*v),
+            Out::Ints(vs) => Value::List(vs.iter().copied().map(Value::Int).collect()),
         };
         let step = prim.step.then_some(Step { primitive: prim, args, out });
         Ok((value, step))
@@ -719,6 +725,16 @@ impl Interp<'_> {
                     registry::Arg::Loops(items.iter().map(|x| self.as_loop(x, s)).collect::<R<_>>()?)
                 }
                 (Kind::Loops, _) => return Err(want("a list of loops")),
+                (Kind::Blocks, Value::List(items) | Value::Tuple(items)) => registry::Arg::Blocks(
+                    items
+                        .iter()
+                        .map(|x| match x {
+                            Value::Block(b) | Value::Str(b) => Ok(b.clone()),
+                            o => Err(bad(s, format!("`{}` must be a list of blocks; it holds {}", p.name, o.kind()))),
+                        })
+                        .collect::<R<_>>()?,
+                ),
+                (Kind::Blocks, _) => return Err(want("a list of blocks")),
                 (Kind::Int, Value::Int(i)) => registry::Arg::Int(*i),
                 (Kind::Int, _) => return Err(want("an integer")),
                 (Kind::Bool, Value::Bool(b)) => registry::Arg::Bool(*b),
@@ -802,7 +818,7 @@ impl Interp<'_> {
     fn assigned(&mut self, out: &Out) {
         let mut named: Vec<(String, Option<Var>)> = Vec::new();
         match out {
-            Out::None => {}
+            Out::None | Out::Int(_) | Out::Ints(_) => {}
             Out::Block(b) => named.push((b.clone(), None)),
             Out::Blocks(bs) => named.extend(bs.iter().map(|b| (b.clone(), None))),
             Out::Loop(l) => named.push((l.name().to_string(), Some(l.clone()))),
@@ -857,6 +873,7 @@ fn bind_args(
 fn to_attr(v: &Value) -> Option<Attr> {
     Some(match v {
         Value::Int(i) => Attr::Int(*i),
+        Value::Float(f) => Attr::Float(*f),
         Value::Bool(b) => Attr::Bool(*b),
         Value::Str(s) => Attr::Str(s.clone()),
         Value::List(x) | Value::Tuple(x) => Attr::List(x.iter().map(to_attr).collect::<Option<_>>()?),
@@ -896,6 +913,18 @@ fn compare(op: ast::CmpOp, a: &Value, b: &Value) -> Option<bool> {
         },
         (Value::None, Value::None) => matches!(op, C::Eq | C::Is),
         (_, Value::None) | (Value::None, _) => matches!(op, C::Ne | C::IsNot),
+        // Handles: the same block or loop.
+        (Value::Block(x), Value::Block(y)) if matches!(op, C::Eq | C::Ne | C::Is | C::IsNot) => {
+            (x == y) == matches!(op, C::Eq | C::Is)
+        }
+        (Value::Loop(x), Value::Loop(y)) if matches!(op, C::Eq | C::Ne | C::Is | C::IsNot) => {
+            (x == y) == matches!(op, C::Eq | C::Is)
+        }
+        // Lists and tuples, element by element.
+        (Value::List(x) | Value::Tuple(x), Value::List(y) | Value::Tuple(y)) if matches!(op, C::Eq | C::Ne) => {
+            let same = x.len() == y.len() && x.iter().zip(y).all(|(a, b)| compare(C::Eq, a, b) == Some(true));
+            same == (op == C::Eq)
+        }
         (x, Value::List(items) | Value::Tuple(items)) if matches!(op, C::In | C::NotIn) => {
             let found = items.iter().any(|it| compare(C::Eq, x, it) == Some(true));
             found == (op == C::In)

@@ -25,6 +25,7 @@ pub mod registry;
 pub mod reindex;
 pub mod reorder;
 pub mod rfactor;
+pub mod sample;
 pub mod split;
 pub mod storage_align;
 pub mod storage_swizzle;

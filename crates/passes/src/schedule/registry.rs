@@ -19,8 +19,8 @@
 use super::loop_kind::Target;
 use super::{
     bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reindex,
-    reorder, rfactor, split, storage_align, storage_swizzle, tensorize, transform_block_layout, transform_layout,
-    BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    reorder, rfactor, sample, split, storage_align, storage_swizzle, tensorize, transform_block_layout,
+    transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -35,6 +35,8 @@ pub enum Kind {
     /// Every positional argument, each a loop or a list of loops
     /// (`fuse(*loops)`, `reorder(*loops)`).
     Loops,
+    /// A list of blocks (`cache_read`'s `consumer_blocks`).
+    Blocks,
     Int,
     /// `True` or `False`.
     Bool,
@@ -77,6 +79,11 @@ const fn opt(name: &'static str, kind: Kind) -> Param {
     Param { name, kind, required: false, keyword: false }
 }
 
+/// Optional, printed as `name=value`.
+const fn opt_kw(name: &'static str, kind: Kind) -> Param {
+    Param { name, kind, required: false, keyword: true }
+}
+
 /// An argument, checked against its parameter's kind.
 #[derive(Clone, Debug)]
 pub enum Arg {
@@ -84,6 +91,7 @@ pub enum Arg {
     Loop(LoopRV),
     Target(Target),
     Loops(Vec<LoopRV>),
+    Blocks(Vec<BlockRV>),
     Int(i64),
     Bool(bool),
     Buffer(transform_layout::BufferRef),
@@ -176,6 +184,33 @@ impl Args {
         }
     }
 
+    /// An optional list of blocks: `None` where it was not given.
+    pub fn opt_blocks(&self, i: usize) -> Result<Option<&[BlockRV]>> {
+        match self.0.get(i).and_then(Option::as_ref) {
+            None => Ok(None),
+            Some(Arg::Blocks(b)) => Ok(Some(b)),
+            Some(_) => Err(internal(i)),
+        }
+    }
+
+    /// An optional integer.
+    pub fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        match self.0.get(i).and_then(Option::as_ref) {
+            None => Ok(None),
+            Some(Arg::Int(v)) => Ok(Some(*v)),
+            Some(_) => Err(internal(i)),
+        }
+    }
+
+    /// An optional list of integers.
+    pub fn opt_ints(&self, i: usize) -> Result<Option<&[i64]>> {
+        match self.0.get(i).and_then(Option::as_ref) {
+            None => Ok(None),
+            Some(Arg::Ints(v)) => Ok(Some(v)),
+            Some(_) => Err(internal(i)),
+        }
+    }
+
     pub fn str(&self, i: usize) -> Result<&str> {
         match self.get(i)? {
             Arg::Str(s) => Ok(s),
@@ -205,6 +240,10 @@ pub enum Out {
     Blocks(Vec<BlockRV>),
     Loop(LoopRV),
     Loops(Vec<LoopRV>),
+    /// A sampled value (`sample_categorical`).
+    Int(i64),
+    /// Sampled values (`sample_perfect_tile`'s factors).
+    Ints(Vec<i64>),
 }
 
 /// One entry of the registry.
@@ -240,6 +279,8 @@ impl fmt::Display for Step {
             Out::Blocks(bs) => bs.clone(),
             Out::Loop(l) => vec![l.name().to_string()],
             Out::Loops(ls) => ls.iter().map(|l| l.name().to_string()).collect(),
+            Out::Int(v) => vec![v.to_string()],
+            Out::Ints(vs) => vs.iter().map(|v| v.to_string()).collect(),
         };
         if !outs.is_empty() {
             write!(f, "{} = ", outs.join(", "))?;
@@ -253,6 +294,10 @@ impl fmt::Display for Step {
                 Arg::Target(Target::Block(b)) => b.clone(),
                 Arg::Target(Target::Loop(l)) => l.name().to_string(),
                 Arg::Loops(ls) => ls.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
+                // By name, as TVM takes them too: a replay needs no handle.
+                Arg::Blocks(bs) => {
+                    format!("[{}]", bs.iter().map(|b| format!("\"{b}\"")).collect::<Vec<_>>().join(", "))
+                }
                 Arg::Int(v) => v.to_string(),
                 Arg::Bool(b) => if *b { "True" } else { "False" }.to_string(),
                 Arg::Buffer(b) => b.to_string(),
@@ -276,7 +321,6 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
     PRIMITIVES.iter().find(|p| p.name == name)
 }
 
-/// Primitives of TVM's schedule that tirc does not implement yet.
 /// TVM's primitives that tirc does not implement yet: named as such when a
 /// schedule calls one, not taken for a misspelling.
 pub const NOT_YET: &[&str] = &[
@@ -298,12 +342,8 @@ pub const NOT_YET: &[&str] = &[
     "fuse_reduction_epilogue",
     "read_at",
     "write_at",
-    "get_output_blocks",
-    "sample_categorical",
-    "sample_perfect_tile",
     "sample_partitioned_tile",
     "sample_compute_location",
-    "enter_postproc",
 ];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
@@ -352,6 +392,36 @@ pub static PRIMITIVES: &[Primitive] = &[
             get::get_child_blocks(s, parent).map(Out::Blocks)
         },
     },
+    Primitive {
+        name: "get_output_blocks",
+        params: &[req("scope_block", Kind::Block)],
+        step: false,
+        apply: |s, a| get::get_output_blocks(s, a.block(0)?).map(Out::Blocks),
+    },
+    Primitive {
+        name: "sample_perfect_tile",
+        params: &[
+            req("loop", Kind::Loop),
+            req("n", Kind::Int),
+            opt("max_innermost_factor", Kind::Int),
+            opt("decision", Kind::Ints),
+        ],
+        step: false,
+        apply: |s, a| sample::sample_perfect_tile(s, a.lp(0)?, a.int(1)?, a.opt_int(2)?, a.opt_ints(3)?).map(Out::Ints),
+    },
+    Primitive {
+        name: "sample_categorical",
+        params: &[req("candidates", Kind::Ints), opt("probs", Kind::Value), opt("decision", Kind::Int)],
+        step: false,
+        apply: |_, a| {
+            let probs = match a.0.get(1).and_then(Option::as_ref) {
+                Some(Arg::Value(v)) => Some(v),
+                _ => None,
+            };
+            sample::sample_categorical(a.ints(0)?, probs, a.opt_int(2)?).map(Out::Int)
+        },
+    },
+    Primitive { name: "enter_postproc", params: &[], step: false, apply: |_, _| Ok(Out::None) },
     Primitive {
         name: "get_producers",
         params: ONE_BLOCK,
@@ -444,10 +514,10 @@ pub static PRIMITIVES: &[Primitive] = &[
             req("block", Kind::Block),
             req("read_buffer_index", Kind::Int),
             req("storage_scope", Kind::Str),
-            opt("consumer_blocks", Kind::NotYet),
+            opt_kw("consumer_blocks", Kind::Blocks),
         ],
         step: true,
-        apply: |s, a| cache::cache_read(s, a.block(0)?, a.int(1)?, a.str(2)?).map(Out::Block),
+        apply: |s, a| cache::cache_read(s, a.block(0)?, a.int(1)?, a.str(2)?, a.opt_blocks(3)?).map(Out::Block),
     },
     Primitive {
         name: "cache_write",
