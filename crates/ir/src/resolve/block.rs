@@ -182,23 +182,28 @@ impl FuncResolver<'_> {
                 )
                 .help("bind block variables to expressions of the loops around the block"));
             }
-            let (Some(ext), Some(dom)) =
-                (v.as_var().and_then(|x| self.loop_extent_of(&Expr::Var(x.clone()))), iv.dom.extent.as_int())
+            // A plain loop variable with constant bounds and no `T.where`:
+            // every value the loop takes must lie in the domain.
+            let Some(lr) = v.as_var().and_then(|x| self.loop_range_of(&Expr::Var(x.clone()))) else {
+                continue;
+            };
+            let (Some(lo), Some(ext), Some(dlo), Some(dext)) =
+                (lr.min.as_int(), lr.extent.as_int(), iv.dom.min.as_int(), iv.dom.extent.as_int())
             else {
                 continue;
             };
-            if let (Some(e), Some(0)) = (ext.as_int(), iv.dom.min.as_int()) {
-                if e > dom && predicate.as_bool() == Some(true) {
-                    return Err(Diagnostic::at(
-                        span,
-                        format!(
-                            "block variable `{}` has domain 0..{dom}, but its loop `{}` runs {e} times",
-                            iv.var.name(),
-                            v.as_var().map_or("?", |x| x.name())
-                        ),
-                    )
-                    .help("make the domain match the loop, or guard the block with `T.where`"));
-                }
+            if predicate.as_bool() == Some(true) && (lo < dlo || lo + ext > dlo + dext) {
+                let loop_name = v.as_var().map_or("?", |x| x.name());
+                let runs = if lo == 0 { format!("runs {ext} times") } else { format!("runs over {lo}..{}", lo + ext) };
+                return Err(Diagnostic::at(
+                    span,
+                    format!(
+                        "block variable `{}` has domain {dlo}..{}, but its loop `{loop_name}` {runs}",
+                        iv.var.name(),
+                        dlo + dext
+                    ),
+                )
+                .help("make the domain match the loop, or guard the block with `T.where`"));
             }
         }
         Ok(())
@@ -319,11 +324,12 @@ impl FuncResolver<'_> {
                     _ => return Err(Diagnostic::at(kinds.span, format!("unknown axis kind `{k}`: use S or R"))),
                 };
                 let value = self.expr(v)?;
-                let extent = self.loop_extent_of(&value).ok_or_else(|| {
+                // The domain is the loop's range, its start included.
+                let range = self.loop_range_of(&value).ok_or_else(|| {
                     Diagnostic::at(v.span, "T.axis.remap takes loop variables of the enclosing loops")
                 })?;
                 self.axis_spans.push(v.span);
-                self.new_axis(n, kind, Range::from_extent(extent), value, iter_vars, iter_values)?;
+                self.new_axis(n, kind, range, value, iter_vars, iter_values)?;
             }
             return Ok(());
         }
@@ -384,9 +390,10 @@ impl FuncResolver<'_> {
 
     /// The extent of the loop whose variable `e` is, found in the IR built
     /// so far by looking the variable up among the loops being resolved.
-    pub(crate) fn loop_extent_of(&self, e: &Expr) -> Option<Expr> {
+    /// The range of the enclosing loop whose variable `e` is.
+    pub(crate) fn loop_range_of(&self, e: &Expr) -> Option<Range> {
         let v = e.as_var()?;
-        self.loop_extents.iter().rev().find(|(x, _)| x == v).map(|(_, e)| e.clone())
+        self.loop_ranges.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r.clone())
     }
 
     pub(crate) fn regions(&mut self, args: &[Arg]) -> R<Vec<BufferRegion>> {

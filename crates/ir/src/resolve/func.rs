@@ -10,7 +10,7 @@ use super::{dotted, span_of_args};
 use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::dtype::DType;
-use crate::expr::{Expr, Var};
+use crate::expr::{Expr, Range, Var};
 use crate::func::PrimFunc;
 use crate::stmt::{Annotations, Attr, Block, BlockRealize, For, ForKind, Stmt, ThreadTag};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
@@ -60,7 +60,8 @@ pub(crate) struct FuncResolver<'a> {
     pub(crate) root_allocs: Vec<Buffer>,
     pub(crate) handles: Vec<(String, Option<Buffer>)>,
     /// Loops being resolved, outermost first, for `T.axis.remap`.
-    pub(crate) loop_extents: Vec<(Var, Expr)>,
+    /// The enclosing loops' variables and ranges, outermost first.
+    pub(crate) loop_ranges: Vec<(Var, Range)>,
     /// The spans of the `T.axis` bindings of the block being resolved.
     pub(crate) axis_spans: Vec<Span>,
     /// The keys of every block variable made so far: a block's body may
@@ -97,7 +98,7 @@ pub(crate) fn resolve_prim_func(
         attrs: vec![],
         root_allocs: vec![],
         handles: vec![],
-        loop_extents: vec![],
+        loop_ranges: vec![],
         axis_spans: vec![],
         block_vars: vec![],
         poisoned: vec![],
@@ -1003,8 +1004,8 @@ impl FuncResolver<'_> {
                 }
             }
         }
-        let depth = self.loop_extents.len();
-        self.loop_extents.extend(vars.iter().cloned().zip(loops.iter().map(|l| l.1.clone())));
+        let depth = self.loop_ranges.len();
+        self.loop_ranges.extend(vars.iter().cloned().zip(loops.iter().map(|l| Range::new(l.0.clone(), l.1.clone()))));
         let body = self.scoped(|r| {
             for (n, v) in names.iter().zip(&vars) {
                 if let ExprKind::Name(n) = &n.kind {
@@ -1013,7 +1014,7 @@ impl FuncResolver<'_> {
             }
             r.stmts(body)
         });
-        self.loop_extents.truncate(depth);
+        self.loop_ranges.truncate(depth);
         let mut s = body;
         // Each loop of the statement points at it: `for i, j in T.grid(..)`
         // up to the end of its range.
