@@ -54,11 +54,14 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
         match s {
             Stmt::For(l) => {
                 if l.min.as_int() != Some(0) || l.extent.as_int().is_none() {
+                    let place = if l.var == *lp { String::new() } else { format!(" (under `{}`)", lp.name()) };
+                    let range = match (l.min.as_int(), l.extent.as_int()) {
+                        (Some(lo), Some(n)) => format!("runs over {lo}..{}", lo + n),
+                        _ => "has an extent known only at run time".to_string(),
+                    };
                     return Err(ScheduleError::unsupported(format!(
-                        "loop `{}` under `{}` does not run from 0 over a constant extent; blockize needs its \
-                         inner loops to",
-                        l.var.name(),
-                        lp.name()
+                        "loop `{}`{place} {range}; blockize takes loops that start at 0 and have a constant extent",
+                        l.var.name()
                     )));
                 }
                 s = l.body.clone();

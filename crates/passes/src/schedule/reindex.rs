@@ -29,6 +29,9 @@
 //!    block, which the copy is placed before or after.
 //! 7. For a written buffer, no other block writes it: the copy back would
 //!    overwrite their results.
+//! 8. An access made only under a condition (an `if`, a select, the padding
+//!    of `T.if_then_else`) stays inside the buffer over the whole domain of
+//!    the block's variables: the copy makes it for every value.
 
 use super::cache::{root_stmts, set_root, top_level_owner};
 use super::transform_layout::BufferRef;
@@ -163,6 +166,30 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
     }
     let indices: Vec<Expr> = indices.iter().map(|e| a.simplify(e)).collect();
     let used: Vec<&IterVar> = r.block.iter_vars.iter().filter(|iv| indices.iter().any(|e| e.uses(&iv.var))).collect();
+    // 8.
+    let mut guarded = false;
+    if let Some(init) = &r.block.init {
+        guarded |= accessed_under_condition(init, &buf);
+    }
+    guarded |= accessed_under_condition(&r.block.body, &buf);
+    if guarded {
+        a.bind_sizes(&sch.func.sizes);
+        for (d, (e, n)) in indices.iter().zip(buf.shape()).enumerate() {
+            let inside = Expr::and(
+                Expr::binary(tirc_ir::BinOp::Ge, e.clone(), Expr::int(0)),
+                Expr::binary(tirc_ir::BinOp::Lt, e.clone(), n.clone()),
+            );
+            if a.prove(&inside) != Some(true) {
+                return Err(ScheduleError::new(format!(
+                    "block `{block}` accesses `{}` at [{}] only under a condition, and over the block's domain index {d} ({}) can leave the buffer: the copy, made for every value of the domain, would access it outside its bounds",
+                    buf.name(),
+                    print(&indices),
+                    tirc_ir::printer::print_expr(e)
+                ))
+                .help("pad the buffer first (a padded copy, or pad_einsum), or cache_read it, whose copy keeps to the buffer"));
+            }
+        }
+    }
 
     let taken = block_and_buffer_names(&sch.func);
     let name = fresh_name(&taken, &format!("{}_reindex", buf.name()));
@@ -266,6 +293,41 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
     }
     set_root(sch, body, vec![nb]);
     Ok(name)
+}
+
+/// Whether an access to `b` in `s` is made only under a condition: in a
+/// branch of an `if`, of a select or `T.if_then_else`, or in the second
+/// operand of `and`/`or`.
+fn accessed_under_condition(s: &Stmt, b: &Buffer) -> bool {
+    fn in_expr(e: &Expr, b: &Buffer, cond: bool) -> bool {
+        match e {
+            Expr::Load(x, idx) => (cond && x == b) || idx.iter().any(|i| in_expr(i, b, cond)),
+            Expr::Select(c, t, f) => in_expr(c, b, cond) || in_expr(t, b, true) || in_expr(f, b, true),
+            Expr::Binary(op, l, r) if op.is_logical() => in_expr(l, b, cond) || in_expr(r, b, true),
+            e => {
+                let mut found = false;
+                e.for_each_child(|c| found |= in_expr(c, b, cond));
+                found
+            }
+        }
+    }
+    fn in_stmt(s: &Stmt, b: &Buffer, cond: bool) -> bool {
+        match s {
+            Stmt::If { cond: c, then, orelse } => {
+                in_expr(c, b, cond) || in_stmt(then, b, true) || orelse.as_ref().is_some_and(|o| in_stmt(o, b, true))
+            }
+            Stmt::Store { buffer, indices, value } => {
+                (cond && buffer == b) || indices.iter().any(|i| in_expr(i, b, cond)) || in_expr(value, b, cond)
+            }
+            s => {
+                let mut found = false;
+                s.for_each_expr(|e| found |= in_expr(e, b, cond));
+                s.for_each_child(|c| found |= in_stmt(c, b, cond));
+                found
+            }
+        }
+    }
+    in_stmt(s, b, false)
 }
 
 /// Whether `s` is loops, each the only statement of the one above, down to

@@ -36,7 +36,9 @@
 //!    an argmax's selection (`common::reduction::reducer`); the init stores
 //!    into each output's element. With several outputs each gets its
 //!    `C_rf`, and `B_rf` starts a selection from the init's constants.
-//! 4. No other block writes an output.
+//! 4. No other block writes an output, and no other block of the nest that
+//!    holds the block writes a buffer the block reads (`B_rf`, placed
+//!    before that nest, would read it before it is written).
 //! 5. The loop feeds a reduction variable of the block and no spatial one,
 //!    no loop feeds both kinds, and every variable's binding is an
 //!    expression of the loops around the block.
@@ -118,6 +120,19 @@ pub fn rfactor(sch: &mut Schedule, lp: &LoopRV, factor_axis: i64) -> Result<Bloc
                 out.name()
             )));
         }
+    }
+    // 4b. `B_rf` runs before the whole nest that holds `B`: what `B` reads
+    // must not be written by another block of that nest.
+    let inputs = block_buffers(&r, true);
+    if let Some((other, buf)) = root_stmts[top].blocks().into_iter().filter(|o| o.block.name != name).find_map(|o| {
+        block_buffers(o, false).into_iter().find(|b| inputs.contains(b)).map(|b| (o.block.name.clone(), b))
+    }) {
+        return Err(ScheduleError::new(format!(
+            "block `{other}` writes `{}`, which block `{name}` reads, in the same loop nest: the factored reduction runs before that nest and would read `{}` before it is written",
+            buf.name(),
+            buf.name()
+        ))
+        .help(format!("move `{other}` out of the nest (or inline it) before rfactor")));
     }
     // 5.
     let path: Vec<For> = sch.func.body.loops_above(&name).unwrap_or_default().into_iter().cloned().collect();
