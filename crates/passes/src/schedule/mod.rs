@@ -9,6 +9,7 @@
 //! step, how to apply it); the interpreter records each applied step in
 //! `trace`, so a schedule prints as a replayable script.
 
+pub mod add_unit_loop;
 pub mod bind;
 pub mod blockize;
 pub mod cache;
@@ -24,6 +25,7 @@ pub mod pad_einsum;
 pub mod registry;
 pub mod reindex;
 pub mod reorder;
+pub mod reorder_block_iter_var;
 pub mod rfactor;
 pub mod sample;
 pub mod split;

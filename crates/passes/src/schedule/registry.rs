@@ -18,9 +18,9 @@
 
 use super::loop_kind::Target;
 use super::{
-    bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind, pad_einsum, reindex,
-    reorder, rfactor, sample, split, storage_align, storage_swizzle, tensorize, transform_block_layout,
-    transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    add_unit_loop, bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind,
+    pad_einsum, reindex, reorder, reorder_block_iter_var, rfactor, sample, split, storage_align, storage_swizzle,
+    tensorize, transform_block_layout, transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -326,8 +326,6 @@ pub fn find(name: &str) -> Option<&'static Primitive> {
 pub const NOT_YET: &[&str] = &[
     "merge",
     "loop_partition",
-    "add_unit_loop",
-    "reorder_block_iter_var",
     "decompose_padding",
     "can_decompose_padding",
     "rolling_buffer",
@@ -451,6 +449,18 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[req("loops", Kind::Loops), opt("preserve_unit_iters", Kind::Ignored)],
         step: true,
         apply: |s, a| fuse::fuse(s, a.loops(0)?).map(Out::Loop),
+    },
+    Primitive {
+        name: "add_unit_loop",
+        params: &[req("block_or_loop", Kind::BlockOrLoop)],
+        step: true,
+        apply: |s, a| add_unit_loop::add_unit_loop(s, a.target(0)?).map(Out::Loop),
+    },
+    Primitive {
+        name: "reorder_block_iter_var",
+        params: &[req("block", Kind::Block), req("new_order", Kind::Ints)],
+        step: true,
+        apply: |s, a| none(reorder_block_iter_var::reorder_block_iter_var(s, a.block(0)?, a.ints(1)?)),
     },
     Primitive {
         name: "reorder",
