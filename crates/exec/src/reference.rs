@@ -193,8 +193,16 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     Ok(sch.func)
 }
 
-/// The function with every float buffer and float constant at float64.
+/// The function with every float buffer and float constant at float64;
+/// unchanged where it holds tensor-core operations (lowered text that has
+/// them), whose instructions take their own types, and whose copies feed
+/// them at those types.
 pub fn to_f64(f: &PrimFunc) -> PrimFunc {
+    let mut wmma = false;
+    f.body.walk(&mut |s| wmma |= matches!(s, Stmt::Wmma(_)));
+    if wmma {
+        return f.clone();
+    }
     let mut map: Vec<(Buffer, Buffer)> = Vec::new();
     let mut retype = |b: &Buffer| -> Buffer {
         if let Some((_, n)) = map.iter().find(|(o, _)| o == b) {

@@ -42,11 +42,13 @@ pub fn outputs(f: &PrimFunc) -> Vec<bool> {
     written.iter().zip(&read_without_init).map(|(w, r)| *w && !r).collect()
 }
 
+/// The buffers `s` stores to, a tensor-core operation's written tile
+/// (lowered text's `T.mma_store`) included.
 fn stores(s: &Stmt) -> Vec<&Buffer> {
     let mut out = Vec::new();
-    s.walk(&mut |x| {
-        if let Stmt::Store { buffer, .. } = x {
-            out.push(buffer);
+    s.for_each_access(&mut |b, _, store| {
+        if store {
+            out.push(b);
         }
     });
     out

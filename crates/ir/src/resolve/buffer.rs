@@ -38,7 +38,23 @@ impl FuncResolver<'_> {
                     "strides" => strides = Some(e),
                     "dim_align" => dim_align = Some(e),
                     "swizzle" => swizzle = Some(e),
-                    "data" | "elem_offset" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
+                    // A constant offset other than 0 would move every element
+                    // (TVM's element i is data[elem_offset + i]); tirc's
+                    // views start where their data does. A name (a
+                    // window's `A_elem_offset`) is the offset TVM leaves
+                    // free, which tirc computes itself.
+                    "elem_offset" => {
+                        if let ExprKind::Int(v) = &e.kind {
+                            if *v != 0 {
+                                return Err(Diagnostic::at(
+                                    e.span,
+                                    format!("tirc does not take a buffer at an element offset ({v}) yet"),
+                                )
+                                .help("index the underlying buffer with the offset added"));
+                            }
+                        }
+                    }
+                    "data" | "align" | "offset_factor" | "buffer_type" | "axis_separators" => {}
                     other => {
                         return Err(did_you_mean(
                             Diagnostic::at(k.span, format!("unknown buffer argument `{other}`")),

@@ -526,6 +526,7 @@ impl FuncResolver<'_> {
         };
         let (tag, var) = self.thread_ref(tag_e)?;
         let extent = integer(self.expr(ext_e)?, ext_e.span, "a thread extent must be an integer")?;
+        positive_extent(&extent, ext_e.span)?;
         Ok((tag, extent, var))
     }
 
@@ -562,6 +563,7 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(node.span, "`thread_extent` needs a thread from `T.env_thread`"));
         };
         let extent = self.expr(value)?;
+        positive_extent(&extent, value.span)?;
         Ok(Some((var, tag, extent)))
     }
 
@@ -1274,5 +1276,14 @@ fn check_float_literals(v: &Expr, span: ast::Span) -> R<()> {
         None => Ok(()),
         Some((f, t, max)) => Err(Diagnostic::at(span, format!("the literal {f:e} does not fit in {t}: its largest value is {max:e}"))
             .help("write it in a wider type (T.float64(..)), or use T.max_value / T.float32(\"inf\") if that is what is meant")),
+    }
+}
+
+/// A launch runs at least one thread or block: a constant extent below 1 is
+/// refused where it is written.
+fn positive_extent(extent: &Expr, span: Span) -> R<()> {
+    match extent.as_int() {
+        Some(v) if v < 1 => Err(Diagnostic::at(span, format!("a thread extent must be at least 1, not {v}"))),
+        _ => Ok(()),
     }
 }

@@ -85,8 +85,16 @@ fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
                 let mut last = t.indices.clone();
                 let n = last.len();
                 let (rows, cols) = t.extent();
-                for (i, e) in last.iter_mut().skip(n.saturating_sub(2)).zip([rows, cols]) {
-                    *i = i.clone() + Expr::int(e - 1);
+                match (n, t.row_stride()) {
+                    // A flat tile: its rows `row_stride` apart.
+                    (1, Some(stride)) => {
+                        last[0] = last[0].clone() + Expr::int(rows - 1) * stride + Expr::int(cols - 1);
+                    }
+                    _ => {
+                        for (i, e) in last.iter_mut().skip(n.saturating_sub(2)).zip([rows, cols]) {
+                            *i = i.clone() + Expr::int(e - 1);
+                        }
+                    }
                 }
                 out.push(Access { indices: t.indices.clone(), loops: loops.clone() });
                 out.push(Access { indices: last, loops: loops.clone() });
