@@ -134,7 +134,7 @@ fn a_pipeline_over_a_run_time_extent_runs_at_every_extent() {
         // length is a multiple of 4: the kernel tests each length once, at
         // its top, and is written for each outcome, its copies one vector
         // (a cp.async of 16 bytes) where their rows are aligned.
-        assert!(cuda.contains("\n  if (n % 4 == 0) {\n    if (k % 4 == 0) {\n"), "no test of alignment:\n{cuda}");
+        assert!(cuda.contains("\n  if (k % 4 == 0) {\n    if (n % 4 == 0) {\n"), "no test of alignment:\n{cuda}");
         assert_eq!(cuda.matches("% 4 == 0").count(), 3, "tests of alignment past the kernel's top:\n{cuda}");
         // Element by element where they are not (four loads gathered into
         // one vector store); past k, the copies fill zeros

@@ -14,10 +14,10 @@ extern "C" __global__ void __launch_bounds__(256) gemm_kernel(const float* __res
   for (int k_0 = 0; k_0 < 256; ++k_0) {
     __syncthreads();
     if (((int)(threadIdx.x)) * 16 + ((int)(threadIdx.y)) < 128) {
-      B_shared[((int)(threadIdx.x)) * 16 + ((int)(threadIdx.y))] = B[k_0 * 4096 + ((int)(threadIdx.x)) * 512 + ((int)(blockIdx.y)) * 16 + ((int)(threadIdx.y))];
+      A_shared[((int)(threadIdx.x)) * 16 + ((int)(threadIdx.y))] = A[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 4096 + ((int)(threadIdx.y)) / 8 * 2048 + k_0 * 8 + ((int)(threadIdx.y)) % 8];
     }
     if (((int)(threadIdx.x)) * 16 + ((int)(threadIdx.y)) < 128) {
-      A_shared[((int)(threadIdx.x)) * 16 + ((int)(threadIdx.y))] = A[((int)(blockIdx.x)) * 32768 + ((int)(threadIdx.x)) * 4096 + ((int)(threadIdx.y)) / 8 * 2048 + k_0 * 8 + ((int)(threadIdx.y)) % 8];
+      B_shared[((int)(threadIdx.x)) * 16 + ((int)(threadIdx.y))] = B[k_0 * 4096 + ((int)(threadIdx.x)) * 512 + ((int)(blockIdx.y)) * 16 + ((int)(threadIdx.y))];
     }
     __syncthreads();
     #pragma unroll

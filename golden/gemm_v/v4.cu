@@ -13,10 +13,10 @@ extern "C" __global__ void __launch_bounds__(1024) gemm_kernel(const float* __re
   for (int k_0 = 0; k_0 < 512; ++k_0) {
     __syncthreads();
     if (((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x)) < 128) {
-      B_shared[((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x))] = B[k_0 * 2048 + ((int)(threadIdx.y)) * 512 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.x))];
+      A_shared[((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x))] = A[((int)(blockIdx.x)) * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 4 * 2048 + k_0 * 4 + ((int)(threadIdx.x)) % 4];
     }
     if (((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x)) < 128) {
-      A_shared[((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x))] = A[((int)(blockIdx.x)) * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 4 * 2048 + k_0 * 4 + ((int)(threadIdx.x)) % 4];
+      B_shared[((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x))] = B[k_0 * 2048 + ((int)(threadIdx.y)) * 512 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.x))];
     }
     __syncthreads();
     #pragma unroll

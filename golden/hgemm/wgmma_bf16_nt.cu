@@ -184,21 +184,21 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_nt_kernel(const nv_bfloa
   __syncthreads();
   tirc_wgmma_fence();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0_1 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
     tirc_cp_async<16>(A_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
   }
-  tirc_cp_async_commit();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
-    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0_1_1 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8 + 16384), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
+  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
+    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0_1 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
   }
+  tirc_cp_async_commit();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
     tirc_cp_async<16>(A_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0_2 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8 + 8192), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
+    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0_1_1 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8 + 16384), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
   }
   tirc_cp_async_commit();
   for (int k_0 = 2; k_0 < 64; ++k_0) {
@@ -213,12 +213,12 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_nt_kernel(const nv_bfloa
       tirc_wgmma_m64n256k16_bf16(C_warp + 0, tirc_wgmma_desc<128>(A_shared + (k_0 + 2) % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + (k_0 + 2) % 4 * 16384 + k_1 * 16));
     }
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 8; ++ax0_1_ax1_1_fused_0_1_2) {
-      tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(k_0 % 4 * 16384 + ax0_1_ax1_1_fused_0_1_2 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
       tirc_cp_async<16>(A_shared + tirc_swizzle<128, 2>(k_0 % 4 * 8192 + ax0_1_ax1_1_fused_0_3 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 8; ++ax0_1_ax1_1_fused_0_1_2) {
+      tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(k_0 % 4 * 16384 + ax0_1_ax1_1_fused_0_1_2 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
     }
     tirc_cp_async_commit();
   }

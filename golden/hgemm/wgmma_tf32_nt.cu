@@ -183,21 +183,21 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_nt_kernel(const float* _
   __syncthreads();
   tirc_wgmma_fence();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 4>(ax0_1_ax1_1_fused_0_1 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
     tirc_cp_async<16>(A_shared + tirc_swizzle<128, 4>(ax0_1_ax1_1_fused_0 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
   }
-  tirc_cp_async_commit();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
-    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 4>(ax0_1_ax1_1_fused_0_1_1 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4 + 8192), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
+  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
+    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 4>(ax0_1_ax1_1_fused_0_1 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
   }
+  tirc_cp_async_commit();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
     tirc_cp_async<16>(A_shared + tirc_swizzle<128, 4>(ax0_1_ax1_1_fused_0_2 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4 + 4096), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
+    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 4>(ax0_1_ax1_1_fused_0_1_1 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4 + 8192), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_1 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
   }
   tirc_cp_async_commit();
   for (int k_0 = 2; k_0 < 128; ++k_0) {
@@ -212,12 +212,12 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_nt_kernel(const float* _
       tirc_wgmma_m64n256k16_tf32(C_warp + 0, tirc_wgmma_desc<128>(A_shared + (k_0 + 2) % 4 * 4096 + ((int)(threadIdx.y)) * 512 + k_1 * 16 - tirc_warp_in_group() * 512), tirc_wgmma_desc<128>(B_shared + (k_0 + 2) % 4 * 8192 + k_1 * 16), tirc_wgmma_desc<128>(A_shared + (k_0 + 2) % 4 * 4096 + ((int)(threadIdx.y)) * 512 + k_1 * 16 - tirc_warp_in_group() * 512 + 8), tirc_wgmma_desc<128>(B_shared + (k_0 + 2) % 4 * 8192 + k_1 * 16 + 8));
     }
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 8; ++ax0_1_ax1_1_fused_0_1_2) {
-      tirc_cp_async<16>(B_shared + tirc_swizzle<128, 4>(k_0 % 4 * 8192 + ax0_1_ax1_1_fused_0_1_2 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
       tirc_cp_async<16>(A_shared + tirc_swizzle<128, 4>(k_0 % 4 * 4096 + ax0_1_ax1_1_fused_0_3 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 8; ++ax0_1_ax1_1_fused_0_1_2) {
+      tirc_cp_async<16>(B_shared + tirc_swizzle<128, 4>(k_0 % 4 * 8192 + ax0_1_ax1_1_fused_0_1_2 * 1024 + ((int)(threadIdx.y)) * 128 + ((int)(threadIdx.x)) * 4), B + ((int)(blockIdx.x)) / 8 % 16 * 1048576 + ax0_1_ax1_1_fused_0_1_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
     }
     tirc_cp_async_commit();
   }

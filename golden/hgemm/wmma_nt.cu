@@ -111,23 +111,23 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __
   }
   __syncthreads();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
     tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
   }
   tirc_cp_async_commit();
   for (int k_0 = 1; k_0 < 64; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
-      tirc_cp_async<16>(B_shared + k_0 % 2 * 9216 + ax0_1_ax1_1_fused_0_1_1 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1_1 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
       tirc_cp_async<16>(A_shared + k_0 % 2 * 9216 + ax0_1_ax1_1_fused_0_2 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
+      tirc_cp_async<16>(B_shared + k_0 % 2 * 9216 + ax0_1_ax1_1_fused_0_1_1 * 1152 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, B + ((int)(blockIdx.x)) * 524288 + ax0_1_ax1_1_fused_0_1_1 * 65536 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
     }
     tirc_cp_async_commit();
     tirc_cp_async_wait<1>();
@@ -137,12 +137,12 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __
       tirc_frag_b B_shared_wmma_matrix_b[4];
       tirc_frag_a A_shared_wmma_matrix_a[4];
       #pragma unroll
-      for (int ax0_3_0 = 0; ax0_3_0 < 4; ++ax0_3_0) {
-        tirc_wmma_load_b_col_shared(B_shared_wmma_matrix_b[ax0_3_0], B_shared + (k_0 + 1) % 2 * 9216 + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0 * 1152 + k_1 * 16, 72);
-      }
-      #pragma unroll
       for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
         tirc_wmma_load_a_shared(A_shared_wmma_matrix_a[ax0_2_0], A_shared + (k_0 + 1) % 2 * 9216 + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0 * 1152 + k_1 * 16, 72);
+      }
+      #pragma unroll
+      for (int ax0_3_0 = 0; ax0_3_0 < 4; ++ax0_3_0) {
+        tirc_wmma_load_b_col_shared(B_shared_wmma_matrix_b[ax0_3_0], B_shared + (k_0 + 1) % 2 * 9216 + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0 * 1152 + k_1 * 16, 72);
       }
       #pragma unroll
       for (int i_2 = 0; i_2 < 4; ++i_2) {
@@ -161,12 +161,12 @@ extern "C" __global__ void __launch_bounds__(128) hgemm_nt_kernel(const half* __
     tirc_frag_b B_shared_wmma_matrix_b_1[4];
     tirc_frag_a A_shared_wmma_matrix_a_1[4];
     #pragma unroll
-    for (int ax0_3_0_1 = 0; ax0_3_0_1 < 4; ++ax0_3_0_1) {
-      tirc_wmma_load_b_col_shared(B_shared_wmma_matrix_b_1[ax0_3_0_1], B_shared + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0_1 * 1152 + k_1_1 * 16 + 9216, 72);
-    }
-    #pragma unroll
     for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
       tirc_wmma_load_a_shared(A_shared_wmma_matrix_a_1[ax0_2_0_1], A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_1 * 1152 + k_1_1 * 16 + 9216, 72);
+    }
+    #pragma unroll
+    for (int ax0_3_0_1 = 0; ax0_3_0_1 < 4; ++ax0_3_0_1) {
+      tirc_wmma_load_b_col_shared(B_shared_wmma_matrix_b_1[ax0_3_0_1], B_shared + ((int)(threadIdx.y)) % 2 * 4608 + ax0_3_0_1 * 1152 + k_1_1 * 16 + 9216, 72);
     }
     #pragma unroll
     for (int i_2_1 = 0; i_2_1 < 4; ++i_2_1) {

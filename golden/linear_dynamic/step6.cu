@@ -9,8 +9,8 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
   __shared__ __align__(16) float A_shared[2048];
   __shared__ __align__(16) float B_shared[2048];
   float C_local[32];
-  if (n % 4 == 0) {
-    if (k % 4 == 0) {
+  if (k % 4 == 0) {
+    if (n % 4 == 0) {
       if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
         #pragma unroll
         for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
@@ -22,12 +22,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-          }
-          #pragma unroll
           for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
             *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           }
           __syncthreads();
           #pragma unroll
@@ -43,12 +43,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-        }
-        #pragma unroll
         for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
           *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -79,12 +79,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-          }
-          #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
             *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -100,12 +100,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-        }
-        #pragma unroll
         for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
           *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -140,12 +140,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
+          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
           }
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
           }
           __syncthreads();
           #pragma unroll
@@ -161,12 +161,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -197,12 +197,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -218,12 +218,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -248,7 +248,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
       }
     }
   } else {
-    if (k % 4 == 0) {
+    if (n % 4 == 0) {
       if (((int)(blockIdx.y)) * 64 + 64 <= m && ((int)(blockIdx.x)) * 64 + 64 <= n) {
         #pragma unroll
         for (int i_1_1_init = 0; i_1_1_init < 8; ++i_1_1_init) {
@@ -260,12 +260,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
+          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
           }
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-            *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
           }
           __syncthreads();
           #pragma unroll
@@ -281,12 +281,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
+        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -317,12 +317,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
+          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
+            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
           }
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-            *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + (r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -338,12 +338,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
+        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
+          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
         }
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
-          *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? *(const float4*)(A + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? *(const float4*)(B + ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -378,12 +378,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0 = 0; r_0 < (k + 31) / 32 - 1; ++r_0) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
-          }
-          #pragma unroll
           for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
             *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2], A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3]);
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2], B[(r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3]);
           }
           __syncthreads();
           #pragma unroll
@@ -399,12 +399,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
-        }
-        #pragma unroll
         for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
           *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), ((k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32 < k ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_1 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         __syncthreads();
         #pragma unroll
@@ -435,12 +435,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         for (int r_0_1 = 0; r_0_1 < (k + 31) / 32 - 1; ++r_0_1) {
           __syncthreads();
           #pragma unroll
-          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
-          }
-          #pragma unroll
           for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
             *(float4*)(A_shared + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 1] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 2] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_3 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + r_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4 + 3] : 0.0f));
+          }
+          #pragma unroll
+          for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+            *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), (((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[(r_0_1 * 32 + ax0_1_ax1_1_fused_0_1_2 * 8 + ((int)(threadIdx.y))) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
           }
           __syncthreads();
           #pragma unroll
@@ -456,12 +456,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
         }
         __syncthreads();
         #pragma unroll
-        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
-        }
-        #pragma unroll
         for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
           *(float4*)(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4((((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 32] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 31] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 30] : 0.0f), (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m && (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29 < k ? A[(((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * k + (k + 31) / 32 * 32 + ((int)(threadIdx.x)) % 8 * 4 - 29] : 0.0f));
+        }
+        #pragma unroll
+        for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+          *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = make_float4(((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 1] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 2] : 0.0f), ((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32 < k && ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3 < n ? B[((k + 31) / 32 * 32 + ax0_1_ax1_1_fused_0_1_3 * 8 + ((int)(threadIdx.y)) - 32) * n + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 3] : 0.0f));
         }
         __syncthreads();
         #pragma unroll

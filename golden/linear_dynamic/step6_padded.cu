@@ -39,12 +39,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_2_kernel(const float* _
   for (int r_0 = 0; r_0 < (k + 31) / 32; ++r_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-      *(float4*)(B_pad_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B_pad + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * ((n + 63) / 64 * 64) + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
       *(float4*)(A_pad_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A_pad + (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8) * ((k + 31) / 32 * 32) + r_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+      *(float4*)(B_pad_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B_pad + (r_0 * 32 + ax0_1_ax1_1_fused_0_1 * 8 + ((int)(threadIdx.y))) * ((n + 63) / 64 * 64) + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
     }
     __syncthreads();
     #pragma unroll

@@ -26,12 +26,12 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
   for (int k_0 = 0; k_0 < 32; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_ax1_fused_0_1 = 0; ax0_ax1_fused_0_1 < 32; ++ax0_ax1_fused_0_1) {
-      B_shared[ax0_ax1_fused_0_1 * 32 + ((int)(threadIdx.y)) * 4 + ((int)(threadIdx.x))] = B[k_0 * 32768 + ax0_ax1_fused_0_1 * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + ((int)(threadIdx.x))];
-    }
-    #pragma unroll
     for (int ax0_ax1_fused_0 = 0; ax0_ax1_fused_0 < 32; ++ax0_ax1_fused_0) {
       A_shared[ax0_ax1_fused_0 * 32 + ((int)(threadIdx.y)) * 4 + ((int)(threadIdx.x))] = A[((int)(blockIdx.x)) * 32768 + ax0_ax1_fused_0 * 1024 + k_0 * 32 + ((int)(threadIdx.y)) * 4 + ((int)(threadIdx.x))];
+    }
+    #pragma unroll
+    for (int ax0_ax1_fused_0_1 = 0; ax0_ax1_fused_0_1 < 32; ++ax0_ax1_fused_0_1) {
+      B_shared[ax0_ax1_fused_0_1 * 32 + ((int)(threadIdx.y)) * 4 + ((int)(threadIdx.x))] = B[k_0 * 32768 + ax0_ax1_fused_0_1 * 1024 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + ((int)(threadIdx.x))];
     }
     __syncthreads();
     #pragma unroll

@@ -19,12 +19,12 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
   for (int k_0 = 0; k_0 < 32; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
-      *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 128 + ((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1 * 4096 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 32 + ((int)(threadIdx.x)) * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
       *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 128 + ((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 32768 + ax0_1_ax1_1_fused_0 * 4096 + ((int)(threadIdx.y)) * 1024 + k_0 * 32 + ((int)(threadIdx.x)) * 4);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
+      *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 128 + ((int)(threadIdx.y)) * 32 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1 * 4096 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 32 + ((int)(threadIdx.x)) * 4);
     }
     __syncthreads();
     #pragma unroll

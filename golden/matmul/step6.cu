@@ -19,12 +19,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
   for (int k_0 = 0; k_0 < 32; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-      *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
       *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 65536 + ax0_1_ax1_1_fused_0 * 16384 + ((int)(threadIdx.y)) * 2048 + ((int)(threadIdx.x)) / 8 * 1024 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+      *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
     }
     __syncthreads();
     #pragma unroll

@@ -44,32 +44,32 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
   }
   __syncthreads();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
     tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 65536 + ax0_1_ax1_1_fused_0 * 16384 + ((int)(threadIdx.y)) * 2048 + ((int)(threadIdx.x)) / 8 * 1024 + ((int)(threadIdx.x)) % 8 * 4);
   }
-  tirc_cp_async_commit();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + ax0_1_ax1_1_fused_0_1_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 32768);
+  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
   }
+  tirc_cp_async_commit();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
     tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + ((int)(blockIdx.y)) * 65536 + ax0_1_ax1_1_fused_0_2 * 16384 + ((int)(threadIdx.y)) * 2048 + ((int)(threadIdx.x)) / 8 * 1024 + ((int)(threadIdx.x)) % 8 * 4 + 32);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + ax0_1_ax1_1_fused_0_1_1 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 32768);
   }
   tirc_cp_async_commit();
   for (int k_0 = 2; k_0 < 32; ++k_0) {
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-      tirc_cp_async<16>(B_shared + k_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1_2 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
       tirc_cp_async<16>(A_shared + k_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 65536 + ax0_1_ax1_1_fused_0_3 * 16384 + ((int)(threadIdx.y)) * 2048 + ((int)(threadIdx.x)) / 8 * 1024 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+      tirc_cp_async<16>(B_shared + k_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0 * 32768 + ax0_1_ax1_1_fused_0_1_2 * 8192 + ((int)(threadIdx.y)) * 1024 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
     }
     tirc_cp_async_commit();
     tirc_cp_async_wait<2>();

@@ -20,12 +20,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     for (int k_0 = 0; k_0 < 128; ++k_0) {
       __syncthreads();
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-        *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 131072 + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
       for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
         *(float4*)(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+        *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0 * 131072 + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
       }
       __syncthreads();
       #pragma unroll
@@ -57,12 +57,12 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     for (int k_0_1 = 0; k_0_1 < 128; ++k_0_1) {
       __syncthreads();
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-        *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0_1 * 131072 + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
       for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
         if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_2 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) *(float4*)(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_2 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + k_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+        *(float4*)(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4) = *(const float4*)(B + k_0_1 * 131072 + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
       }
       __syncthreads();
       #pragma unroll

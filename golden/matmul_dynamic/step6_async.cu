@@ -45,32 +45,32 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     }
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
-      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
       tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
     }
-    tirc_cp_async_commit();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
-      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 131072);
+    for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
+      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
     }
+    tirc_cp_async_commit();
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
       tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_2 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
+      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 131072);
     }
     tirc_cp_async_commit();
     for (int k_0 = 2; k_0 < 128; ++k_0) {
       __syncthreads();
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
-        tirc_cp_async<16>(B_shared + k_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0 * 131072 + ax0_1_ax1_1_fused_0_1_2 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
       for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
         tirc_cp_async<16>(A_shared + k_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_3 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
+        tirc_cp_async<16>(B_shared + k_0 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0 * 131072 + ax0_1_ax1_1_fused_0_1_2 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
       }
       tirc_cp_async_commit();
       tirc_cp_async_wait<2>();
@@ -130,32 +130,32 @@ extern "C" __global__ void __launch_bounds__(128) matmul_kernel(const float* __r
     }
     __syncthreads();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
-      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1_3 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_4 = 0; ax0_1_ax1_1_fused_0_4 < 4; ++ax0_1_ax1_1_fused_0_4) {
       if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_4 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_4 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
     }
-    tirc_cp_async_commit();
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
-      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + ax0_1_ax1_1_fused_0_1_4 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 131072);
+    for (int ax0_1_ax1_1_fused_0_1_3 = 0; ax0_1_ax1_1_fused_0_1_3 < 4; ++ax0_1_ax1_1_fused_0_1_3) {
+      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_3 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1_3 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
     }
+    tirc_cp_async_commit();
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_5 = 0; ax0_1_ax1_1_fused_0_5 < 4; ++ax0_1_ax1_1_fused_0_5) {
       if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_5 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_5 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_4 = 0; ax0_1_ax1_1_fused_0_1_4 < 4; ++ax0_1_ax1_1_fused_0_1_4) {
+      tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_4 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4 + 2048, B + ax0_1_ax1_1_fused_0_1_4 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4 + 131072);
     }
     tirc_cp_async_commit();
     for (int k_0_1 = 2; k_0_1 < 128; ++k_0_1) {
       __syncthreads();
       #pragma unroll
-      for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
-        tirc_cp_async<16>(B_shared + k_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0_1 * 131072 + ax0_1_ax1_1_fused_0_1_5 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
-      }
-      #pragma unroll
       for (int ax0_1_ax1_1_fused_0_6 = 0; ax0_1_ax1_1_fused_0_6 < 4; ++ax0_1_ax1_1_fused_0_6) {
         if (((int)(blockIdx.y)) * 64 + ax0_1_ax1_1_fused_0_6 * 16 + ((int)(threadIdx.y)) * 2 + ((int)(threadIdx.x)) / 8 < m) tirc_cp_async<16>(A_shared + k_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_6 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 262144 + ax0_1_ax1_1_fused_0_6 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 8 * 4096 + k_0_1 * 32 + ((int)(threadIdx.x)) % 8 * 4);
+      }
+      #pragma unroll
+      for (int ax0_1_ax1_1_fused_0_1_5 = 0; ax0_1_ax1_1_fused_0_1_5 < 4; ++ax0_1_ax1_1_fused_0_1_5) {
+        tirc_cp_async<16>(B_shared + k_0_1 % 3 * 2048 + ax0_1_ax1_1_fused_0_1_5 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0_1 * 131072 + ax0_1_ax1_1_fused_0_1_5 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 64 + ((int)(threadIdx.x)) * 4);
       }
       tirc_cp_async_commit();
       tirc_cp_async_wait<2>();

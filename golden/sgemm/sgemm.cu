@@ -44,23 +44,19 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
   }
   __syncthreads();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 2; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1024 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 32768 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) / 32 * 4096 + ((int)(blockIdx.x)) * 128 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) % 32 * 4);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 2; ++ax0_1_ax1_1_fused_0) {
     #pragma unroll
     for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
       tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 1216 + ((int)(threadIdx.y)) * 76 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 16 * 19 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 16, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 262144 + ((int)(threadIdx.y)) * 16384 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 16 * 4096 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 16);
     }
   }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 2; ++ax0_1_ax1_1_fused_0_1) {
+    tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1024 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 32768 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) / 32 * 4096 + ((int)(blockIdx.x)) * 128 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) % 32 * 4);
+  }
   tirc_cp_async_commit();
   for (int k_0 = 1; k_0 < 256; ++k_0) {
     __syncthreads();
-    #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 2; ++ax0_1_ax1_1_fused_0_1_1) {
-      tirc_cp_async<16>(B_shared + k_0 % 2 * 2048 + ax0_1_ax1_1_fused_0_1_1 * 1024 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0 * 65536 + ax0_1_ax1_1_fused_0_1_1 * 32768 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) / 32 * 4096 + ((int)(blockIdx.x)) * 128 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) % 32 * 4);
-    }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 2; ++ax0_1_ax1_1_fused_0_2) {
       #pragma unroll
@@ -68,18 +64,15 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
         tirc_cp_async<4>(A_shared + k_0 % 2 * 2432 + ax0_1_ax1_1_fused_0_2 * 1216 + ((int)(threadIdx.y)) * 76 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 16 * 19 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 16, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 262144 + ((int)(threadIdx.y)) * 16384 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 16 * 4096 + k_0 * 16 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 16);
       }
     }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 2; ++ax0_1_ax1_1_fused_0_1_1) {
+      tirc_cp_async<16>(B_shared + k_0 % 2 * 2048 + ax0_1_ax1_1_fused_0_1_1 * 1024 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, B + k_0 * 65536 + ax0_1_ax1_1_fused_0_1_1 * 32768 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) / 32 * 4096 + ((int)(blockIdx.x)) * 128 + (((int)(threadIdx.y)) * 16 + ((int)(threadIdx.x))) % 32 * 4);
+    }
     tirc_cp_async_commit();
     tirc_cp_async_wait<1>();
     __syncthreads();
     float B_shared_local[16];
     float A_shared_local[64];
-    #pragma unroll
-    for (int ax1_3_0 = 0; ax1_3_0 < 2; ++ax1_3_0) {
-      #pragma unroll
-      for (int ax1_3_1 = 0; ax1_3_1 < 4; ++ax1_3_1) {
-        B_shared_local[ax1_3_0 * 4 + ax1_3_1] = B_shared[(k_0 + 1) % 2 * 2048 + ((int)(threadIdx.x)) * 8 + ax1_3_0 * 4 + ax1_3_1];
-      }
-    }
     #pragma unroll
     for (int ax0_2 = 0; ax0_2 < 8; ++ax0_2) {
       #pragma unroll
@@ -90,14 +83,14 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
       }
     }
     #pragma unroll
-    for (int k_1 = 1; k_1 < 16; ++k_1) {
+    for (int ax1_3_0 = 0; ax1_3_0 < 2; ++ax1_3_0) {
       #pragma unroll
-      for (int ax1_3_0_1 = 0; ax1_3_0_1 < 2; ++ax1_3_0_1) {
-        #pragma unroll
-        for (int ax1_3_1_1 = 0; ax1_3_1_1 < 4; ++ax1_3_1_1) {
-          B_shared_local[k_1 % 2 * 8 + ax1_3_0_1 * 4 + ax1_3_1_1] = B_shared[(k_0 + 1) % 2 * 2048 + k_1 * 128 + ((int)(threadIdx.x)) * 8 + ax1_3_0_1 * 4 + ax1_3_1_1];
-        }
+      for (int ax1_3_1 = 0; ax1_3_1 < 4; ++ax1_3_1) {
+        B_shared_local[ax1_3_0 * 4 + ax1_3_1] = B_shared[(k_0 + 1) % 2 * 2048 + ((int)(threadIdx.x)) * 8 + ax1_3_0 * 4 + ax1_3_1];
       }
+    }
+    #pragma unroll
+    for (int k_1 = 1; k_1 < 16; ++k_1) {
       #pragma unroll
       for (int ax0_2_1 = 0; ax0_2_1 < 8; ++ax0_2_1) {
         #pragma unroll
@@ -105,6 +98,13 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
           if (ax1_2_1_1 < 1) {
             A_shared_local[k_1 % 2 * 32 + ax0_2_1 * 4 + ax1_2_1_1] = A_shared[(k_0 + 1) % 2 * 2432 + ((int)(threadIdx.y)) * 152 + ax0_2_1 * 19 + k_1 + ax1_2_1_1];
           }
+        }
+      }
+      #pragma unroll
+      for (int ax1_3_0_1 = 0; ax1_3_0_1 < 2; ++ax1_3_0_1) {
+        #pragma unroll
+        for (int ax1_3_1_1 = 0; ax1_3_1_1 < 4; ++ax1_3_1_1) {
+          B_shared_local[k_1 % 2 * 8 + ax1_3_0_1 * 4 + ax1_3_1_1] = B_shared[(k_0 + 1) % 2 * 2048 + k_1 * 128 + ((int)(threadIdx.x)) * 8 + ax1_3_0_1 * 4 + ax1_3_1_1];
         }
       }
       #pragma unroll
@@ -129,13 +129,6 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
   float B_shared_local_1[16];
   float A_shared_local_1[64];
   #pragma unroll
-  for (int ax1_3_0_2 = 0; ax1_3_0_2 < 2; ++ax1_3_0_2) {
-    #pragma unroll
-    for (int ax1_3_1_2 = 0; ax1_3_1_2 < 4; ++ax1_3_1_2) {
-      B_shared_local_1[ax1_3_0_2 * 4 + ax1_3_1_2] = B_shared[((int)(threadIdx.x)) * 8 + ax1_3_0_2 * 4 + ax1_3_1_2 + 2048];
-    }
-  }
-  #pragma unroll
   for (int ax0_2_2 = 0; ax0_2_2 < 8; ++ax0_2_2) {
     #pragma unroll
     for (int ax1_2_1_2 = 0; ax1_2_1_2 < 4; ++ax1_2_1_2) {
@@ -145,14 +138,14 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
     }
   }
   #pragma unroll
-  for (int k_1_1 = 1; k_1_1 < 16; ++k_1_1) {
+  for (int ax1_3_0_2 = 0; ax1_3_0_2 < 2; ++ax1_3_0_2) {
     #pragma unroll
-    for (int ax1_3_0_3 = 0; ax1_3_0_3 < 2; ++ax1_3_0_3) {
-      #pragma unroll
-      for (int ax1_3_1_3 = 0; ax1_3_1_3 < 4; ++ax1_3_1_3) {
-        B_shared_local_1[k_1_1 % 2 * 8 + ax1_3_0_3 * 4 + ax1_3_1_3] = B_shared[k_1_1 * 128 + ((int)(threadIdx.x)) * 8 + ax1_3_0_3 * 4 + ax1_3_1_3 + 2048];
-      }
+    for (int ax1_3_1_2 = 0; ax1_3_1_2 < 4; ++ax1_3_1_2) {
+      B_shared_local_1[ax1_3_0_2 * 4 + ax1_3_1_2] = B_shared[((int)(threadIdx.x)) * 8 + ax1_3_0_2 * 4 + ax1_3_1_2 + 2048];
     }
+  }
+  #pragma unroll
+  for (int k_1_1 = 1; k_1_1 < 16; ++k_1_1) {
     #pragma unroll
     for (int ax0_2_3 = 0; ax0_2_3 < 8; ++ax0_2_3) {
       #pragma unroll
@@ -160,6 +153,13 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
         if (ax1_2_1_3 < 1) {
           A_shared_local_1[k_1_1 % 2 * 32 + ax0_2_3 * 4 + ax1_2_1_3] = A_shared[((int)(threadIdx.y)) * 152 + ax0_2_3 * 19 + k_1_1 + ax1_2_1_3 + 2432];
         }
+      }
+    }
+    #pragma unroll
+    for (int ax1_3_0_3 = 0; ax1_3_0_3 < 2; ++ax1_3_0_3) {
+      #pragma unroll
+      for (int ax1_3_1_3 = 0; ax1_3_1_3 < 4; ++ax1_3_1_3) {
+        B_shared_local_1[k_1_1 % 2 * 8 + ax1_3_0_3 * 4 + ax1_3_1_3] = B_shared[k_1_1 * 128 + ((int)(threadIdx.x)) * 8 + ax1_3_0_3 * 4 + ax1_3_1_3 + 2048];
       }
     }
     #pragma unroll

@@ -256,6 +256,7 @@ impl Printer {
                 format!("[{}]", items.join(", "))
             }
             Attr::Dict(d) => self.attr_dict(d),
+            Attr::Buffer(n) => n.clone(),
         }
     }
 

@@ -77,6 +77,9 @@ pub enum Attr {
     List(Vec<Attr>),
     /// `{"key": value, ...}`, in the order written.
     Dict(Vec<(String, Attr)>),
+    /// A buffer of the function, by name (TVM's `"layout_free_placeholders":
+    /// [W]`): a hint that no pass reads, printed as it was written.
+    Buffer(String),
 }
 
 impl Attr {

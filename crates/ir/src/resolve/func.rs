@@ -1156,6 +1156,7 @@ impl FuncResolver<'_> {
             ExprKind::Float(f) => Attr::Float(*f),
             ExprKind::List(v) | ExprKind::Tuple(v) => Attr::List(v.iter().map(|x| self.attr(x)).collect::<R<_>>()?),
             ExprKind::Dict(_) => Attr::Dict(self.attr_dict(e)?),
+            ExprKind::Name(n) if matches!(self.lookup(n), Some(Binding::Buffer(_))) => Attr::Buffer(n.clone()),
             _ => match self.expr(e)? {
                 Expr::Int(v, crate::DType::Bool) => Attr::Bool(v != 0),
                 Expr::Int(v, _) => Attr::Int(v),

@@ -1,5 +1,6 @@
 //! `compute_at(block, loop)` and `reverse_compute_at(block, loop)`: move a
-//! producer to the start of a loop's body (a consumer to its end), computing
+//! producer into a loop's body, before its first consumer there (a consumer
+//! after its last producer there, at the end of the body), computing
 //! there only the part its consumers (producers) under the loop need.
 //!
 //! The moved block keeps its body; its loops are replaced by new loops
@@ -34,6 +35,10 @@
 //!    of the function's run-time sizes (a row of `n` elements), or, where
 //!    it depends on the loops outside, a largest value, to which it is
 //!    widened (the predicate keeps the block in its domain).
+//! 7. Under the loop there is a place after every statement that writes
+//!    what the block reads and before every one that reads what it writes;
+//!    `index` (TVM's: `-1`, the default, the last such place; `-2` the
+//!    first; `k` before the body's `k`-th statement) picks one of them.
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
@@ -44,17 +49,36 @@ use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
 use tirc_ir::{BinOp, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, Scope, Stmt, Var};
 
-pub fn compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<()> {
-    move_to(sch, block, lp, true)?;
+/// Where under the loop the block goes, TVM's `index`: `-1` the last
+/// position that keeps it after what it reads and before what reads it (its
+/// default), `-2` the first, `k >= 0` before the loop body's `k`-th
+/// statement.
+/// With `preserve_unit_loops` false, a new loop of extent 1 is left out
+/// (its variable is 0); tirc's default keeps them, where TVM's drops them:
+/// a MetaSchedule trace says which it wants.
+pub fn compute_at(
+    sch: &mut Schedule,
+    block: &BlockRV,
+    lp: &LoopRV,
+    preserve_unit_loops: bool,
+    index: i64,
+) -> Result<()> {
+    move_to(sch, block, lp, true, preserve_unit_loops, index)?;
     Ok(())
 }
 
-pub fn reverse_compute_at(sch: &mut Schedule, block: &BlockRV, lp: &LoopRV) -> Result<()> {
-    move_to(sch, block, lp, false)?;
+pub fn reverse_compute_at(
+    sch: &mut Schedule,
+    block: &BlockRV,
+    lp: &LoopRV,
+    preserve_unit_loops: bool,
+    index: i64,
+) -> Result<()> {
+    move_to(sch, block, lp, false, preserve_unit_loops, index)?;
     Ok(())
 }
 
-fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<()> {
+fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: bool, index: i64) -> Result<()> {
     let root = sch.func.body.clone();
     // 1.
     let r = root
@@ -319,10 +343,11 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
                 )))
             }
         };
+        let unit = !preserve && extent.as_int() == Some(1);
         let name = fresh_loop_name(&taken, &format!("ax{}", loops.len()));
         let v = Var::new(name, DType::I32);
         taken = Stmt::seq(vec![taken, marker(&v)]);
-        let value = an.simplify(&(lo.clone() + Expr::var(&v)));
+        let value = if unit { an.simplify(&lo) } else { an.simplify(&(lo.clone() + Expr::var(&v))) };
         // Keep the block inside its domain where the region may leave it.
         let end = iv.dom.min.clone() + iv.dom.extent.clone();
         let last = an.simplify(&(lo.clone() + extent.clone() - Expr::int(1)));
@@ -332,7 +357,9 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
         if an.prove(&Expr::binary(BinOp::Ge, lo.clone(), iv.dom.min.clone())) != Some(true) {
             preds.push(Expr::binary(BinOp::Ge, value.clone(), iv.dom.min.clone()));
         }
-        loops.push((v, extent));
+        if !unit {
+            loops.push((v, extent));
+        }
         values.push(value);
     }
     let mut moved = r.clone();
@@ -350,12 +377,46 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool) -> Result<
             span: None,
         }));
     }
+    // 7. Where in the loop's body: after every statement that writes what
+    // the block reads, before every one that reads what it writes.
+    let Some(target) = removed.find_loop(lp) else {
+        return Err(ScheduleError::not_found(format!("loop `{}` is no longer in the function", lp.name())));
+    };
+    let items: Vec<Stmt> = match &target.body {
+        Stmt::Seq(v) => v.clone(),
+        s => vec![s.clone()],
+    };
+    let (reads, writes) = (block_buffers(&r, true), block_buffers(&r, false));
+    let touches = |s: &Stmt, bufs: &[Buffer], write: bool| {
+        s.blocks().iter().any(|b| block_buffers(b, !write).iter().any(|x| bufs.contains(x)))
+    };
+    let lo = items.iter().rposition(|s| touches(s, &reads, true)).map_or(0, |i| i + 1);
+    let hi = items.iter().position(|s| touches(s, &writes, false)).unwrap_or(items.len());
+    if lo > hi {
+        return Err(ScheduleError::new(format!(
+            "under loop `{}`, a statement that reads what block `{block}` writes comes before one that writes what it reads: no place keeps both orders",
+            lp.name()
+        )));
+    }
+    let at = match index {
+        -1 => hi,
+        -2 => lo,
+        k if k >= 0 && (lo as i64..=hi as i64).contains(&k) => k as usize,
+        k => {
+            return Err(ScheduleError::bad_argument(format!(
+                "index {k} is no place for block `{block}` under loop `{}`: after what it reads and before what reads it is index {lo} to {hi} (or -1 for the last such place, -2 for the first)",
+                lp.name()
+            )))
+        }
+    };
     let mut nest = Some(nest);
     sch.func.body = removed.rewrite(&mut |x| match x {
         Stmt::For(f) if &f.var == lp => {
             let mut f = (**f).clone();
             let n = nest.take()?;
-            f.body = if producer { Stmt::seq(vec![n, f.body]) } else { Stmt::seq(vec![f.body, n]) };
+            let mut body = items.clone();
+            body.insert(at, n);
+            f.body = Stmt::seq(body);
             Some(Stmt::For(Box::new(f)))
         }
         _ => None,

@@ -710,6 +710,12 @@ impl Interp<'_> {
                     args.push(None);
                     continue;
                 }
+                // An argument tirc does not take yet, given its default
+                // (`pad_value=None`, as TVM's traces print it).
+                (Kind::NotYet, Value::None) => {
+                    args.push(None);
+                    continue;
+                }
                 (Kind::NotYet, _) => {
                     return Err(Diagnostic::at(s, format!("tirc does not take `{}` of `{name}` yet", p.name))
                         .code(super::ErrorKind::Unsupported.code()))

@@ -169,7 +169,6 @@ fn edit_annotations(
     Ok(())
 }
 
-/// An annotation value as a schedule writes it.
 /// An annotation value as Python writes it.
 pub fn python(a: &Attr) -> String {
     match a {
@@ -181,5 +180,6 @@ pub fn python(a: &Attr) -> String {
         Attr::Dict(d) => {
             format!("{{{}}}", d.iter().map(|(k, v)| format!("{k:?}: {}", python(v))).collect::<Vec<_>>().join(", "))
         }
+        Attr::Buffer(n) => n.clone(),
     }
 }

@@ -355,8 +355,8 @@ const ONE_LOOP: &[Param] = &[req("loop", Kind::Loop)];
 const AT_LOOP: &[Param] = &[
     req("block", Kind::Block),
     req("loop", Kind::Loop),
-    opt("preserve_unit_loops", Kind::Ignored),
-    opt("index", Kind::Ignored),
+    opt_kw("preserve_unit_loops", Kind::Bool),
+    opt_kw("index", Kind::Int),
 ];
 
 pub static PRIMITIVES: &[Primitive] = &[
@@ -544,13 +544,23 @@ pub static PRIMITIVES: &[Primitive] = &[
         name: "compute_at",
         params: AT_LOOP,
         step: true,
-        apply: |s, a| none(compute_at::compute_at(s, a.block(0)?, a.lp(1)?)),
+        apply: |s, a| {
+            none(compute_at::compute_at(s, a.block(0)?, a.lp(1)?, a.opt_bool(2, true)?, a.opt_int(3)?.unwrap_or(-1)))
+        },
     },
     Primitive {
         name: "reverse_compute_at",
         params: AT_LOOP,
         step: true,
-        apply: |s, a| none(compute_at::reverse_compute_at(s, a.block(0)?, a.lp(1)?)),
+        apply: |s, a| {
+            none(compute_at::reverse_compute_at(
+                s,
+                a.block(0)?,
+                a.lp(1)?,
+                a.opt_bool(2, true)?,
+                a.opt_int(3)?.unwrap_or(-1),
+            ))
+        },
     },
     Primitive {
         name: "storage_align",
@@ -599,7 +609,8 @@ pub static PRIMITIVES: &[Primitive] = &[
             req("buffer", Kind::Buffer),
             req("index_map", Kind::IndexMap),
             opt("pad_value", Kind::NotYet),
-            opt("assume_injective_transform", Kind::NotYet),
+            // A hint that the map is injective: tirc checks it anyway.
+            opt("assume_injective_transform", Kind::Ignored),
         ],
         step: true,
         apply: |s, a| none(transform_layout::transform_layout(s, a.block(0)?, a.buffer(1)?, a.index_map(2)?)),
