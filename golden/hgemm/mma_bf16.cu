@@ -154,21 +154,21 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
   }
   __syncthreads();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
-    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
     tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 2176 + ((int)(threadIdx.y)) * 272 + ((int)(threadIdx.x)) / 16 * 136 + ((int)(threadIdx.x)) % 16 * 8, B + ax0_1_ax1_1_fused_0_1 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 16 * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) % 16 * 8);
   }
-  tirc_cp_async_commit();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
-    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8 + 18432, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
+  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
   }
+  tirc_cp_async_commit();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
     tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 2176 + ((int)(threadIdx.y)) * 272 + ((int)(threadIdx.x)) / 16 * 136 + ((int)(threadIdx.x)) % 16 * 8 + 8704, B + ax0_1_ax1_1_fused_0_1_1 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 16 * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) % 16 * 8 + 262144);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8 + 18432, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
   }
   tirc_cp_async_commit();
   for (int k_0 = 2; k_0 < 64; ++k_0) {
@@ -179,12 +179,12 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
       unsigned B_shared_warp[16];
       unsigned A_shared_warp[16];
       #pragma unroll
-      for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
-        tirc_ldmatrix_x4<false, false>(A_shared_warp + ax0_2_0 * 4, A_shared + (k_0 + 1) % 3 * 18432 + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0 * 1152 + k_1 * 16, 72);
-      }
-      #pragma unroll
       for (int ax1_3_0 = 0; ax1_3_0 < 4; ++ax1_3_0) {
         tirc_ldmatrix_x4<true, false>(B_shared_warp + ax1_3_0 * 4, B_shared + (k_0 + 1) % 3 * 8704 + k_1 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0 * 16, 136);
+      }
+      #pragma unroll
+      for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
+        tirc_ldmatrix_x4<false, false>(A_shared_warp + ax0_2_0 * 4, A_shared + (k_0 + 1) % 3 * 18432 + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0 * 1152 + k_1 * 16, 72);
       }
       #pragma unroll
       for (int i_2 = 0; i_2 < 4; ++i_2) {
@@ -195,12 +195,12 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
       }
     }
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 8; ++ax0_1_ax1_1_fused_0_3) {
-      tirc_cp_async<16>(A_shared + k_0 % 3 * 18432 + ax0_1_ax1_1_fused_0_3 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
       tirc_cp_async<16>(B_shared + k_0 % 3 * 8704 + ax0_1_ax1_1_fused_0_1_2 * 2176 + ((int)(threadIdx.y)) * 272 + ((int)(threadIdx.x)) / 16 * 136 + ((int)(threadIdx.x)) % 16 * 8, B + k_0 * 262144 + ax0_1_ax1_1_fused_0_1_2 * 65536 + ((int)(threadIdx.y)) * 8192 + ((int)(threadIdx.x)) / 16 * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) % 16 * 8);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 8; ++ax0_1_ax1_1_fused_0_3) {
+      tirc_cp_async<16>(A_shared + k_0 % 3 * 18432 + ax0_1_ax1_1_fused_0_3 * 2304 + ((int)(threadIdx.y)) * 288 + ((int)(threadIdx.x)) / 8 * 72 + ((int)(threadIdx.x)) % 8 * 8, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
     }
     tirc_cp_async_commit();
   }
@@ -211,12 +211,12 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
     unsigned B_shared_warp_1[16];
     unsigned A_shared_warp_1[16];
     #pragma unroll
-    for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
-      tirc_ldmatrix_x4<false, false>(A_shared_warp_1 + ax0_2_0_1 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_1 * 1152 + k_1_1 * 16 + 36864, 72);
-    }
-    #pragma unroll
     for (int ax1_3_0_1 = 0; ax1_3_0_1 < 4; ++ax1_3_0_1) {
       tirc_ldmatrix_x4<true, false>(B_shared_warp_1 + ax1_3_0_1 * 4, B_shared + k_1_1 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0_1 * 16 + 17408, 136);
+    }
+    #pragma unroll
+    for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
+      tirc_ldmatrix_x4<false, false>(A_shared_warp_1 + ax0_2_0_1 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_1 * 1152 + k_1_1 * 16 + 36864, 72);
     }
     #pragma unroll
     for (int i_2_1 = 0; i_2_1 < 4; ++i_2_1) {
@@ -234,12 +234,12 @@ extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16
     unsigned B_shared_warp_2[16];
     unsigned A_shared_warp_2[16];
     #pragma unroll
-    for (int ax0_2_0_2 = 0; ax0_2_0_2 < 4; ++ax0_2_0_2) {
-      tirc_ldmatrix_x4<false, false>(A_shared_warp_2 + ax0_2_0_2 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_2 * 1152 + k_1_2 * 16, 72);
-    }
-    #pragma unroll
     for (int ax1_3_0_2 = 0; ax1_3_0_2 < 4; ++ax1_3_0_2) {
       tirc_ldmatrix_x4<true, false>(B_shared_warp_2 + ax1_3_0_2 * 4, B_shared + k_1_2 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0_2 * 16, 136);
+    }
+    #pragma unroll
+    for (int ax0_2_0_2 = 0; ax0_2_0_2 < 4; ++ax0_2_0_2) {
+      tirc_ldmatrix_x4<false, false>(A_shared_warp_2 + ax0_2_0_2 * 4, A_shared + ((int)(threadIdx.y)) / 2 * 4608 + ax0_2_0_2 * 1152 + k_1_2 * 16, 72);
     }
     #pragma unroll
     for (int i_2_2 = 0; i_2_2 < 4; ++i_2_2) {

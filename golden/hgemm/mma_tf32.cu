@@ -153,21 +153,21 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_kernel(const float* __re
   }
   __syncthreads();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
-    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 1152 + ((int)(threadIdx.y)) * 144 + ((int)(threadIdx.x)) / 8 * 36 + ((int)(threadIdx.x)) % 8 * 4, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
-  }
-  #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 4; ++ax0_1_ax1_1_fused_0_1) {
     tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1 * 1088 + ((int)(threadIdx.y)) * 136 + ((int)(threadIdx.x)) * 4, B + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) * 4);
   }
-  tirc_cp_async_commit();
   #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
-    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 1152 + ((int)(threadIdx.y)) * 144 + ((int)(threadIdx.x)) / 8 * 36 + ((int)(threadIdx.x)) % 8 * 4 + 9216, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
+  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 8; ++ax0_1_ax1_1_fused_0) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 1152 + ((int)(threadIdx.y)) * 144 + ((int)(threadIdx.x)) / 8 * 36 + ((int)(threadIdx.x)) % 8 * 4, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4);
   }
+  tirc_cp_async_commit();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 4; ++ax0_1_ax1_1_fused_0_1_1) {
     tirc_cp_async<16>(B_shared + ax0_1_ax1_1_fused_0_1_1 * 1088 + ((int)(threadIdx.y)) * 136 + ((int)(threadIdx.x)) * 4 + 4352, B + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) * 4 + 131072);
+  }
+  #pragma unroll
+  for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 8; ++ax0_1_ax1_1_fused_0_2) {
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0_2 * 1152 + ((int)(threadIdx.y)) * 144 + ((int)(threadIdx.x)) / 8 * 36 + ((int)(threadIdx.x)) % 8 * 4 + 9216, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 4 + 32);
   }
   tirc_cp_async_commit();
   for (int k_0 = 2; k_0 < 128; ++k_0) {
@@ -178,12 +178,12 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_kernel(const float* __re
       float B_shared_warp[32];
       float A_shared_warp[32];
       #pragma unroll
-      for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
-        tirc_ldmatrix_tf32<false>(A_shared_warp + ax0_2_0 * 8, A_shared + (k_0 + 1) % 3 * 9216 + ((int)(threadIdx.y)) / 2 * 2304 + ax0_2_0 * 576 + k_1 * 16, 36);
-      }
-      #pragma unroll
       for (int ax1_3_0 = 0; ax1_3_0 < 4; ++ax1_3_0) {
         tirc_load_tf32<true, false>(B_shared_warp + ax1_3_0 * 8, B_shared + (k_0 + 1) % 3 * 4352 + k_1 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0 * 16, 136);
+      }
+      #pragma unroll
+      for (int ax0_2_0 = 0; ax0_2_0 < 4; ++ax0_2_0) {
+        tirc_ldmatrix_tf32<false>(A_shared_warp + ax0_2_0 * 8, A_shared + (k_0 + 1) % 3 * 9216 + ((int)(threadIdx.y)) / 2 * 2304 + ax0_2_0 * 576 + k_1 * 16, 36);
       }
       #pragma unroll
       for (int i_2 = 0; i_2 < 4; ++i_2) {
@@ -194,12 +194,12 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_kernel(const float* __re
       }
     }
     #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 8; ++ax0_1_ax1_1_fused_0_3) {
-      tirc_cp_async<16>(A_shared + k_0 % 3 * 9216 + ax0_1_ax1_1_fused_0_3 * 1152 + ((int)(threadIdx.y)) * 144 + ((int)(threadIdx.x)) / 8 * 36 + ((int)(threadIdx.x)) % 8 * 4, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
-    }
-    #pragma unroll
     for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 4; ++ax0_1_ax1_1_fused_0_1_2) {
       tirc_cp_async<16>(B_shared + k_0 % 3 * 4352 + ax0_1_ax1_1_fused_0_1_2 * 1088 + ((int)(threadIdx.y)) * 136 + ((int)(threadIdx.x)) * 4, B + k_0 * 131072 + ax0_1_ax1_1_fused_0_1_2 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) * 128 + ((int)(threadIdx.x)) * 4);
+    }
+    #pragma unroll
+    for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 8; ++ax0_1_ax1_1_fused_0_3) {
+      tirc_cp_async<16>(A_shared + k_0 % 3 * 9216 + ax0_1_ax1_1_fused_0_3 * 1152 + ((int)(threadIdx.y)) * 144 + ((int)(threadIdx.x)) / 8 * 36 + ((int)(threadIdx.x)) % 8 * 4, A + ((int)(blockIdx.y)) * 1048576 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 32 + ((int)(threadIdx.x)) % 8 * 4);
     }
     tirc_cp_async_commit();
   }
@@ -210,12 +210,12 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_kernel(const float* __re
     float B_shared_warp_1[32];
     float A_shared_warp_1[32];
     #pragma unroll
-    for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
-      tirc_ldmatrix_tf32<false>(A_shared_warp_1 + ax0_2_0_1 * 8, A_shared + ((int)(threadIdx.y)) / 2 * 2304 + ax0_2_0_1 * 576 + k_1_1 * 16, 36);
-    }
-    #pragma unroll
     for (int ax1_3_0_1 = 0; ax1_3_0_1 < 4; ++ax1_3_0_1) {
       tirc_load_tf32<true, false>(B_shared_warp_1 + ax1_3_0_1 * 8, B_shared + k_1_1 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0_1 * 16, 136);
+    }
+    #pragma unroll
+    for (int ax0_2_0_1 = 0; ax0_2_0_1 < 4; ++ax0_2_0_1) {
+      tirc_ldmatrix_tf32<false>(A_shared_warp_1 + ax0_2_0_1 * 8, A_shared + ((int)(threadIdx.y)) / 2 * 2304 + ax0_2_0_1 * 576 + k_1_1 * 16, 36);
     }
     #pragma unroll
     for (int i_2_1 = 0; i_2_1 < 4; ++i_2_1) {
@@ -233,12 +233,12 @@ extern "C" __global__ void __launch_bounds__(256) tgemm_kernel(const float* __re
     float B_shared_warp_2[32];
     float A_shared_warp_2[32];
     #pragma unroll
-    for (int ax0_2_0_2 = 0; ax0_2_0_2 < 4; ++ax0_2_0_2) {
-      tirc_ldmatrix_tf32<false>(A_shared_warp_2 + ax0_2_0_2 * 8, A_shared + ((int)(threadIdx.y)) / 2 * 2304 + ax0_2_0_2 * 576 + k_1_2 * 16 + 9216, 36);
-    }
-    #pragma unroll
     for (int ax1_3_0_2 = 0; ax1_3_0_2 < 4; ++ax1_3_0_2) {
       tirc_load_tf32<true, false>(B_shared_warp_2 + ax1_3_0_2 * 8, B_shared + k_1_2 * 2176 + ((int)(threadIdx.y)) % 2 * 64 + ax1_3_0_2 * 16 + 4352, 136);
+    }
+    #pragma unroll
+    for (int ax0_2_0_2 = 0; ax0_2_0_2 < 4; ++ax0_2_0_2) {
+      tirc_ldmatrix_tf32<false>(A_shared_warp_2 + ax0_2_0_2 * 8, A_shared + ((int)(threadIdx.y)) / 2 * 2304 + ax0_2_0_2 * 576 + k_1_2 * 16 + 9216, 36);
     }
     #pragma unroll
     for (int i_2_2 = 0; i_2_2 < 4; ++i_2_2) {
