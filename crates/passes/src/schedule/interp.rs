@@ -30,6 +30,10 @@ enum Value {
     Tuple(Vec<Value>),
     Loop(Var),
     Block(String),
+    /// Where `sample_compute_location` puts a block when no loop does:
+    /// at the root (`compute_at` to it changes nothing) or inlined
+    /// (`compute_at` to it is `compute_inline`).
+    Location(registry::Location),
     /// `lambda a, b: body`, turned into IR where a primitive takes it.
     Lambda(Vec<String>, Box<ast::Expr>),
     Sch,
@@ -47,6 +51,7 @@ impl Value {
             Value::Tuple(_) => "a tuple",
             Value::Loop(_) => "a loop",
             Value::Block(_) => "a block",
+            Value::Location(_) => "a compute location",
             Value::Lambda(..) => "a lambda",
             Value::Sch => "the schedule",
         }
@@ -616,6 +621,26 @@ impl Interp<'_> {
         kw: Vec<(String, Value, Span)>,
         span: Span,
     ) -> R<(Value, Option<Step>)> {
+        // `compute_at` to a location `sample_compute_location` gave: at the
+        // root nothing moves; inlined, the block is inlined.
+        if matches!(name, "compute_at" | "reverse_compute_at") {
+            let loc = pos.iter().map(|p| &p.0).chain(kw.iter().map(|k| &k.1)).find_map(|v| match v {
+                Value::Location(l) => Some(*l),
+                _ => None,
+            });
+            match loc {
+                Some(registry::Location::Root) => return Ok((Value::None, None)),
+                Some(registry::Location::Inline) => {
+                    let block: Vec<(Value, Span)> = match kw.iter().find(|k| k.0 == "block") {
+                        Some((_, v, s)) => vec![(v.clone(), *s)],
+                        None => pos.into_iter().take(1).collect(),
+                    };
+                    let inline = if name == "compute_at" { "compute_inline" } else { "reverse_compute_inline" };
+                    return self.primitive(inline, name_span, block, vec![], span);
+                }
+                None => {}
+            }
+        }
         let Some(prim) = registry::find(name) else {
             if registry::NOT_YET.contains(&name) {
                 return Err(Diagnostic::at(name_span, format!("tirc does not implement `sch.{name}` yet"))
@@ -658,6 +683,7 @@ impl Interp<'_> {
             Out::Loops(ls) => Value::List(ls.iter().cloned().map(Value::Loop).collect()),
             Out::Int(v) => Value::Int(*v),
             Out::Ints(vs) => Value::List(vs.iter().copied().map(Value::Int).collect()),
+            Out::Location(l) => Value::Location(*l),
         };
         let step = prim.step.then_some(Step { primitive: prim, args, out });
         Ok((value, step))
@@ -824,7 +850,7 @@ impl Interp<'_> {
     fn assigned(&mut self, out: &Out) {
         let mut named: Vec<(String, Option<Var>)> = Vec::new();
         match out {
-            Out::None | Out::Int(_) | Out::Ints(_) => {}
+            Out::None | Out::Int(_) | Out::Ints(_) | Out::Location(_) => {}
             Out::Block(b) => named.push((b.clone(), None)),
             Out::Blocks(bs) => named.extend(bs.iter().map(|b| (b.clone(), None))),
             Out::Loop(l) => named.push((l.name().to_string(), Some(l.clone()))),

@@ -244,6 +244,15 @@ pub enum Out {
     Int(i64),
     /// Sampled values (`sample_perfect_tile`'s factors).
     Ints(Vec<i64>),
+    /// A compute location that is no loop (`sample_compute_location`).
+    Location(Location),
+}
+
+/// `sample_compute_location`'s decisions -1 and -2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    Root,
+    Inline,
 }
 
 /// One entry of the registry.
@@ -280,6 +289,7 @@ impl fmt::Display for Step {
             Out::Loop(l) => vec![l.name().to_string()],
             Out::Loops(ls) => ls.iter().map(|l| l.name().to_string()).collect(),
             Out::Int(v) => vec![v.to_string()],
+            Out::Location(l) => vec![format!("{l:?}").to_lowercase()],
             Out::Ints(vs) => vs.iter().map(|v| v.to_string()).collect(),
         };
         if !outs.is_empty() {
@@ -341,7 +351,6 @@ pub const NOT_YET: &[&str] = &[
     "read_at",
     "write_at",
     "sample_partitioned_tile",
-    "sample_compute_location",
 ];
 
 fn none<T>(r: Result<T>) -> Result<Out> {
@@ -417,6 +426,18 @@ pub static PRIMITIVES: &[Primitive] = &[
                 _ => None,
             };
             sample::sample_categorical(a.ints(0)?, probs, a.opt_int(2)?).map(Out::Int)
+        },
+    },
+    Primitive {
+        name: "sample_compute_location",
+        params: &[req("block", Kind::Block), opt("decision", Kind::Int)],
+        step: false,
+        apply: |s, a| {
+            Ok(match sample::sample_compute_location(s, a.block(0)?, a.opt_int(1)?)? {
+                sample::Place::Loop(l) => Out::Loop(l),
+                sample::Place::Root => Out::Location(Location::Root),
+                sample::Place::Inline => Out::Location(Location::Inline),
+            })
         },
     },
     Primitive { name: "enter_postproc", params: &[], step: false, apply: |_, _| Ok(Out::None) },

@@ -21,12 +21,21 @@
 //! 3. A decision has `n` positive factors, their product is the extent and
 //!    the innermost is at most `max_innermost_factor`.
 //!
+//! `sample_compute_location(block, decision)` gives where MetaSchedule put a
+//! block: `-1` the root (a `compute_at` to it changes nothing), `-2`
+//! inlined (a `compute_at` to it is `compute_inline`), `k >= 0` the `k`-th
+//! loop, outermost first, of the block's first consumer. Without a
+//! decision it is the root.
+//!
+//! Of `sample_compute_location`: the block is in the function, and a loop
+//! decision is a loop of its first consumer.
+//!
 //! Of `sample_categorical`:
 //! 1. There is at least one candidate, and `probs`, if given, has one
 //!    number per candidate.
 //! 2. A decision is an index into the candidates.
 
-use super::{LoopRV, Result, Schedule, ScheduleError};
+use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::get_loop;
 use tirc_ir::Attr;
 
@@ -120,4 +129,39 @@ pub fn sample_categorical(candidates: &[i64], probs: Option<&Attr>, decision: Op
         None => 0,
     };
     Ok(candidates[best])
+}
+
+/// A place `sample_compute_location` gives.
+pub enum Place {
+    Loop(LoopRV),
+    Root,
+    Inline,
+}
+
+pub fn sample_compute_location(sch: &Schedule, block: &BlockRV, decision: Option<i64>) -> Result<Place> {
+    if sch.func.body.find_block(block).is_none() {
+        return Err(ScheduleError::not_found(format!("block `{block}` is not in the function")));
+    }
+    match decision {
+        None | Some(-1) => Ok(Place::Root),
+        Some(-2) => Ok(Place::Inline),
+        Some(k) if k >= 0 => {
+            let consumers = super::deps::get_consumers(sch, block)?;
+            let Some(first) = consumers.first() else {
+                return Err(ScheduleError::bad_argument(format!(
+                    "block `{block}` has no consumer, so decision {k} names no loop: only -1 (the root) or -2 (inline)"
+                )));
+            };
+            let loops = super::get::get_loops(sch, first)?;
+            loops.get(k as usize).cloned().map(Place::Loop).ok_or_else(|| {
+                ScheduleError::bad_argument(format!(
+                    "decision {k} names no loop: block `{first}`, the first consumer of `{block}`, is under {} loops",
+                    loops.len()
+                ))
+            })
+        }
+        Some(k) => Err(ScheduleError::bad_argument(format!(
+            "decision {k} is no compute location: -2 (inline), -1 (the root) or a loop's position"
+        ))),
+    }
 }
