@@ -32,6 +32,11 @@
 //! 8. An access made only under a condition (an `if`, a select, the padding
 //!    of `T.if_then_else`) stays inside the buffer over the whole domain of
 //!    the block's variables: the copy makes it for every value.
+//! 9. A written buffer is written unconditionally, and read only after an
+//!    init: the copy back writes every element of the domain, and the
+//!    reindexed buffer starts with no values.
+//! 10. A used variable bound to a plain loop takes its whole domain from
+//!     it: the copies run over the domain.
 
 use super::cache::{root_stmts, set_root, top_level_owner};
 use super::transform_layout::BufferRef;
@@ -166,6 +171,47 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
     }
     let indices: Vec<Expr> = indices.iter().map(|e| a.simplify(e)).collect();
     let used: Vec<&IterVar> = r.block.iter_vars.iter().filter(|iv| indices.iter().any(|e| e.uses(&iv.var))).collect();
+    // 9.
+    if write {
+        let reads_first = r.block.init.is_none() && r.block.body.loads_from(&buf);
+        let conditional = accessed_under_condition(&r.block.body, &buf)
+            || r.block.init.as_ref().is_some_and(|i| accessed_under_condition(i, &buf));
+        if reads_first || conditional {
+            let what = if reads_first {
+                format!("reads `{}` before writing it, with no init", buf.name())
+            } else {
+                format!("writes `{}` only under a condition", buf.name())
+            };
+            return Err(ScheduleError::new(format!(
+                "block `{block}` {what}: the reindexed copy would start without the buffer's values, and the copy back would overwrite elements the block leaves alone"
+            ))
+            .help("reindex a block that writes every element of its domain"));
+        }
+    }
+    // 10.
+    let loops_above = sch.func.body.loops_above(block).unwrap_or_default();
+    for (iv, value) in r.block.iter_vars.iter().zip(&r.iter_values) {
+        if !used.iter().any(|u| u.var == iv.var) {
+            continue;
+        }
+        let Some(l) = value.as_var().and_then(|v| loops_above.iter().find(|l| &l.var == v)) else { continue };
+        let (Some(lo), Some(n), Some(dlo), Some(dn)) =
+            (l.min.as_int(), l.extent.as_int(), iv.dom.min.as_int(), iv.dom.extent.as_int())
+        else {
+            continue;
+        };
+        if (lo, n) != (dlo, dn) {
+            return Err(ScheduleError::new(format!(
+                "block variable `{}` has domain {dlo}..{}, but its loop `{}` gives it only {lo}..{}: the copy, made over the domain, would touch elements of `{}` the block does not",
+                iv.var.name(),
+                dlo + dn,
+                l.var.name(),
+                lo + n,
+                buf.name()
+            ))
+            .help("give the variable its loop's range as its domain"));
+        }
+    }
     // 8.
     let mut guarded = false;
     if let Some(init) = &r.block.init {
