@@ -22,7 +22,11 @@
 //! 5. For `cache_read`, no block of the loop nests from the first reader
 //!    of the copy to the last writes the buffer (a reader itself included):
 //!    the copy, placed before them, would read the buffer before it is
-//!    written.
+//!    written. One exception, as in TVM: a single writer in the readers'
+//!    one nest, before them in a sequence of statements that holds both
+//!    (a copy `compute_at` moved there: A_shared, then its copy into
+//!    fragments): the new copy goes just after it, over the whole buffer,
+//!    for `compute_at` to move deeper.
 //! 6. For `cache_read` with `consumer_blocks` (TVM's argument: the blocks
 //!    that read the copy; without it, `block` alone), each is a block of
 //!    the root scope that reads the buffer. The copy is placed before the
@@ -71,7 +75,29 @@ pub fn cache_read(
     }
     let first = tops.iter().copied().min().unwrap_or(top);
     let last = tops.iter().copied().max().unwrap_or(top);
-    // 5.
+    // 5. A writer inside the consumers' one nest (a copy already moved
+    // there by compute_at): the new copy goes just after it, in the
+    // innermost sequence of statements that holds both.
+    if first == last {
+        let writers: Vec<String> = stmts[first]
+            .blocks()
+            .iter()
+            .filter(|o| block_buffers(o, false).contains(&buf))
+            .map(|o| o.block.name.clone())
+            .collect();
+        if let [writer] = &writers[..] {
+            if !consumers.contains(writer) {
+                let (copy, name) = new_copy(sch, &buf, sc);
+                let nest = copy_nest(&sch.func.body, &name, &buf, &copy, true);
+                if let Some(placed) = insert_after(&stmts[first], writer, &consumers, &nest) {
+                    let mut body = stmts.clone();
+                    body[first] = consumers.iter().fold(placed, |s, c| redirect_block(&s, c, &buf, &copy));
+                    set_root(sch, body, vec![copy]);
+                    return Ok(name);
+                }
+            }
+        }
+    }
     for s in &stmts[first..=last] {
         if let Some(w) = s.blocks().iter().find(|o| block_buffers(o, false).contains(&buf)) {
             return Err(ScheduleError::new(format!(
@@ -281,6 +307,37 @@ fn redirect_block(s: &Stmt, block: &str, buf: &Buffer, copy: &Buffer) -> Stmt {
         Stmt::Block(r) if r.block.name == block => Some(replace_buffers_stmt(x, &[(buf.clone(), copy.clone())])),
         _ => None,
     })
+}
+
+/// `s` with `nest` inserted just after the statement that holds block
+/// `writer`, in the innermost sequence whose later statements hold every
+/// block of `consumers` (and which holds nothing else that writes between);
+/// `None` where no sequence orders them so.
+fn insert_after(s: &Stmt, writer: &str, consumers: &[BlockRV], nest: &Stmt) -> Option<Stmt> {
+    let holds = |x: &Stmt, b: &str| x.blocks().iter().any(|r| r.block.name == b);
+    match s {
+        Stmt::For(l) => {
+            let body = insert_after(&l.body, writer, consumers, nest)?;
+            Some(Stmt::For(Box::new(For { body, ..(**l).clone() })))
+        }
+        Stmt::Seq(items) => {
+            let w = items.iter().position(|x| holds(x, writer))?;
+            let cs: Vec<usize> =
+                consumers.iter().map(|c| items.iter().position(|x| holds(x, c))).collect::<Option<_>>()?;
+            if cs.iter().all(|&c| c == w) {
+                let mut items = items.clone();
+                items[w] = insert_after(&items[w], writer, consumers, nest)?;
+                return Some(Stmt::Seq(items));
+            }
+            if cs.iter().any(|&c| c <= w) {
+                return None;
+            }
+            let mut items = items.clone();
+            items.insert(w + 1, nest.clone());
+            Some(Stmt::Seq(items))
+        }
+        _ => None,
+    }
 }
 
 /// The statements of the root block's body.
