@@ -31,6 +31,10 @@
 //!    that read the copy; without it, `block` alone), each is a block of
 //!    the root scope that reads the buffer. The copy is placed before the
 //!    first of their loop nests.
+//! 7. For `cache_write`, the block writes the buffer unconditionally (or an
+//!    init writes every element it updates under a condition): the copy
+//!    back writes every element of the region the block's loops write, the
+//!    whole buffer unless they write less (a loop over part of it).
 //!
 //! The copy buffer is allocated by the root block; lowering places it at
 //! the lowest loop that covers its uses and compacts it to what is used.
@@ -146,10 +150,25 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
             )));
         }
     }
+    // 7.
+    let writes_all = |s: &Stmt| s.stores_to(&buf) && !super::reindex::accessed_under_condition(s, &buf);
+    if super::reindex::accessed_under_condition(&r.block.body, &buf) && !r.block.init.as_ref().is_some_and(writes_all) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` writes `{}` only under a condition: the copy back would overwrite the elements it leaves alone",
+            buf.name()
+        )));
+    }
     let (copy, name) = new_copy(sch, &buf, sc);
-    let nest = copy_nest(&sch.func.body, &name, &buf, &copy, false);
+    let stmts = root_stmts(&sch.func.body);
+    let nest = match written_region(&stmts[top], &buf) {
+        Some(region) => {
+            let mut root = sch.func.body.clone();
+            copy_region_nest(&mut root, &name, &region, &copy, &buf)
+        }
+        None => copy_nest(&sch.func.body, &name, &buf, &copy, false),
+    };
     let mut body = Vec::new();
-    for (i, s) in root_stmts(&sch.func.body).into_iter().enumerate() {
+    for (i, s) in stmts.into_iter().enumerate() {
         if i == top {
             body.push(redirect_block(&s, block, &buf, &copy));
             body.push(nest.clone());
@@ -298,6 +317,99 @@ pub(crate) fn copy_block_nest(
         }));
     }
     s
+}
+
+/// The part of `buf` that the loop nest `nest` writes, where it is less than
+/// the whole buffer and known as constants: each dimension's range, relaxed
+/// over the nest's loops and kept inside the buffer. `None` for the whole
+/// buffer (or a range not known as constants).
+fn written_region(nest: &Stmt, buf: &Buffer) -> Option<Vec<(i64, i64)>> {
+    let probe = Block {
+        name: String::new(),
+        iter_vars: vec![],
+        reads: vec![],
+        writes: vec![],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: nest.clone(),
+        span: None,
+    };
+    let (_, writes) = tirc_ir::region::infer_block_regions(&probe);
+    let reg = writes.into_iter().find(|w| w.buffer == *buf)?;
+    let mut out = Vec::new();
+    for (rg, n) in reg.region.iter().zip(buf.shape()) {
+        let (lo, ext, n) = (rg.min.as_int()?, rg.extent.as_int()?, n.as_int()?);
+        let (lo, hi) = (lo.max(0), (lo + ext).min(n));
+        if lo >= hi {
+            return None;
+        }
+        out.push((lo, hi));
+    }
+    let whole = out.iter().zip(buf.shape()).all(|((lo, hi), n)| *lo == 0 && Some(*hi) == n.as_int());
+    (!whole).then_some(out)
+}
+
+/// `for ax0 in range(lo0, hi0), ..: with T.block(name): dst[v] = src[v]`
+/// over a box of the buffer (the loops' names fresh against `root`).
+fn copy_region_nest(root: &mut Stmt, name: &str, region: &[(i64, i64)], src: &Buffer, dst: &Buffer) -> Stmt {
+    let mut loops = Vec::new();
+    let mut iter_vars = Vec::new();
+    for (d, (lo, hi)) in region.iter().enumerate() {
+        let lv = Var::new(fresh_loop_name(root, &format!("ax{d}")), DType::I32);
+        *root = Stmt::seq(vec![root.clone(), placeholder_loop(&lv)]);
+        loops.push((lv, *lo, *hi));
+        iter_vars.push(IterVar {
+            var: Var::new(format!("v{d}"), DType::I32),
+            dom: Range::new(Expr::int(*lo), Expr::int(hi - lo)),
+            kind: IterKind::Spatial,
+        });
+    }
+    let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
+    let point = |b: &Buffer| BufferRegion {
+        buffer: b.clone(),
+        region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
+    };
+    let block = Block {
+        name: name.to_string(),
+        iter_vars,
+        reads: vec![point(src)],
+        writes: vec![point(dst)],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: Stmt::Store { buffer: dst.clone(), indices: idx.clone(), value: Expr::Load(src.clone(), idx.clone()) },
+        span: None,
+    };
+    let mut s = Stmt::Block(Box::new(BlockRealize {
+        iter_values: loops.iter().map(|(v, _, _)| Expr::var(v)).collect(),
+        predicate: Expr::bool(true),
+        block,
+    }));
+    for (v, lo, hi) in loops.into_iter().rev() {
+        s = Stmt::For(Box::new(For {
+            var: v,
+            min: Expr::int(lo),
+            extent: Expr::int(hi - lo),
+            kind: ForKind::Serial,
+            annotations: vec![],
+            body: s,
+            span: None,
+        }));
+    }
+    s
+}
+
+fn placeholder_loop(v: &Var) -> Stmt {
+    Stmt::For(Box::new(For {
+        var: v.clone(),
+        min: Expr::int(0),
+        extent: Expr::int(1),
+        kind: ForKind::Serial,
+        annotations: vec![],
+        body: Stmt::NoOp,
+        span: None,
+    }))
 }
 
 /// `s` with the block named `block` (and the blocks in it) accessing `copy`

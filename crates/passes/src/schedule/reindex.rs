@@ -344,7 +344,7 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
 /// Whether an access to `b` in `s` is made only under a condition: in a
 /// branch of an `if`, of a select or `T.if_then_else`, or in the second
 /// operand of `and`/`or`.
-fn accessed_under_condition(s: &Stmt, b: &Buffer) -> bool {
+pub(crate) fn accessed_under_condition(s: &Stmt, b: &Buffer) -> bool {
     fn in_expr(e: &Expr, b: &Buffer, cond: bool) -> bool {
         match e {
             Expr::Load(x, idx) => (cond && x == b) || idx.iter().any(|i| in_expr(i, b, cond)),
