@@ -426,3 +426,27 @@ def f(I: T.Buffer((4,), "int32"), U: T.Buffer((4,), "uint8"), J: T.Buffer((4, 4)
     assert_eq!(col(&v, 3, 1), vec![255.0, 254.0, 127.0, 0.0], "~ of a uint8");
     assert_eq!(col(&v, 3, 2), vec![0.0, 16.0, 0.0, 240.0], "a left shift wraps to 8 bits");
 }
+
+#[test]
+fn floor_division_of_floats_is_tvms() {
+    // floordiv(a, b) = floor(a / b) and floormod(a, b) = a - floor(a / b) * b,
+    // by T.floordiv / T.floormod and by `//` and `%`: the remainder takes
+    // the divisor's sign.
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((4,), "float32"), C: T.Buffer((4, 4), "float32")):
+    tx = T.launch_thread("threadIdx.x", 4)
+    C[tx, 0] = T.floordiv(A[tx], T.float32(2))
+    C[tx, 1] = T.floormod(A[tx], T.float32(2))
+    C[tx, 2] = A[tx] // T.float32(-2)
+    C[tx, 3] = A[tx] % T.float32(-2)
+"#;
+    let mut args = [HostData::F32(vec![5.0, -5.0, 0.5, -0.5]), HostData::F32(vec![0.0; 16])];
+    sim(src, &mut args).unwrap();
+    let c = values(&args[1]);
+    let row = |k: usize| (0..4).map(|t| c[t * 4 + k]).collect::<Vec<f64>>();
+    assert_eq!(row(0), vec![2.0, -3.0, 0.0, -1.0]);
+    assert_eq!(row(1), vec![1.0, 1.0, 0.5, 1.5]);
+    assert_eq!(row(2), vec![-3.0, 2.0, -1.0, 0.0]);
+    assert_eq!(row(3), vec![-1.0, -1.0, -1.5, -0.5]);
+}

@@ -305,7 +305,7 @@ impl FuncResolver<'_> {
             return Err(Diagnostic::at(span, "arithmetic on booleans is not allowed"));
         }
         if matches!(bop, BinOp::FloorDiv | BinOp::FloorMod) && t.is_float() {
-            return Err(Diagnostic::at(span, "`//` and `%` need integer operands"));
+            return Ok(float_floor_div(bop, a, b));
         }
         if let (Some(0), BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div) = (b.as_int(), bop) {
             return Err(Diagnostic::at(span, "division by zero"));
@@ -381,6 +381,9 @@ impl FuncResolver<'_> {
                     "floormod" => BinOp::FloorMod,
                     _ => BinOp::Div,
                 };
+                if matches!(op, BinOp::FloorDiv | BinOp::FloorMod) && a.dtype().is_float() {
+                    return Ok(float_floor_div(op, a, b));
+                }
                 if op != BinOp::Max && op != BinOp::Min {
                     if !a.dtype().is_int() {
                         return Err(Diagnostic::at(span, format!("`{f}` needs integer operands, not {}", a.dtype())));
@@ -642,4 +645,14 @@ fn invert(a: Expr, span: Span) -> R<Expr> {
         _ => -1,
     };
     Ok(Expr::folded(BinOp::BitXor, a, Expr::Int(ones, t)))
+}
+
+/// Floor division and its remainder of floats, as TVM defines them:
+/// `floordiv(a, b) = floor(a / b)`, `floormod(a, b) = a - floor(a / b) * b`.
+fn float_floor_div(op: BinOp, a: Expr, b: Expr) -> Expr {
+    let q = Expr::Call(crate::expr::Intrinsic::Floor, vec![Expr::binary(BinOp::Div, a.clone(), b.clone())]);
+    match op {
+        BinOp::FloorMod => Expr::binary(BinOp::Sub, a, Expr::binary(BinOp::Mul, q, b)),
+        _ => q,
+    }
 }
