@@ -131,3 +131,18 @@ pub fn replace_buffer(s: &Stmt, b: &Buffer, nb: &Buffer) -> Stmt {
         _ => None,
     })
 }
+
+/// A loop of extent 1 with no body, that only reserves its variable's name:
+/// added to the tree a name is made fresh against, so that names made later
+/// stay fresh too.
+pub fn name_marker(v: &Var) -> Stmt {
+    Stmt::For(Box::new(For {
+        var: v.clone(),
+        min: tirc_ir::Expr::int(0),
+        extent: tirc_ir::Expr::int(1),
+        kind: tirc_ir::ForKind::Serial,
+        annotations: vec![],
+        body: Stmt::NoOp,
+        span: None,
+    }))
+}

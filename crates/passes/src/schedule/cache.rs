@@ -35,12 +35,19 @@
 //!    init writes every element it updates under a condition): the copy
 //!    back writes every element of the region the block's loops write, the
 //!    whole buffer unless they write less (a loop over part of it).
+//! 8. For `cache_write`, no other block of the nest reads the buffer: the
+//!    copy back, after the nest, would come after it.
+//! 9. For `cache_write`, the block writes every element between the first
+//!    and the last it writes, per dimension (found by running its loops
+//!    where they are constant and not too many; the copy back covers that
+//!    box): a stride or a predicate leaving holes would have the copy back
+//!    overwrite them.
 //!
 //! The copy buffer is allocated by the root block; lowering places it at
 //! the lowest loop that covers its uses and compacts it to what is used.
 
 use super::{BlockRV, Result, Schedule, ScheduleError};
-use crate::common::tree::{block_and_buffer_names, fresh_loop_name, fresh_name};
+use crate::common::tree::{block_and_buffer_names, fresh_loop_name, fresh_name, name_marker};
 use tirc_ir::region::block_buffers;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{
@@ -158,12 +165,45 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
             buf.name()
         )));
     }
-    let (copy, name) = new_copy(sch, &buf, sc);
     let stmts = root_stmts(&sch.func.body);
-    let nest = match written_region(&stmts[top], &buf) {
+    // 8.
+    if let Some(reader) = stmts[top]
+        .blocks()
+        .into_iter()
+        .find(|o| o.block.name != *block && !nested.contains(&o.block.name) && block_buffers(o, true).contains(&buf))
+    {
+        return Err(ScheduleError::new(format!(
+            "block `{}` reads `{}` in the loop nest of block `{block}`: the copy back, made after that nest, would come after it",
+            reader.block.name,
+            buf.name()
+        )));
+    }
+    // 9. Where the loops can be run here, the box is that of the points
+    // written, and must be full; else the region inferred from the loops.
+    let region = match written_points(&sch.func.body, &r, &buf) {
+        Some(points) => {
+            let Some(bbox) = bounding_box(&points) else {
+                return Err(ScheduleError::new(format!("block `{block}` writes no element of `{}`", buf.name())));
+            };
+            let size: usize = bbox.iter().map(|(lo, hi)| (hi - lo) as usize).product();
+            if points.len() < size {
+                return Err(ScheduleError::new(format!(
+                    "block `{block}` writes {} of the {size} elements of `{}` between the first and the last it writes (a stride, or a predicate): the copy back would overwrite the others",
+                    points.len(),
+                    buf.name()
+                )));
+            }
+            let whole = bbox.iter().zip(buf.shape()).all(|((lo, hi), n)| *lo == 0 && Some(*hi) == n.as_int());
+            (!whole).then_some(bbox)
+        }
+        None => written_region(&stmts[top], &buf),
+    };
+    let (copy, name) = new_copy(sch, &buf, sc);
+    let nest = match region {
         Some(region) => {
-            let mut root = sch.func.body.clone();
-            copy_region_nest(&mut root, &name, &region, &copy, &buf)
+            let box_: Vec<Range> =
+                region.iter().map(|(lo, hi)| Range::new(Expr::int(*lo), Expr::int(hi - lo))).collect();
+            copy_block_nest(&mut sch.func.body.clone(), &name, &box_, "ax", &buf, &copy, &|load, _| load)
         }
         None => copy_nest(&sch.func.body, &name, &buf, &copy, false),
     };
@@ -241,17 +281,18 @@ fn new_copy(sch: &Schedule, buf: &Buffer, sc: Scope) -> (Buffer, String) {
 /// buffer; `read` says whether the copy reads `buf` (cache_read) or writes it.
 fn copy_nest(root: &Stmt, name: &str, buf: &Buffer, copy: &Buffer, read: bool) -> Stmt {
     let (src, dst) = if read { (buf, copy) } else { (copy, buf) };
-    copy_block_nest(&mut root.clone(), name, buf.shape(), "ax", dst, src, &|load, _| load)
+    let whole: Vec<Range> = buf.shape().iter().map(|n| Range::from_extent(n.clone())).collect();
+    copy_block_nest(&mut root.clone(), name, &whole, "ax", dst, src, &|load, _| load)
 }
 
-/// A loop nest over `shape` (loops `<prefix>0, <prefix>1..`, fresh against
-/// `root`, which then holds them too, so that a later nest's names stay
-/// fresh) around one block `name` with variables `v0, v1..` that stores
-/// `dst[v] = value(src[v], v)`.
+/// A loop nest over the box `ranges` of a buffer (loops `<prefix>0,
+/// <prefix>1..`, fresh against `root`, which then holds them too, so that a
+/// later nest's names stay fresh) around one block `name` with variables
+/// `v0, v1..` over those ranges that stores `dst[v] = value(src[v], v)`.
 pub(crate) fn copy_block_nest(
     root: &mut Stmt,
     name: &str,
-    shape: &[Expr],
+    ranges: &[Range],
     prefix: &str,
     dst: &Buffer,
     src: &Buffer,
@@ -259,24 +300,13 @@ pub(crate) fn copy_block_nest(
 ) -> Stmt {
     let mut loops = Vec::new();
     let mut iter_vars = Vec::new();
-    for (d, extent) in shape.iter().enumerate() {
+    for (d, range) in ranges.iter().enumerate() {
         let lv = Var::new(fresh_loop_name(root, &format!("{prefix}{d}")), DType::I32);
-        *root = Stmt::seq(vec![
-            root.clone(),
-            Stmt::For(Box::new(For {
-                var: lv.clone(),
-                min: Expr::int(0),
-                extent: Expr::int(1),
-                kind: ForKind::Serial,
-                annotations: vec![],
-                body: Stmt::NoOp,
-                span: None,
-            })),
-        ]);
-        loops.push((lv, extent.clone()));
+        *root = Stmt::seq(vec![root.clone(), name_marker(&lv)]);
+        loops.push((lv, range.clone()));
         iter_vars.push(IterVar {
             var: Var::new(format!("v{d}"), DType::I32),
-            dom: Range::from_extent(extent.clone()),
+            dom: range.clone(),
             kind: IterKind::Spatial,
         });
     }
@@ -305,11 +335,11 @@ pub(crate) fn copy_block_nest(
         predicate: Expr::bool(true),
         block,
     }));
-    for (v, extent) in loops.into_iter().rev() {
+    for (v, range) in loops.into_iter().rev() {
         s = Stmt::For(Box::new(For {
             var: v,
-            min: Expr::int(0),
-            extent,
+            min: range.min,
+            extent: range.extent,
             kind: ForKind::Serial,
             annotations: vec![],
             body: s,
@@ -339,7 +369,8 @@ fn written_region(nest: &Stmt, buf: &Buffer) -> Option<Vec<(i64, i64)>> {
     let reg = writes.into_iter().find(|w| w.buffer == *buf)?;
     let mut out = Vec::new();
     for (rg, n) in reg.region.iter().zip(buf.shape()) {
-        let (lo, ext, n) = (rg.min.as_int()?, rg.extent.as_int()?, n.as_int()?);
+        let a = crate::arith::Analyzer::new();
+        let (lo, ext, n) = (a.simplify(&rg.min).as_int()?, a.simplify(&rg.extent).as_int()?, n.as_int()?);
         let (lo, hi) = (lo.max(0), (lo + ext).min(n));
         if lo >= hi {
             return None;
@@ -350,66 +381,62 @@ fn written_region(nest: &Stmt, buf: &Buffer) -> Option<Vec<(i64, i64)>> {
     (!whole).then_some(out)
 }
 
-/// `for ax0 in range(lo0, hi0), ..: with T.block(name): dst[v] = src[v]`
-/// over a box of the buffer (the loops' names fresh against `root`).
-fn copy_region_nest(root: &mut Stmt, name: &str, region: &[(i64, i64)], src: &Buffer, dst: &Buffer) -> Stmt {
-    let mut loops = Vec::new();
-    let mut iter_vars = Vec::new();
-    for (d, (lo, hi)) in region.iter().enumerate() {
-        let lv = Var::new(fresh_loop_name(root, &format!("ax{d}")), DType::I32);
-        *root = Stmt::seq(vec![root.clone(), placeholder_loop(&lv)]);
-        loops.push((lv, *lo, *hi));
-        iter_vars.push(IterVar {
-            var: Var::new(format!("v{d}"), DType::I32),
-            dom: Range::new(Expr::int(*lo), Expr::int(hi - lo)),
-            kind: IterKind::Spatial,
+/// The elements of `buf` the block writes, found by running its loops
+/// (constant, and at most 2^20 iterations; `None` otherwise): its predicate
+/// and bindings give each iteration's point.
+fn written_points(root: &Stmt, r: &BlockRealize, buf: &Buffer) -> Option<std::collections::HashSet<Vec<i64>>> {
+    use crate::arith::eval;
+    let loops: Vec<(Var, i64, i64)> = root
+        .loops_above(&r.block.name)?
+        .into_iter()
+        .map(|l| Some((l.var.clone(), l.min.as_int()?, l.extent.as_int()?)))
+        .collect::<Option<_>>()?;
+    let total = loops.iter().try_fold(1i64, |a, l| a.checked_mul(l.2)).filter(|t| *t <= 1 << 20)?;
+    let mut stores: Vec<Vec<Expr>> = Vec::new();
+    let mut plain = true;
+    for s in r.block.init.iter().chain(std::iter::once(&r.block.body)) {
+        s.walk(&mut |x| match x {
+            Stmt::Store { buffer, indices, .. } if buffer == buf => stores.push(indices.clone()),
+            Stmt::For(_) | Stmt::Block(_) | Stmt::Let { .. } => plain = false,
+            _ => {}
         });
     }
-    let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
-    let point = |b: &Buffer| BufferRegion {
-        buffer: b.clone(),
-        region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
-    };
-    let block = Block {
-        name: name.to_string(),
-        iter_vars,
-        reads: vec![point(src)],
-        writes: vec![point(dst)],
-        init: None,
-        alloc_buffers: vec![],
-        annotations: vec![],
-        body: Stmt::Store { buffer: dst.clone(), indices: idx.clone(), value: Expr::Load(src.clone(), idx.clone()) },
-        span: None,
-    };
-    let mut s = Stmt::Block(Box::new(BlockRealize {
-        iter_values: loops.iter().map(|(v, _, _)| Expr::var(v)).collect(),
-        predicate: Expr::bool(true),
-        block,
-    }));
-    for (v, lo, hi) in loops.into_iter().rev() {
-        s = Stmt::For(Box::new(For {
-            var: v,
-            min: Expr::int(lo),
-            extent: Expr::int(hi - lo),
-            kind: ForKind::Serial,
-            annotations: vec![],
-            body: s,
-            span: None,
-        }));
+    if !plain || stores.is_empty() {
+        return None;
     }
-    s
+    let mut seen = std::collections::HashSet::new();
+    let mut at = vec![0i64; loops.len()];
+    for _ in 0..total {
+        let loop_value = |v: &Var| loops.iter().zip(&at).find(|(l, _)| l.0 == *v).map(|(l, k)| l.1 + k);
+        let vals: Vec<i64> = r.iter_values.iter().map(|e| eval(e, &loop_value)).collect::<Option<_>>()?;
+        let var_value = |v: &Var| r.block.iter_vars.iter().position(|iv| iv.var == *v).map(|k| vals[k]);
+        if eval(&r.predicate, &loop_value)? != 0 {
+            for idx in &stores {
+                seen.insert(idx.iter().map(|e| eval(e, &var_value)).collect::<Option<Vec<i64>>>()?);
+            }
+        }
+        for d in (0..at.len()).rev() {
+            at[d] += 1;
+            if at[d] < loops[d].2 {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+    Some(seen)
 }
 
-fn placeholder_loop(v: &Var) -> Stmt {
-    Stmt::For(Box::new(For {
-        var: v.clone(),
-        min: Expr::int(0),
-        extent: Expr::int(1),
-        kind: ForKind::Serial,
-        annotations: vec![],
-        body: Stmt::NoOp,
-        span: None,
-    }))
+/// Per dimension, the first and one past the last of `points`.
+fn bounding_box(points: &std::collections::HashSet<Vec<i64>>) -> Option<Vec<(i64, i64)>> {
+    let mut it = points.iter();
+    let first = it.next()?;
+    let mut bbox: Vec<(i64, i64)> = first.iter().map(|&x| (x, x + 1)).collect();
+    for p in it {
+        for (b, &x) in bbox.iter_mut().zip(p) {
+            *b = (b.0.min(x), b.1.max(x + 1));
+        }
+    }
+    Some(bbox)
 }
 
 /// `s` with the block named `block` (and the blocks in it) accessing `copy`

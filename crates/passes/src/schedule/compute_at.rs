@@ -43,7 +43,7 @@
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, union, Relaxed};
-use crate::common::tree::{child_blocks, fresh_loop_name, nested_block_names};
+use crate::common::tree::{child_blocks, fresh_loop_name, name_marker, nested_block_names};
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
@@ -346,7 +346,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
         let unit = !preserve && extent.as_int() == Some(1);
         let name = fresh_loop_name(&taken, &format!("ax{}", loops.len()));
         let v = Var::new(name, DType::I32);
-        taken = Stmt::seq(vec![taken, marker(&v)]);
+        taken = Stmt::seq(vec![taken, name_marker(&v)]);
         let value = if unit { an.simplify(&lo) } else { an.simplify(&(lo.clone() + Expr::var(&v))) };
         // Keep the block inside its domain where the region may leave it.
         let end = iv.dom.min.clone() + iv.dom.extent.clone();
@@ -536,17 +536,4 @@ fn loop_analyzer(root: &Stmt) -> Analyzer {
         }
     });
     an
-}
-
-/// A loop that only reserves a name.
-fn marker(v: &Var) -> Stmt {
-    Stmt::For(Box::new(For {
-        var: v.clone(),
-        min: Expr::int(0),
-        extent: Expr::int(1),
-        kind: ForKind::Serial,
-        annotations: vec![],
-        body: Stmt::NoOp,
-        span: None,
-    }))
 }

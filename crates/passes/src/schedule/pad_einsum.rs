@@ -354,5 +354,6 @@ fn copy_nest(root: &mut Stmt, name: &str, shape: &[Expr], dst: &Buffer, src: &Bu
             Expr::Select(Box::new(crate::arith::all_of(conds)), Box::new(load), Box::new(zero.clone()))
         }
     };
-    copy_block_nest(root, name, shape, "i", dst, src, &value)
+    let whole: Vec<Range> = shape.iter().map(|n| Range::from_extent(n.clone())).collect();
+    copy_block_nest(root, name, &whole, "i", dst, src, &value)
 }

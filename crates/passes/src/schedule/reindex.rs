@@ -42,7 +42,7 @@ use super::cache::{root_stmts, set_root, top_level_owner};
 use super::transform_layout::BufferRef;
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use crate::arith::Analyzer;
-use crate::common::tree::{block_and_buffer_names, fresh_loop_name, fresh_name};
+use crate::common::tree::{block_and_buffer_names, fresh_loop_name, fresh_name, name_marker};
 use tirc_ir::region::{block_buffers, infer_block_regions};
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::{Block, BlockRealize, Buffer, Expr, For, ForKind, IterKind, IterVar, Stmt, Var};
@@ -255,7 +255,7 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
     for (d, iv) in used.iter().enumerate() {
         let t = iv.var.dtype();
         let lv = Var::new(fresh_loop_name(&root, &format!("ax{d}")), t);
-        root = Stmt::seq(vec![root, unit_loop(&lv)]);
+        root = Stmt::seq(vec![root, name_marker(&lv)]);
         loops.push((lv, iv.dom.clone()));
         vars.push(Var::new(format!("v{d}"), t));
     }
@@ -393,17 +393,4 @@ fn redirect_loads(e: &Expr, b: &Buffer, nb: &Buffer, at: &[Expr]) -> Expr {
         Expr::Load(x, _) if x == *b => Expr::Load(nb.clone(), at.to_vec()),
         e => e,
     }
-}
-
-/// A placeholder loop holding `v`, so that later fresh names avoid it.
-fn unit_loop(v: &Var) -> Stmt {
-    Stmt::For(Box::new(For {
-        var: v.clone(),
-        min: Expr::int(0),
-        extent: Expr::int(1),
-        kind: ForKind::Serial,
-        annotations: vec![],
-        body: Stmt::NoOp,
-        span: None,
-    }))
 }
