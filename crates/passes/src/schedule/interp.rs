@@ -290,6 +290,8 @@ impl Interp<'_> {
                 match (op, v) {
                     (ast::UnaryOp::Neg, Value::Int(i)) => Ok(Value::Int(-i)),
                     (ast::UnaryOp::Pos, Value::Int(i)) => Ok(Value::Int(i)),
+                    (ast::UnaryOp::Neg, Value::Float(x)) => Ok(Value::Float(-x)),
+                    (ast::UnaryOp::Pos, Value::Float(x)) => Ok(Value::Float(x)),
                     (ast::UnaryOp::Not, v) => Ok(Value::Bool(!truthy(&v))),
                     (_, v) => Err(Diagnostic::at(e.span, format!("cannot negate {}", v.kind()))),
                 }

@@ -32,7 +32,7 @@
 //!
 //! Of `sample_categorical`:
 //! 1. There is at least one candidate, and `probs`, if given, has one
-//!    number per candidate.
+//!    number per candidate, none negative.
 //! 2. A decision is an index into the candidates.
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
@@ -104,10 +104,10 @@ pub fn sample_categorical(candidates: &[i64], probs: Option<&Attr>, decision: Op
                 })
                 .collect();
             match w {
-                Some(w) if w.len() == candidates.len() => Some(w),
+                Some(w) if w.len() == candidates.len() && w.iter().all(|p| *p >= 0.0) => Some(w),
                 _ => {
                     return Err(ScheduleError::bad_argument(format!(
-                        "probs must be {} numbers, one per candidate",
+                        "probs must be {} numbers, one per candidate, none negative",
                         candidates.len()
                     )))
                 }
