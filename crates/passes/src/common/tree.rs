@@ -5,7 +5,7 @@
 
 use super::error::{Result, ScheduleError};
 use tirc_ir::subst::replace_buffers_stmt;
-use tirc_ir::{BlockRealize, Buffer, For, Stmt, Var};
+use tirc_ir::{BlockRealize, Buffer, Expr, For, Stmt, Var};
 
 /// `Stmt::rewrite`, for replacements that can fail.
 pub fn try_rewrite(s: &Stmt, f: &mut dyn FnMut(&Stmt) -> Option<Result<Stmt>>) -> Result<Stmt> {
@@ -145,4 +145,39 @@ pub fn name_marker(v: &Var) -> Stmt {
         body: Stmt::NoOp,
         span: None,
     }))
+}
+
+/// Whether an access to `b` in `s` is made only under a condition: in a
+/// branch of an `if`, of a select or `T.if_then_else`, or in the second
+/// operand of `and`/`or`.
+pub fn accessed_under_condition(s: &Stmt, b: &Buffer) -> bool {
+    fn in_expr(e: &Expr, b: &Buffer, cond: bool) -> bool {
+        match e {
+            Expr::Load(x, idx) => (cond && x == b) || idx.iter().any(|i| in_expr(i, b, cond)),
+            Expr::Select(c, t, f) => in_expr(c, b, cond) || in_expr(t, b, true) || in_expr(f, b, true),
+            Expr::Binary(op, l, r) if op.is_logical() => in_expr(l, b, cond) || in_expr(r, b, true),
+            e => {
+                let mut found = false;
+                e.for_each_child(|c| found |= in_expr(c, b, cond));
+                found
+            }
+        }
+    }
+    fn in_stmt(s: &Stmt, b: &Buffer, cond: bool) -> bool {
+        match s {
+            Stmt::If { cond: c, then, orelse } => {
+                in_expr(c, b, cond) || in_stmt(then, b, true) || orelse.as_ref().is_some_and(|o| in_stmt(o, b, true))
+            }
+            Stmt::Store { buffer, indices, value } => {
+                (cond && buffer == b) || indices.iter().any(|i| in_expr(i, b, cond)) || in_expr(value, b, cond)
+            }
+            s => {
+                let mut found = false;
+                s.for_each_expr(|e| found |= in_expr(e, b, cond));
+                s.for_each_child(|c| found |= in_stmt(c, b, cond));
+                found
+            }
+        }
+    }
+    in_stmt(s, b, false)
 }

@@ -158,8 +158,10 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
         }
     }
     // 7.
-    let writes_all = |s: &Stmt| s.stores_to(&buf) && !super::reindex::accessed_under_condition(s, &buf);
-    if super::reindex::accessed_under_condition(&r.block.body, &buf) && !r.block.init.as_ref().is_some_and(writes_all) {
+    let writes_all = |s: &Stmt| s.stores_to(&buf) && !crate::common::tree::accessed_under_condition(s, &buf);
+    if crate::common::tree::accessed_under_condition(&r.block.body, &buf)
+        && !r.block.init.as_ref().is_some_and(writes_all)
+    {
         return Err(ScheduleError::new(format!(
             "block `{block}` writes `{}` only under a condition: the copy back would overwrite the elements it leaves alone",
             buf.name()
@@ -229,6 +231,14 @@ fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, Bl
             .help("use \"shared\", \"local\" or \"global\"")
     })?;
     // 2.
+    let (top, r) = root_scope_block(sch, block, "caches")?;
+    Ok((sc, top, r))
+}
+
+/// A block directly in the root block's scope, and the index of the
+/// root body's statement that holds it; refused otherwise, with what the
+/// primitive `does` (say "caches") to blocks of the root scope only.
+pub(crate) fn root_scope_block(sch: &Schedule, block: &str, does: &str) -> Result<(usize, BlockRealize)> {
     let r = sch
         .func
         .body
@@ -242,10 +252,10 @@ fn prepare(sch: &Schedule, block: &str, scope: &str) -> Result<(Scope, usize, Bl
     };
     if top_level_owner(&sch.func.body, block).as_deref() != Some("root") {
         return Err(ScheduleError::unsupported(format!(
-            "block `{block}` is nested in another block; tirc caches buffers of blocks of the root scope only"
+            "block `{block}` is nested in another block; tirc {does} buffers of blocks of the root scope only"
         )));
     }
-    Ok((sc, top, r))
+    Ok((top, r))
 }
 
 /// Check 3.
@@ -298,42 +308,53 @@ pub(crate) fn copy_block_nest(
     src: &Buffer,
     value: &dyn Fn(Expr, &[Expr]) -> Expr,
 ) -> Stmt {
+    let typed: Vec<(Range, DType)> = ranges.iter().map(|r| (r.clone(), DType::I32)).collect();
+    block_nest(root, &typed, prefix, |iter_vars| {
+        let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
+        let point = |b: &Buffer| BufferRegion {
+            buffer: b.clone(),
+            region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
+        };
+        Block {
+            name: name.to_string(),
+            iter_vars,
+            reads: vec![point(src)],
+            writes: vec![point(dst)],
+            init: None,
+            alloc_buffers: vec![],
+            annotations: vec![],
+            body: Stmt::Store {
+                buffer: dst.clone(),
+                indices: idx.clone(),
+                value: value(Expr::Load(src.clone(), idx.clone()), &idx),
+            },
+            span: None,
+        }
+    })
+}
+
+/// A loop nest over `ranges` (loops `<prefix>0, <prefix>1..` of the given
+/// types, fresh against `root`, which then holds them too) around one
+/// block: `block` makes it from its spatial variables `v0, v1..`, one per
+/// range and of its type, each bound to its loop.
+pub(crate) fn block_nest(
+    root: &mut Stmt,
+    ranges: &[(Range, DType)],
+    prefix: &str,
+    block: impl FnOnce(Vec<IterVar>) -> Block,
+) -> Stmt {
     let mut loops = Vec::new();
     let mut iter_vars = Vec::new();
-    for (d, range) in ranges.iter().enumerate() {
-        let lv = Var::new(fresh_loop_name(root, &format!("{prefix}{d}")), DType::I32);
+    for (d, (range, t)) in ranges.iter().enumerate() {
+        let lv = Var::new(fresh_loop_name(root, &format!("{prefix}{d}")), *t);
         *root = Stmt::seq(vec![root.clone(), name_marker(&lv)]);
         loops.push((lv, range.clone()));
-        iter_vars.push(IterVar {
-            var: Var::new(format!("v{d}"), DType::I32),
-            dom: range.clone(),
-            kind: IterKind::Spatial,
-        });
+        iter_vars.push(IterVar { var: Var::new(format!("v{d}"), *t), dom: range.clone(), kind: IterKind::Spatial });
     }
-    let idx: Vec<Expr> = iter_vars.iter().map(|iv| Expr::var(&iv.var)).collect();
-    let point = |b: &Buffer| BufferRegion {
-        buffer: b.clone(),
-        region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
-    };
-    let block = Block {
-        name: name.to_string(),
-        iter_vars,
-        reads: vec![point(src)],
-        writes: vec![point(dst)],
-        init: None,
-        alloc_buffers: vec![],
-        annotations: vec![],
-        body: Stmt::Store {
-            buffer: dst.clone(),
-            indices: idx.clone(),
-            value: value(Expr::Load(src.clone(), idx.clone()), &idx),
-        },
-        span: None,
-    };
     let mut s = Stmt::Block(Box::new(BlockRealize {
         iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),
         predicate: Expr::bool(true),
-        block,
+        block: block(iter_vars),
     }));
     for (v, range) in loops.into_iter().rev() {
         s = Stmt::For(Box::new(For {

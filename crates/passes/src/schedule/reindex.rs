@@ -38,32 +38,18 @@
 //! 10. A used variable bound to a plain loop takes its whole domain from
 //!     it: the copies run over the domain.
 
-use super::cache::{root_stmts, set_root, top_level_owner};
+use super::cache::{block_nest, root_scope_block, root_stmts, set_root};
 use super::transform_layout::BufferRef;
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use crate::arith::Analyzer;
-use crate::common::tree::{block_and_buffer_names, fresh_loop_name, fresh_name, name_marker};
+use crate::common::tree::{accessed_under_condition, block_and_buffer_names, fresh_name};
 use tirc_ir::region::{block_buffers, infer_block_regions};
 use tirc_ir::structural_eq::same_expr;
-use tirc_ir::{Block, BlockRealize, Buffer, Expr, For, ForKind, IterKind, IterVar, Stmt, Var};
+use tirc_ir::{Block, Buffer, DType, Expr, IterVar, Range, Stmt, Var};
 
 pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Result<BlockRV> {
     // 1.
-    let r = sch
-        .func
-        .body
-        .find_block(block)
-        .ok_or_else(|| ScheduleError::not_found(format!("block `{block}` is not in the function")))?
-        .clone();
-    let top = root_stmts(&sch.func.body).iter().position(|s| s.blocks().iter().any(|b| b.block.name == *block));
-    let top = match top {
-        Some(t) if block != "root" && top_level_owner(&sch.func.body, block).as_deref() == Some("root") => t,
-        _ => {
-            return Err(ScheduleError::unsupported(format!(
-                "block `{block}` is not directly in the function's root block; tirc reindexes buffers of blocks of the root scope only"
-            )))
-        }
-    };
+    let (top, r) = root_scope_block(sch, block, "reindexes")?;
     // 2. (As for cache_read, a reduction's output is not among its reads.)
     let reads = block_buffers(&r, true);
     let writes = block_buffers(&r, false);
@@ -249,57 +235,27 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
     });
 
     // The copy: `nb[v0, v1..] = buf[indices over v]` or back.
-    let mut root = sch.func.body.clone();
-    let mut loops = Vec::new();
-    let mut vars = Vec::new();
-    for (d, iv) in used.iter().enumerate() {
-        let t = iv.var.dtype();
-        let lv = Var::new(fresh_loop_name(&root, &format!("ax{d}")), t);
-        root = Stmt::seq(vec![root, name_marker(&lv)]);
-        loops.push((lv, iv.dom.clone()));
-        vars.push(Var::new(format!("v{d}"), t));
-    }
-    let map: Vec<(Var, Expr)> = used.iter().zip(&vars).map(|(iv, v)| (iv.var.clone(), Expr::var(v))).collect();
-    let at_buf: Vec<Expr> = indices.iter().map(|e| tirc_ir::subst::substitute(e, &map)).collect();
-    let at_nb: Vec<Expr> = vars.iter().map(Expr::var).collect();
-    let (src, src_idx, dst, dst_idx) = if write { (&nb, &at_nb, &buf, &at_buf) } else { (&buf, &at_buf, &nb, &at_nb) };
-    let copy = Block {
-        name: name.clone(),
-        iter_vars: used
-            .iter()
-            .zip(&vars)
-            .map(|(iv, v)| IterVar { var: v.clone(), dom: iv.dom.clone(), kind: IterKind::Spatial })
-            .collect(),
-        reads: vec![],
-        writes: vec![],
-        init: None,
-        alloc_buffers: vec![],
-        annotations: vec![],
-        body: Stmt::Store {
-            buffer: dst.clone(),
-            indices: dst_idx.clone(),
-            value: Expr::Load(src.clone(), src_idx.clone()),
-        },
-        span: None,
-    };
-    let (reads, writes) = infer_block_regions(&copy);
-    let copy = Block { reads, writes, ..copy };
-    let mut nest = Stmt::Block(Box::new(BlockRealize {
-        iter_values: loops.iter().map(|(v, _)| Expr::var(v)).collect(),
-        predicate: Expr::bool(true),
-        block: copy,
-    }));
-    for (v, dom) in loops.into_iter().rev() {
-        nest = Stmt::For(Box::new(For {
-            var: v,
-            min: dom.min,
-            extent: dom.extent,
-            kind: ForKind::Serial,
+    let ranges: Vec<(Range, DType)> = used.iter().map(|iv| (iv.dom.clone(), iv.var.dtype())).collect();
+    let nest = block_nest(&mut sch.func.body.clone(), &ranges, "ax", |iter_vars| {
+        let map: Vec<(Var, Expr)> =
+            used.iter().zip(&iter_vars).map(|(iv, v)| (iv.var.clone(), Expr::var(&v.var))).collect();
+        let at_buf: Vec<Expr> = indices.iter().map(|e| tirc_ir::subst::substitute(e, &map)).collect();
+        let at_nb: Vec<Expr> = iter_vars.iter().map(|v| Expr::var(&v.var)).collect();
+        let (src, src_idx, dst, dst_idx) = if write { (&nb, at_nb, &buf, at_buf) } else { (&buf, at_buf, &nb, at_nb) };
+        let copy = Block {
+            name: name.clone(),
+            iter_vars,
+            reads: vec![],
+            writes: vec![],
+            init: None,
+            alloc_buffers: vec![],
             annotations: vec![],
-            body: nest,
+            body: Stmt::Store { buffer: dst.clone(), indices: dst_idx, value: Expr::Load(src.clone(), src_idx) },
             span: None,
-        }));
-    }
+        };
+        let (reads, writes) = infer_block_regions(&copy);
+        Block { reads, writes, ..copy }
+    });
 
     // The block, reading and writing `nb` at its used variables.
     let at_own: Vec<Expr> = used.iter().map(|iv| Expr::var(&iv.var)).collect();
@@ -339,41 +295,6 @@ pub fn reindex(sch: &mut Schedule, block: &BlockRV, buffer: &BufferRef) -> Resul
     }
     set_root(sch, body, vec![nb]);
     Ok(name)
-}
-
-/// Whether an access to `b` in `s` is made only under a condition: in a
-/// branch of an `if`, of a select or `T.if_then_else`, or in the second
-/// operand of `and`/`or`.
-pub(crate) fn accessed_under_condition(s: &Stmt, b: &Buffer) -> bool {
-    fn in_expr(e: &Expr, b: &Buffer, cond: bool) -> bool {
-        match e {
-            Expr::Load(x, idx) => (cond && x == b) || idx.iter().any(|i| in_expr(i, b, cond)),
-            Expr::Select(c, t, f) => in_expr(c, b, cond) || in_expr(t, b, true) || in_expr(f, b, true),
-            Expr::Binary(op, l, r) if op.is_logical() => in_expr(l, b, cond) || in_expr(r, b, true),
-            e => {
-                let mut found = false;
-                e.for_each_child(|c| found |= in_expr(c, b, cond));
-                found
-            }
-        }
-    }
-    fn in_stmt(s: &Stmt, b: &Buffer, cond: bool) -> bool {
-        match s {
-            Stmt::If { cond: c, then, orelse } => {
-                in_expr(c, b, cond) || in_stmt(then, b, true) || orelse.as_ref().is_some_and(|o| in_stmt(o, b, true))
-            }
-            Stmt::Store { buffer, indices, value } => {
-                (cond && buffer == b) || indices.iter().any(|i| in_expr(i, b, cond)) || in_expr(value, b, cond)
-            }
-            s => {
-                let mut found = false;
-                s.for_each_expr(|e| found |= in_expr(e, b, cond));
-                s.for_each_child(|c| found |= in_stmt(c, b, cond));
-                found
-            }
-        }
-    }
-    in_stmt(s, b, false)
 }
 
 /// Whether `s` is loops, each the only statement of the one above, down to
