@@ -20,7 +20,12 @@
 //! 3. Under the loop, some block reads (writes) a buffer that the block
 //!    writes (reads), and no block outside the loop does (or the moved block
 //!    would no longer run before it).
-//! 4. The producer runs before its consumers in the current order.
+//! 4. The producer runs before its consumers in the current order. For
+//!    `reverse_compute_at`, the producers under the loop write every
+//!    element of the box the consumer will read in one iteration: a tile
+//!    with holes (a thread's rows 64 apart) leaves elements that other
+//!    iterations write. Counted at the first iteration of the outer loops,
+//!    where the sizes are constants and the box at most 2^22 elements.
 //! 5. The block accesses each such buffer at its iteration variables
 //!    (`X[v0, v1]`), so a region of the buffer is a range of each variable;
 //!    or a dimension at two of them fused, `X[v0 * n + v1]` with `v1` over
@@ -186,6 +191,10 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
     // The region each shared buffer needs in one iteration of the loop.
     let an = loop_analyzer(&root);
     let mut need: Vec<(Buffer, Vec<(Expr, Expr)>)> = Vec::new();
+    // What each block under the loop accesses in one iteration, in terms of
+    // the loops: a consumer moved after its producers must find every
+    // element of its box written there (below).
+    let mut accessed: Vec<Access> = Vec::new();
     for b in &under {
         let bpath = root.loops_above(&b.block.name).unwrap_or_default();
         let at = bpath.iter().position(|x| &x.var == lp).unwrap_or(0);
@@ -204,6 +213,11 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
                 .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
                 .collect();
             let mut dims = Vec::new();
+            accessed.push((
+                reg.buffer.clone(),
+                reg.region.iter().map(|rg| (substitute(&rg.min, &bind), substitute(&rg.extent, &bind))).collect(),
+                relaxed.clone(),
+            ));
             for rg in &reg.region {
                 let lo = substitute(&rg.min, &bind);
                 let hi = substitute(&(rg.min.clone() + rg.extent.clone() - Expr::int(1)), &bind);
@@ -229,6 +243,27 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
                     }
                 }
                 None => need.push((reg.buffer.clone(), dims)),
+            }
+        }
+    }
+    // 3b. The consumer reads the whole box of what its producers write in
+    // one iteration; where they write it with holes (a thread's tile of rows
+    // 64 apart), the elements between belong to other iterations, which
+    // have not written them yet or write them too.
+    if !producer {
+        let at_min = loop_mins(&root);
+        for (buf, dims) in &need {
+            let writes: Vec<&Access> = accessed.iter().filter(|a| &a.0 == buf).collect();
+            if let Some((written, total)) = holes(&writes, dims, &at_min) {
+                let show = |e: &Expr| tirc_ir::printer::print_expr(e);
+                let bounds: Vec<String> = dims.iter().map(|(lo, hi)| format!("{}..={}", show(lo), show(hi))).collect();
+                return Err(ScheduleError::new(format!(
+                    "under loop `{}`, the blocks write only {written} of the {total} elements of `{}` in the box [{}] that block `{block}` would read: the others belong to other iterations",
+                    lp.name(),
+                    buf.name(),
+                    bounds.join(", ")
+                ))
+                .help("move the block under a loop whose iteration writes one box with no holes (a contiguous tile), or make the tile contiguous"));
             }
         }
     }
@@ -525,6 +560,82 @@ fn joined_range(n: i64, q: &(Expr, Expr), m: &(Expr, Expr), an: &Analyzer) -> Op
         return Some((an.simplify(&(base.clone() + m.0.clone())), an.simplify(&(base + m.1.clone()))));
     }
     None
+}
+
+/// A buffer, the region of it a block accesses (`(min, extent)` in terms of
+/// loops) and the loops that run over their ranges in one iteration.
+type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>);
+
+/// The first value of every loop with a constant start.
+fn loop_mins(root: &Stmt) -> Vec<(Var, i64)> {
+    let mut out = Vec::new();
+    root.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if let Some(m) = f.min.as_int() {
+                out.push((f.var.clone(), m));
+            }
+        }
+    });
+    out
+}
+
+/// `(written, total)` where the accesses `writes` (a region in terms of
+/// loops, and the loops of one iteration that run over their ranges) leave
+/// holes in the box `dims`, taken at the first iteration of every other
+/// loop; `None` where they cover it, or where that cannot be counted (sizes
+/// known only at run time, more than 2^22 elements).
+fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)]) -> Option<(u64, u64)> {
+    use crate::arith::eval;
+    const LIMIT: i64 = 1 << 22;
+    let fixed = |v: &Var| outer.iter().find(|(x, _)| x == v).map(|(_, m)| *m);
+    let bounds: Vec<(i64, i64)> =
+        dims.iter().map(|(lo, hi)| Some((eval(lo, &fixed)?, eval(hi, &fixed)?))).collect::<Option<_>>()?;
+    let total =
+        bounds.iter().try_fold(1i64, |a, (lo, hi)| a.checked_mul((hi - lo + 1).max(0)).filter(|t| *t <= LIMIT))?;
+    let mut seen = std::collections::HashSet::new();
+    for (_, region, relaxed) in writes {
+        // Only the loops the region depends on are run.
+        let used: Vec<(Var, i64, i64)> = relaxed
+            .iter()
+            .filter(|(v, _, _)| region.iter().any(|(m, e)| m.uses(v) || e.uses(v)))
+            .map(|(v, m, e)| Some((v.clone(), eval(m, &fixed)?, eval(e, &fixed)?)))
+            .collect::<Option<_>>()?;
+        let runs = used.iter().try_fold(1i64, |a, l| a.checked_mul(l.2.max(0)).filter(|t| *t <= LIMIT))?;
+        let mut at = vec![0i64; used.len()];
+        for _ in 0..runs {
+            let value =
+                |v: &Var| used.iter().zip(&at).find(|(l, _)| &l.0 == v).map(|(l, k)| l.1 + k).or_else(|| fixed(v));
+            let mut point: Vec<(i64, i64)> = Vec::new();
+            for (m, e) in region.iter() {
+                point.push((eval(m, &value)?, eval(e, &value)?));
+            }
+            let size = point.iter().try_fold(1i64, |a, (_, e)| a.checked_mul((*e).max(0)).filter(|t| *t <= LIMIT))?;
+            for k in 0..size {
+                let mut rest = k;
+                let mut p = Vec::with_capacity(point.len());
+                for (m, e) in point.iter().rev() {
+                    p.push(m + rest % e);
+                    rest /= e;
+                }
+                p.reverse();
+                if p.iter().zip(&bounds).all(|(x, (lo, hi))| lo <= x && x <= hi) {
+                    seen.insert(p);
+                }
+                if seen.len() as i64 > LIMIT {
+                    return None;
+                }
+            }
+            for (k, l) in at.iter_mut().zip(&used).rev() {
+                *k += 1;
+                if *k < l.2 {
+                    break;
+                }
+                *k = 0;
+            }
+        }
+    }
+    let written = seen.len() as u64;
+    (written < total as u64).then_some((written, total as u64))
 }
 
 /// An analyzer that knows the range of every loop with constant bounds.
