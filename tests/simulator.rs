@@ -450,3 +450,31 @@ def f(A: T.Buffer((4,), "float32"), C: T.Buffer((4, 4), "float32")):
     assert_eq!(row(2), vec![-3.0, 2.0, -1.0, 0.0]);
     assert_eq!(row(3), vec![-1.0, -1.0, -1.5, -0.5]);
 }
+
+/// The reference runs a loop's body in order, iteration by iteration: here
+/// block `w` of iteration 1 reads what block `r` of iteration 0 wrote, so
+/// the loop is not spread over reference threads.
+#[test]
+fn the_reference_keeps_a_loop_in_order_where_one_iteration_reads_another() {
+    let f = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((4, 2), "float32"), X: T.Buffer((4,), "float32"), C: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("w"):
+            vi = T.axis.spatial(4, i)
+            X[vi] = C[0] + T.float32(1)
+        with T.block("r"):
+            vi = T.axis.spatial(4, i)
+            C[vi] = A[vi, 0] + A[vi, 1]
+"#,
+    );
+    let inputs = [
+        HostData::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]),
+        HostData::F32(vec![0.0; 4]),
+        HostData::F32(vec![100.0, 200.0, 300.0, 400.0]),
+    ];
+    let r = tirc::verify::reference_sim(&f, &inputs).unwrap();
+    assert_eq!(r.values[1], vec![101.0, 4.0, 4.0, 4.0]);
+    assert_eq!(r.values[2], vec![3.0, 7.0, 11.0, 15.0]);
+}
