@@ -50,6 +50,32 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
             both.var.name()
         )));
     }
+    // 6. The init, hoisted before the loop, runs before every other block
+    // under it: none of them may read or write what it writes.
+    let (init_reads, init_writes) = tirc_ir::region::infer_block_regions(&tirc_ir::Block {
+        name: String::new(),
+        iter_vars: vec![],
+        reads: vec![],
+        writes: vec![],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: init.clone(),
+        span: None,
+    });
+    let moved = super::hazard::Moved {
+        block,
+        reads: init_reads.into_iter().map(|g| g.buffer).collect(),
+        writes: init_writes.into_iter().map(|g| g.buffer).collect(),
+    };
+    let nested = super::tree::nested_block_names(&r);
+    let others: Vec<&tirc_ir::BlockRealize> = path[idx]
+        .body
+        .blocks()
+        .into_iter()
+        .filter(|b| b.block.name != block && !nested.contains(&b.block.name))
+        .collect();
+    super::hazard::check_passed(&moved, &others, &|_, _, _| false, "decomposing the reduction here")?;
     let init_loops: Vec<&For> = inner.iter().copied().filter(|l| spatial_uses(&l.var)).collect();
     let red_loops: Vec<&Var> = inner.iter().filter(|l| reduce_uses(&l.var)).map(|l| &l.var).collect();
     // Fresh loop variables for the init's copies of the spatial loops.

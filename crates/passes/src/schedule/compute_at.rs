@@ -48,6 +48,7 @@
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, union, Relaxed};
+use crate::common::hazard::{check_passed, Moved};
 use crate::common::tree::{child_blocks, fresh_loop_name, name_marker, nested_block_names};
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
@@ -187,6 +188,44 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
                 if producer { "start" } else { "end" }
             )));
         }
+    }
+    // 4b. Moved into the loop, the block runs after (a producer) or before
+    // (a consumer) every block it passes: those between it and the loop,
+    // and, from the loop's second iteration on, every block under the loop.
+    // None of them may touch what it touches, but for the dataflow between
+    // the block and its consumers (producers) under the loop.
+    if producer {
+        if let Some(b) = block_buffers(&r, false).into_iter().find(|b| sch.func.params.contains(b)) {
+            return Err(ScheduleError::new(format!(
+                "block `{block}` writes `{}`, a parameter of the function: its values are a result, and moved it would compute only the part that the consumers under loop `{}` read",
+                b.name(),
+                lp.name()
+            )));
+        }
+    }
+    {
+        let all = root.blocks();
+        let pos = |n: &str| all.iter().position(|b| b.block.name == n);
+        let under_pos: Vec<usize> = names_under.iter().filter_map(|n| pos(n)).collect();
+        let (first, last) =
+            (under_pos.iter().min().copied().unwrap_or(me), under_pos.iter().max().copied().unwrap_or(me));
+        let passed: Vec<&BlockRealize> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| {
+                b.block.name != block
+                    && b.block.name != "root"
+                    && !nested_in_me.contains(&b.block.name)
+                    && (names_under.contains(&b.block.name)
+                        || if producer { *i > me && *i < first } else { *i > last && *i < me })
+            })
+            .map(|(_, b)| *b)
+            .collect();
+        let moved = Moved { block, reads: block_buffers(&r, true), writes: block_buffers(&r, false) };
+        let linked = |w: &BlockRealize, b: &Buffer, writes: bool| {
+            names_under.contains(&w.block.name) && mine.contains(b) && writes != producer
+        };
+        check_passed(&moved, &passed, &linked, if producer { "compute_at" } else { "reverse_compute_at" })?;
     }
     // The region each shared buffer needs in one iteration of the loop.
     let an = loop_analyzer(&root);

@@ -13,6 +13,8 @@
 //!    reduction variable.
 //! 5. Each part of the block's predicate speaks of reduction loops only, or
 //!    of none of them.
+//! 6. No other block under the loop reads or writes what the init writes
+//!    (the init, hoisted before the loop, would run before it).
 //!
 //! The rewrite itself is `common::reduction::decompose`, which the lowering
 //! pass `lower_init` also uses, at the outermost reduction loop, keeping the

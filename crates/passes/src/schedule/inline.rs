@@ -13,18 +13,24 @@
 //!    store at its iteration variables, each once (`B[v0, v1] = ...`).
 //! 3. `B` is allocated by the function (not a parameter: its values are a
 //!    result), no other block writes it, and the value does not read it.
+//! 4. No block from it to its last consumer (the consumers included)
+//!    writes what it reads: its reads move to the consumers.
 //!
 //! Preconditions of `reverse_compute_inline`:
 //! 1. and 2. as above, for a body `C[...] = g` that reads one buffer `B`
 //!    produced in the function at exactly its iteration variables, whose
 //!    domains are `B`'s whole shape, under no predicate.
 //! 3. `B` has one producer, a spatial block whose body is one store to `B`.
+//! 4. No other block reads `B`, and no block between the producer and the
+//!    consumer writes what the consumer reads or touches what it writes:
+//!    those accesses move back to the producer's place.
 //!
 //! Preconditions of `set_scope`: the buffer written by the block is
 //! allocated in the function, and the scope is one tirc knows.
 
 use super::cache::root_stmts;
 use super::{BlockRV, Result, Schedule, ScheduleError};
+use crate::common::hazard::{check_passed, Moved};
 
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
@@ -50,6 +56,14 @@ pub fn compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
     if reads_buffer(value, b) {
         return Err(ScheduleError::new(format!("block `{block}` reads `{}`, the buffer it writes", b.name())));
     }
+    // 4. Its reads move to each consumer: no block from it to the last
+    // consumer (the consumers included) may write what it reads.
+    let all = sch.func.body.blocks();
+    let me = all.iter().position(|x| x.block.name == *block).unwrap_or(0);
+    let last = all.iter().rposition(|x| block_buffers(x, true).contains(b)).unwrap_or(me);
+    let passed: Vec<&BlockRealize> = all[me + 1..=last.max(me)].to_vec();
+    let moved = Moved { block, reads: block_buffers(&r, true), writes: vec![] };
+    check_passed(&moved, &passed, &|_, _, _| false, "compute_inline")?;
     // Remove the block, then put its value where `b` is read.
     let body = remove_block(&sch.func.body, block);
     let inline = |e: &Expr| -> Expr { inline_loads(e, b, &vars, value) };
@@ -118,6 +132,28 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
         )));
     };
     let pr = spatial_block(sch, p)?;
+    // 4. The consumer is the only reader of `b` (the buffer goes), and its
+    // other reads and its writes move back to the producer's place: no
+    // block between the two may touch them.
+    let all = sch.func.body.blocks();
+    if let Some(other) = all.iter().find(|x| x.block.name != *block && block_buffers(x, true).contains(b)) {
+        return Err(ScheduleError::new(format!(
+            "block `{}` reads `{}` too: it would be left without the values that `{p}` writes there",
+            other.block.name,
+            b.name()
+        )));
+    }
+    let (from, to) = (
+        all.iter().position(|x| x.block.name == *p).unwrap_or(0),
+        all.iter().position(|x| x.block.name == *block).unwrap_or(0),
+    );
+    let passed: Vec<&BlockRealize> = all.iter().take(to).skip(from + 1).copied().collect();
+    let moved = Moved {
+        block,
+        reads: block_buffers(&r, true).into_iter().filter(|x| x != b).collect(),
+        writes: block_buffers(&r, false),
+    };
+    check_passed(&moved, &passed, &|_, _, _| false, "reverse_compute_inline")?;
     let Stmt::Store { indices: p_idx, value: e, .. } = &pr.block.body else {
         return Err(ScheduleError::new(format!("the body of producer `{p}` is not a single store")));
     };
