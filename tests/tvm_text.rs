@@ -79,3 +79,26 @@ fn a_let_bound_thread_index_is_each_threads_own_element() {
         .unwrap_or_else(|m| panic!("{m}"));
     assert!(e.rel_err <= tol, "rel_err {:.3e}", e.rel_err);
 }
+
+/// Values past 2^31 over `T.int64` extents: the loop variables are int32 in
+/// tirc, and an int64 literal too large for them widens them (not wraps),
+/// as does a store into an int64 buffer. Checked on the values, not against
+/// the reference (which shares the front end's reading).
+#[test]
+fn int64_values_past_two_to_the_31_are_kept() {
+    use tirc_exec::data::HostData;
+    let src = read(&root().join("tests/data/tvm/int64_values.tir"));
+    let run = |func: &str, out: HostData| -> HostData {
+        let req = tirc::compile::Request { func: Some(func.to_string()), ..Default::default() };
+        let c =
+            tirc::compile::compile(&src, &req).unwrap_or_else(|d| panic!("{}", d[0].render("int64_values.tir", &src)));
+        let mut args = vec![out];
+        tirc_exec::sim::run(&c.kernels[0].lowered, &mut args, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        args.remove(0)
+    };
+    let HostData::F32(o) = run("big_product", HostData::F32(vec![0.0; 37 * 13])) else { panic!() };
+    assert_eq!(o[36 * 13], 108_000_000_000f64 as f32);
+    assert_eq!(o[13 + 5], 3_000_000_005f64 as f32);
+    let HostData::I64(a) = run("arange", HostData::I64(vec![0; 37])) else { panic!() };
+    assert_eq!(a[36], 3_600_000_000_000);
+}

@@ -249,6 +249,21 @@ impl FuncResolver<'_> {
         if tb.is_int() && float_literal(&a) && !is_literal(&b) {
             return Ok((retype(a, DType::F32), Expr::Cast(DType::F32, Box::new(b))));
         }
+        // An integer literal that the other operand's type cannot hold
+        // (`v * T.int64(3000000000)` with `v` an int32 loop variable) widens
+        // that operand instead of wrapping.
+        let fits = |e: &Expr, t: DType| match (e, limit(t, false), limit(t, true)) {
+            (Expr::Int(x, _), Some(Expr::Int(lo, _)), Some(Expr::Int(hi, _))) => lo <= *x && *x <= hi,
+            _ => true,
+        };
+        if let (DType::Int(x), DType::Int(y)) = (ta, tb) {
+            if is_literal(&b) && x < y && !fits(&b, ta) {
+                return Ok((Expr::Cast(tb, Box::new(a)), b));
+            }
+            if is_literal(&a) && y < x && !fits(&a, tb) {
+                return Ok((a, Expr::Cast(ta, Box::new(b))));
+            }
+        }
         if is_literal(&b) {
             return Ok((a, retype(b, ta)));
         }
@@ -321,6 +336,14 @@ impl FuncResolver<'_> {
         }
         if is_literal(&e) {
             return Ok(retype(e, t));
+        }
+        // A signed integer widens to a wider one, every value kept: tirc
+        // holds loop and block variables over `T.int64` extents as int32, so
+        // TVM's `T_arange[v] = v` into an int64 buffer gives one.
+        if let (DType::Int(x), DType::Int(y)) = (e.dtype(), t) {
+            if x < y {
+                return Ok(Expr::Cast(t, Box::new(e)));
+            }
         }
         Err(Diagnostic::at(span, format!("expected a {t} value, found {}", e.dtype()))
             .help(format!("convert it with `T.Cast(\"{t}\", ...)`")))
