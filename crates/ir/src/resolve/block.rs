@@ -71,7 +71,10 @@ impl FuncResolver<'_> {
             writes = writes.filter(|(w, _)| !w.is_empty());
         }
         let axis_spans = std::mem::take(&mut self.axis_spans);
+        let guard = usize::from(predicate.as_bool() != Some(true));
+        self.guarded += guard;
         let body = self.stmts(rest);
+        self.guarded -= guard;
         let mut block = Block {
             name,
             iter_vars,
@@ -93,6 +96,9 @@ impl FuncResolver<'_> {
             block.iter_vars.iter().map(|iv| iv.var.clone()).zip(iter_values.iter().cloned()).collect();
         let predicate = crate::subst::substitute(&predicate, &own);
         self.check_bindings(&block, &iter_values, &predicate, &axis_spans)?;
+        if self.guarded == 0 && predicate.as_bool() == Some(true) {
+            self.check_access_bounds(&block, &iter_values, span)?;
+        }
         check_own_variables(&block, &self.block_vars, span)?;
         check_iteration_order(&block, span)?;
         Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
@@ -391,6 +397,49 @@ impl FuncResolver<'_> {
     /// The extent of the loop whose variable `e` is, found in the IR built
     /// so far by looking the variable up among the loops being resolved.
     /// The range of the enclosing loop whose variable `e` is.
+    /// Every unguarded access of the block stays inside each constant
+    /// dimension of its buffer, wherever its index is affine in loops of
+    /// constant range (then its least and greatest values are reached):
+    /// `A[0, vi]` with `vi` up to 36 on a buffer of shape (37, 13) reads the
+    /// next rows, which neither TVM nor the simulator would notice.
+    fn check_access_bounds(&self, block: &Block, values: &[Expr], span: Span) -> R<()> {
+        let bind: Vec<(Var, Expr)> =
+            block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
+        let mut ranges: Vec<(Var, i64, i64)> = self
+            .loop_ranges
+            .iter()
+            .filter_map(|(v, r)| Some((v.clone(), r.min.as_int()?, r.min.as_int()? + r.extent.as_int()? - 1)))
+            .collect();
+        let mut found: Option<Diagnostic> = None;
+        for s in block.init.iter().chain(std::iter::once(&block.body)) {
+            unguarded_accesses(s, &mut ranges, &mut |buf, idx, ranges| {
+                if found.is_some() {
+                    return;
+                }
+                for (d, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
+                    let Some(n) = n.as_int() else { continue };
+                    let at = crate::subst::substitute(x, &bind);
+                    let Some((lo, hi)) = affine_bounds(&at, ranges) else { continue };
+                    if lo < 0 || hi >= n {
+                        let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
+                        found = Some(Diagnostic::at(
+                            span,
+                            format!(
+                                "block `{}` accesses `{}[{}]`, whose index in dimension {d} runs from {lo} to {hi}, outside its extent {n}",
+                                block.name,
+                                buf.name(),
+                                shown.join(", ")
+                            ),
+                        )
+                        .help("keep the index inside the buffer, or guard the access (`T.where`, `T.if_then_else`)"));
+                        return;
+                    }
+                }
+            });
+        }
+        found.map_or(Ok(()), Err)
+    }
+
     pub(crate) fn loop_range_of(&self, e: &Expr) -> Option<Range> {
         let v = e.as_var()?;
         self.loop_ranges.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r.clone())
@@ -711,4 +760,96 @@ fn is_block_alloc(s: &ast::Stmt) -> bool {
     let StmtKind::Assign { value, .. } = &s.kind else { return false };
     let ExprKind::Call { func, .. } = &value.kind else { return false };
     matches!(dotted(func).as_deref(), Some("T.alloc_buffer" | "T.sblock_alloc_buffer"))
+}
+
+/// A loop variable and its least and greatest values.
+type LoopSpan = (Var, i64, i64);
+/// Called on a buffer access with its indices and the loops around it.
+type OnAccess<'a> = dyn FnMut(&Buffer, &[Expr], &[LoopSpan]) + 'a;
+
+/// Calls `f` on every buffer access of `s` that no condition guards (not
+/// under an `if`, a select's arms or the right of `and`/`or`, nor in a nested
+/// block, which is checked on its own), with the constant ranges of the
+/// loops around it.
+fn unguarded_accesses(s: &Stmt, ranges: &mut Vec<(Var, i64, i64)>, f: &mut OnAccess) {
+    fn expr(e: &Expr, ranges: &[LoopSpan], f: &mut OnAccess) {
+        match e {
+            Expr::Select(c, _, _) => expr(c, ranges, f),
+            Expr::Binary(op, a, _) if op.is_logical() => expr(a, ranges, f),
+            Expr::Load(b, idx) => {
+                f(b, idx, ranges);
+                for i in idx {
+                    expr(i, ranges, f);
+                }
+            }
+            _ => e.for_each_child(|c| expr(c, ranges, f)),
+        }
+    }
+    match s {
+        Stmt::Block(_) | Stmt::If { .. } => {}
+        Stmt::Store { buffer, indices, value } => {
+            f(buffer, indices, ranges);
+            for i in indices {
+                expr(i, ranges, f);
+            }
+            expr(value, ranges, f);
+        }
+        Stmt::For(l) => {
+            let pushed = match (l.min.as_int(), l.extent.as_int()) {
+                (Some(m), Some(e)) if e > 0 => {
+                    ranges.push((l.var.clone(), m, m + e - 1));
+                    true
+                }
+                _ => false,
+            };
+            unguarded_accesses(&l.body, ranges, f);
+            if pushed {
+                ranges.pop();
+            }
+        }
+        _ => s.for_each_child(|c| unguarded_accesses(c, ranges, f)),
+    }
+}
+
+/// The least and greatest values of `e` where it is affine (sums of
+/// constant multiples of variables of `ranges`, each variable once): then
+/// both are reached.
+fn affine_bounds(e: &Expr, ranges: &[(Var, i64, i64)]) -> Option<(i64, i64)> {
+    use crate::expr::BinOp;
+    fn terms(e: &Expr, k: i64, out: &mut Vec<(Var, i64)>, c: &mut i64) -> Option<()> {
+        match e {
+            Expr::Int(v, _) => *c = c.checked_add(k.checked_mul(*v)?)?,
+            Expr::Var(v) => out.push((v.clone(), k)),
+            Expr::Binary(BinOp::Add, a, b) => {
+                terms(a, k, out, c)?;
+                terms(b, k, out, c)?;
+            }
+            Expr::Binary(BinOp::Sub, a, b) => {
+                terms(a, k, out, c)?;
+                terms(b, k.checked_neg()?, out, c)?;
+            }
+            Expr::Binary(BinOp::Mul, a, b) => match (a.as_int(), b.as_int()) {
+                (_, Some(m)) => terms(a, k.checked_mul(m)?, out, c)?,
+                (Some(m), _) => terms(b, k.checked_mul(m)?, out, c)?,
+                _ => return None,
+            },
+            Expr::Cast(t, a) if t.is_int() => terms(a, k, out, c)?,
+            _ => return None,
+        }
+        Some(())
+    }
+    let mut out = Vec::new();
+    let mut c = 0i64;
+    terms(e, 1, &mut out, &mut c)?;
+    let (mut lo, mut hi) = (c, c);
+    for (i, (v, k)) in out.iter().enumerate() {
+        if out[..i].iter().any(|(w, _)| w == v) {
+            return None;
+        }
+        let (_, a, b) = ranges.iter().rev().find(|(w, _, _)| w == v)?;
+        let (x, y) = (k.checked_mul(*a)?, k.checked_mul(*b)?);
+        lo = lo.checked_add(x.min(y))?;
+        hi = hi.checked_add(x.max(y))?;
+    }
+    Some((lo, hi))
 }

@@ -62,6 +62,10 @@ pub(crate) struct FuncResolver<'a> {
     /// Loops being resolved, outermost first, for `T.axis.remap`.
     /// The enclosing loops' variables and ranges, outermost first.
     pub(crate) loop_ranges: Vec<(Var, Range)>,
+    /// How many conditions (`if`, a block's `T.where`) guard the statements
+    /// being resolved: a guarded access may index past a buffer where the
+    /// condition is false.
+    pub(crate) guarded: usize,
     /// The spans of the `T.axis` bindings of the block being resolved.
     pub(crate) axis_spans: Vec<Span>,
     /// The keys of every block variable made so far: a block's body may
@@ -99,6 +103,7 @@ pub(crate) fn resolve_prim_func(
         root_allocs: vec![],
         handles: vec![],
         loop_ranges: vec![],
+        guarded: 0,
         axis_spans: vec![],
         block_vars: vec![],
         poisoned: vec![],
@@ -598,8 +603,10 @@ impl FuncResolver<'_> {
             StmtKind::For { target, iter, body } => self.for_loop(target, iter, body),
             StmtKind::If { cond, body, orelse } => {
                 let c = self.expr(cond)?;
+                self.guarded += 1;
                 let then = self.stmts(body);
                 let orelse = if orelse.is_empty() { None } else { Some(Box::new(self.stmts(orelse))) };
+                self.guarded -= 1;
                 Ok(Stmt::If { cond: self.to_bool(c, cond.span)?, then: Box::new(then), orelse })
             }
             StmtKind::With { items, body } => self.with(s, items, body),
