@@ -51,6 +51,13 @@ pub struct PassFacts {
     /// `inject_software_pipeline` placed by version: `insert_barriers`
     /// leaves them alone.
     pub pipeline_synced: Vec<crate::buffer::BufferId>,
+    /// Buffers that carry values across the iterations of loops, with those
+    /// loops: what a block with a reduction or opaque variable writes,
+    /// across the loops that feed that variable (a running sum, an
+    /// accumulator read inside its reduction loop). Written by
+    /// `lower_blocks`, read by `compact_buffers`, which keeps their
+    /// allocations outside those loops.
+    pub carried: Vec<(crate::buffer::BufferId, Vec<crate::expr::Var>)>,
 }
 
 impl PrimFunc {

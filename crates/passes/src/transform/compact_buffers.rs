@@ -21,7 +21,9 @@
 //! indices. A buffer's stride padding (`dim_align`) is kept: it applies to
 //! the compacted shape, as TVM's `storage_align` does. A tensor-core
 //! fragment (`wmma.*` scopes) is compacted as a local buffer, per warp; a
-//! tensor-core tile counts as its 16×16 box.
+//! tensor-core tile counts as its 16×16 box. A buffer that carries values
+//! across loops (`facts.carried`, from `lower_blocks`) is allocated outside
+//! them.
 
 use crate::bounds::{relax, to_range_in, union_in, Relaxed};
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
@@ -39,7 +41,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
     });
     for b in allocs {
-        f.body = compact(&f.body, &b);
+        f.body = compact(&f.body, &b, &f.facts.carried);
     }
     Ok(f)
 }
@@ -130,7 +132,7 @@ fn find_allocation(s: &Stmt, b: &Buffer, loops: &mut Vec<For>) -> Option<(Stmt, 
     }
 }
 
-fn compact(root: &Stmt, b: &Buffer) -> Stmt {
+fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -> Stmt {
     let Some((body, outer)) = find_allocation(root, b, &mut Vec::new()) else { return root.clone() };
     let mut acc = Vec::new();
     collect(&body, b, &mut Vec::new(), &mut acc);
@@ -143,6 +145,13 @@ fn compact(root: &Stmt, b: &Buffer) -> Stmt {
         depth = depth.min(a.loops.iter().zip(&acc[0].loops).take_while(|(x, y)| x.var == y.var).count());
     }
     let shared = b.scope() == Scope::Shared;
+    // A buffer that carries values across loops (a running sum over an
+    // ordered axis, an accumulator read inside its reduction loop) is
+    // allocated outside them, not afresh in each iteration.
+    let across: &[Var] = carried.iter().find(|(id, _)| *id == b.id()).map_or(&[], |(_, l)| l.as_slice());
+    if let Some(k) = acc[0].loops[..depth].iter().position(|l| across.contains(&l.var)) {
+        depth = k;
+    }
     let thread_loop = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
     // The threads of a GPU block share one copy of a shared buffer, so loops
     // bound to thread indices are relaxed wherever they are, the ones around

@@ -12,12 +12,15 @@
 //! `flatten_buffers` to lay it out with. A malformed annotation, or one that
 //! names a parameter, is an error. Likewise a `double_buffer_scope`
 //! annotation leaves the buffer it doubles in the function's
-//! `facts.double_buffered`, for `inject_software_pipeline`.
+//! `facts.double_buffered`, for `inject_software_pipeline`, and the
+//! buffers that carry values across loops (what a block with a reduction or
+//! opaque variable writes, across the loops feeding it) are left in
+//! `facts.carried`, for `compact_buffers`.
 
 use tirc_ir::buffer::DIM_ALIGN_KEY as KEY;
 use tirc_ir::region::block_buffers;
 use tirc_ir::subst::{replace_buffers_stmt, substitute_stmt};
-use tirc_ir::{Attr, BlockRealize, Buffer, BufferId, Diagnostic, DimAlign, PrimFunc, Stmt};
+use tirc_ir::{Attr, BlockRealize, Buffer, BufferId, Diagnostic, DimAlign, Expr, IterKind, PrimFunc, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let aligned = aligned_buffers(&f)?;
@@ -26,6 +29,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
             f.facts.double_buffered.push(b);
         }
     }
+    f.facts.carried = carried(&f);
     f.body = lower(&f.body);
     if !aligned.is_empty() {
         f.body = replace_allocs(&replace_buffers_stmt(&f.body, &aligned), &aligned);
@@ -122,6 +126,37 @@ fn double_buffered(f: &PrimFunc) -> Result<Vec<BufferId>, Diagnostic> {
         }
     }
     Ok(names)
+}
+
+/// Each buffer a block with a reduction or opaque variable writes, with
+/// the loops that feed those variables: its value passes from one of their
+/// iterations to the next (TVM keeps such a buffer's allocation above them).
+fn carried(f: &PrimFunc) -> Vec<(BufferId, Vec<Var>)> {
+    let mut out: Vec<(BufferId, Vec<Var>)> = Vec::new();
+    for r in f.body.blocks() {
+        let mut loops: Vec<Var> = Vec::new();
+        for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
+            if iv.kind != IterKind::Spatial {
+                v.walk(&mut |e| {
+                    if let Expr::Var(x) = e {
+                        if !loops.contains(x) {
+                            loops.push(x.clone());
+                        }
+                    }
+                });
+            }
+        }
+        if loops.is_empty() {
+            continue;
+        }
+        for b in block_buffers(r, false) {
+            match out.iter_mut().find(|(id, _)| *id == b.id()) {
+                Some((_, l)) => l.extend(loops.iter().filter(|x| !l.contains(x)).cloned().collect::<Vec<_>>()),
+                None => out.push((b.id(), loops.clone())),
+            }
+        }
+    }
+    out
 }
 
 fn written(r: &BlockRealize, index: i64) -> Option<Buffer> {
