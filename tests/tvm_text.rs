@@ -101,4 +101,12 @@ fn int64_values_past_two_to_the_31_are_kept() {
     assert_eq!(o[13 + 5], 3_000_000_005f64 as f32);
     let HostData::I64(a) = run("arange", HostData::I64(vec![0; 37])) else { panic!() };
     assert_eq!(a[36], 3_600_000_000_000);
+    // Module constants combine as Python's integers: `N * N * 2` is one
+    // number past int32, not an int32 product that wraps.
+    let src = "N = 50000\n@T.prim_func\ndef f(B: T.Buffer((4,), \"float32\")):\n    for i in range(4):\n        with T.block(\"B\"):\n            vi = T.axis.spatial(4, i)\n            B[vi] = T.Cast(\"float32\", N * N * 2 + vi)\n";
+    let c = tirc::compile::compile(src, &Default::default()).unwrap_or_else(|d| panic!("{}", d[0].message));
+    let mut args = vec![HostData::F32(vec![0.0; 4])];
+    tirc_exec::sim::run(&c.kernels[0].lowered, &mut args, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    let HostData::F32(b) = &args[0] else { panic!() };
+    assert_eq!(b[3], 5_000_000_003f64 as f32);
 }

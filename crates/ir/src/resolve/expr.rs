@@ -257,6 +257,9 @@ impl FuncResolver<'_> {
             _ => true,
         };
         if let (DType::Int(x), DType::Int(y)) = (ta, tb) {
+            if is_literal(&a) && is_literal(&b) {
+                return Ok(if x < y { (retype(a, tb), b) } else { (a, retype(b, ta)) });
+            }
             if is_literal(&b) && x < y && !fits(&b, ta) {
                 return Ok((Expr::Cast(tb, Box::new(a)), b));
             }
@@ -324,6 +327,20 @@ impl FuncResolver<'_> {
         }
         if let (Some(0), BinOp::FloorDiv | BinOp::FloorMod | BinOp::Div) = (b.as_int(), bop) {
             return Err(Diagnostic::at(span, "division by zero"));
+        }
+        // Literals combine as Python's integers do (`N * N * 2` of module
+        // constants is one number): past int32, the result is an int64
+        // literal, not an int32 product that wraps.
+        if let (Expr::Int(x, DType::Int(32)), Expr::Int(y, DType::Int(32))) = (&a, &b) {
+            let wide = match bop {
+                BinOp::Add => x.checked_add(*y),
+                BinOp::Sub => x.checked_sub(*y),
+                BinOp::Mul => x.checked_mul(*y),
+                _ => None,
+            };
+            if let Some(v) = wide.filter(|v| i32::try_from(*v).is_err()) {
+                return Ok(Expr::Int(v, DType::I64));
+            }
         }
         Ok(Expr::folded(bop, a, b))
     }
