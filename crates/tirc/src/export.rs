@@ -69,9 +69,22 @@ fn elements_c(b: &Buffer, names: &Names) -> Result<String, String> {
     if let Some(n) = b.num_elements() {
         return Ok(format!("{}ull", n.max(1)));
     }
-    let dims: Vec<String> =
-        b.shape().iter().map(|e| c_size_expr(e, names).map(|x| format!("(size_t)({x})"))).collect::<Result<_, _>>()?;
+    // Each size taken as 64 bits before the arithmetic: `n * n` of an int
+    // `n` would overflow (and wrap past the launcher's check) in int.
+    let dims: Vec<String> = b
+        .shape()
+        .iter()
+        .map(|e| c_size_expr(&widened(e), names).map(|x| format!("(size_t)({x})")))
+        .collect::<Result<_, _>>()?;
     Ok(dims.join(" * "))
+}
+
+/// `e` with each variable cast to int64, so that C computes it in 64 bits.
+fn widened(e: &Expr) -> Expr {
+    match e {
+        Expr::Var(_) => Expr::Cast(tirc_ir::DType::I64, Box::new(e.clone())),
+        _ => e.map_children(widened),
+    }
 }
 
 /// Each run-time size and its name in C (the kernels' argument name).
@@ -83,6 +96,7 @@ fn c_size_expr(e: &Expr, names: &Names) -> Result<String, String> {
     Ok(match e {
         Expr::Int(v, _) => v.to_string(),
         Expr::Var(v) => names.iter().find(|(x, _)| x == v).map_or_else(|| sanitize(v.name()), |(_, n)| n.clone()),
+        Expr::Cast(t, a) if *t == tirc_ir::DType::I64 => format!("((long long){})", c_size_expr(a, names)?),
         Expr::Binary(op, a, b) => {
             let (a, b) = (c_size_expr(a, names)?, c_size_expr(b, names)?);
             match op {

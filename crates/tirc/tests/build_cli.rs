@@ -130,7 +130,10 @@ fn a_run_time_size_is_an_argument_of_the_launcher() {
     );
     assert!(header.contains("A: float32[m, 4096], read"), "{header}");
     let source = std::fs::read_to_string(dir.join("matmul.cu")).unwrap();
-    assert!(source.contains("if (m < 1 || m > 1073741824 || (size_t)(m) * (size_t)(4096) > 2147483647ull"), "{source}");
+    assert!(
+        source.contains("if (m < 1 || m > 1073741824 || (size_t)(((long long)m)) * (size_t)(4096) > 2147483647ull"),
+        "{source}"
+    );
     assert!(
         source.contains("matmul_kernel<<<dim3(64, (m + 63) / 64, 1), dim3(16, 8, 1), 0, stream>>>(A, B, C, m);"),
         "{source}"
@@ -163,4 +166,16 @@ fn scalar_parameters_are_arguments_of_the_launcher() {
         serde_json::json!([{"name": "alpha", "dtype": "float32"}, {"name": "beta", "dtype": "float32"}])
     );
     assert_eq!(j["kernels"][1]["scalars"], serde_json::json!(["alpha", "beta"]));
+}
+
+/// The launcher checks an extent that is a product of run-time sizes in 64
+/// bits: `n * n` in int wrapped at n = 65537 and passed the check.
+#[test]
+fn a_product_of_sizes_is_checked_in_64_bits() {
+    let dir = out_dir("square");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "tests/data/sizes/square_extent.tir", "-s", "s", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let source = std::fs::read_to_string(dir.join("f.cu")).unwrap();
+    assert!(source.contains("(size_t)((((long long)n) * ((long long)n))) > 2147483647ull"), "{source}");
 }
