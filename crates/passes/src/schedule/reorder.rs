@@ -8,10 +8,15 @@
 //!    statement sits between them, which would run a different number of
 //!    times after the reorder).
 //! 3. No loop's extent depends on another loop of the nest.
+//! 4. No block under them has an opaque variable bound to a given loop (its
+//!    iterations carry an order: a prefix sum).
+//! 5. No block under them reads what a block accumulates over a given loop
+//!    (it reads partial sums, which the new order changes).
 
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{get_loop, replace_loop};
-use tirc_ir::{For, Stmt};
+use tirc_ir::region::block_buffers;
+use tirc_ir::{For, IterKind, Stmt};
 
 pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
     // 1.
@@ -67,6 +72,39 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
             return Err(ScheduleError::new(format!(
                 "the range of loop `{}` depends on another loop of the nest",
                 c.var.name()
+            )));
+        }
+    }
+    // 4. and 5.
+    let nest = Stmt::For(Box::new(chain[0].clone()));
+    let moved = |v: &tirc_ir::Expr| order.iter().any(|o| v.uses(o));
+    let blocks = nest.blocks();
+    for r in &blocks {
+        for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
+            if iv.kind == IterKind::Opaque && moved(v) {
+                return Err(ScheduleError::new(format!(
+                    "block `{}` has opaque variable `{}`, bound to a loop being reordered: its iterations must run in their order",
+                    r.block.name,
+                    iv.var.name()
+                )));
+            }
+        }
+        let reduces =
+            r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && moved(v));
+        if !reduces {
+            continue;
+        }
+        let out = block_buffers(r, false);
+        if let Some((other, b)) = blocks
+            .iter()
+            .filter(|o| o.block.name != r.block.name)
+            .find_map(|o| block_buffers(o, true).into_iter().find(|b| out.contains(b)).map(|b| (o, b)))
+        {
+            return Err(ScheduleError::new(format!(
+                "block `{}` reads `{}`, which block `{}` accumulates over a loop being reordered: it would see other partial sums",
+                other.block.name,
+                b.name(),
+                r.block.name
             )));
         }
     }

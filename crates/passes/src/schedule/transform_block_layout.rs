@@ -12,7 +12,8 @@
 //! intrinsic describes).
 //!
 //! Preconditions, checked in this order:
-//! 1. The block exists, with no predicate, and the loops directly around it
+//! 1. The block exists, with no predicate and no opaque variable (whose
+//!    instances carry an order), and the loops directly around it
 //!    are a perfect nest binding its variables one to one (`T.axis.remap`
 //!    form, each loop from 0 over its variable's whole domain): the nest is
 //!    what the primitive regenerates.
@@ -48,6 +49,12 @@ pub fn transform_block_layout(sch: &mut Schedule, block: &BlockRV, map: &IndexMa
     if r.predicate.as_bool() != Some(true) {
         return Err(ScheduleError::new(format!(
             "block `{block}` has a predicate: its instances are not the whole box of its variables"
+        )));
+    }
+    if let Some(iv) = r.block.iter_vars.iter().find(|iv| iv.kind == tirc_ir::IterKind::Opaque) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` has opaque variable `{}`: its instances run in an order that new loops would not keep",
+            iv.var.name()
         )));
     }
     let n = r.block.iter_vars.len();
