@@ -17,7 +17,7 @@
 
 use super::error::ScheduleError;
 use tirc_ir::region::block_buffers;
-use tirc_ir::{BlockRealize, Buffer};
+use tirc_ir::{subst, BlockRealize, Buffer, Expr, For, Scope, Stmt, Var};
 
 /// The accesses that move: the buffers read and those written.
 pub struct Moved<'a> {
@@ -56,4 +56,247 @@ pub fn check_passed(
         }
     }
     Ok(())
+}
+
+/// A buffer of global memory through which two iterations of `l` meet
+/// (one writes an element that another reads or writes), where that can
+/// be seen exactly: every access of the buffer under the loop affine in the
+/// loop, with constant coefficients, inside loops of constant range. Blocks
+/// for which `skip` holds are left out (a reduction over the loop, which its
+/// own lowering combines). `None` where the iterations touch apart parts of
+/// every such buffer, or where it cannot be told. The loops outside `l` (in
+/// `root`) are taken at their first values.
+pub fn iterations_meet(root: &Stmt, l: &For, skip: &dyn Fn(&BlockRealize) -> bool) -> Option<Buffer> {
+    let mut outer: Vec<(Var, i64)> = Vec::new();
+    root.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if let Some(m) = f.min.as_int() {
+                outer.push((f.var.clone(), m));
+            }
+        }
+    });
+    match iterations_meet_by_running(l, &outer, skip) {
+        Ok(found) => found,
+        Err(()) => iterations_meet_affine(l, skip),
+    }
+}
+
+/// [`iterations_meet`] by running the loop and the loops inside it, each
+/// loop outside at its first value: every element each iteration writes
+/// and reads. `Err` where that cannot be done (ranges not constant, an
+/// index that reads memory, more than 2^16 points).
+fn iterations_meet_by_running(
+    l: &For,
+    outer: &[(Var, i64)],
+    skip: &dyn Fn(&BlockRealize) -> bool,
+) -> Result<Option<Buffer>, ()> {
+    use crate::arith::eval;
+    use std::collections::HashMap;
+    use tirc_ir::region::infer_block_regions;
+    const LIMIT: i64 = 1 << 16;
+    let (Some(l0), Some(n)) = (l.min.as_int(), l.extent.as_int()) else { return Err(()) };
+    let lp = Stmt::For(Box::new(l.clone()));
+    // For each element of a global buffer: the iterations that write it and
+    // those that read it (one, or `None` for several).
+    type Who = Option<i64>;
+    let mut writers: HashMap<(Buffer, Vec<i64>), Who> = HashMap::new();
+    let mut readers: HashMap<(Buffer, Vec<i64>), Who> = HashMap::new();
+    let mut work = 0i64;
+    let note = |m: &mut HashMap<(Buffer, Vec<i64>), Who>, key: (Buffer, Vec<i64>), it: i64| {
+        m.entry(key)
+            .and_modify(|w| {
+                if *w != Some(it) {
+                    *w = None
+                }
+            })
+            .or_insert(Some(it));
+    };
+    for r in lp.blocks() {
+        if skip(r) {
+            continue;
+        }
+        let inner: Vec<(Var, i64, i64)> = l
+            .body
+            .loops_above(&r.block.name)
+            .ok_or(())?
+            .iter()
+            .map(|x| Some((x.var.clone(), x.min.as_int()?, x.extent.as_int()?)))
+            .collect::<Option<_>>()
+            .ok_or(())?;
+        let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
+            infer_block_regions(&r.block)
+        } else {
+            (r.block.reads.clone(), r.block.writes.clone())
+        };
+        let regions: Vec<(bool, &tirc_ir::stmt::BufferRegion)> = writes
+            .iter()
+            .map(|g| (true, g))
+            .chain(reads.iter().map(|g| (false, g)))
+            .filter(|(_, g)| g.buffer.scope() == Scope::Global)
+            .collect();
+        if regions.is_empty() {
+            continue;
+        }
+        let per = inner.iter().try_fold(1i64, |a, x| a.checked_mul(x.2.max(0))).ok_or(())?;
+        // Counted before running: every access is at least one element.
+        work = per
+            .checked_mul(n)
+            .and_then(|x| x.checked_mul(regions.len() as i64))
+            .and_then(|x| x.checked_add(work))
+            .filter(|w| *w <= LIMIT)
+            .ok_or(())?;
+        for it in l0..l0 + n {
+            let mut at = vec![0i64; inner.len()];
+            for _ in 0..per {
+                let loop_value = |v: &Var| {
+                    if *v == l.var {
+                        return Some(it);
+                    }
+                    inner
+                        .iter()
+                        .zip(&at)
+                        .find(|(x, _)| &x.0 == v)
+                        .map(|(x, k)| x.1 + k)
+                        .or_else(|| outer.iter().find(|(x, _)| x == v).map(|(_, m)| *m))
+                };
+                let vals: Vec<i64> =
+                    r.iter_values.iter().map(|e| eval(e, &loop_value)).collect::<Option<_>>().ok_or(())?;
+                let value = |v: &Var| {
+                    r.block.iter_vars.iter().position(|iv| iv.var == *v).map(|k| vals[k]).or_else(|| loop_value(v))
+                };
+                for (written, g) in &regions {
+                    let dims: Vec<(i64, i64)> = g
+                        .region
+                        .iter()
+                        .map(|d| Some((eval(&d.min, &value)?, eval(&d.extent, &value)?)))
+                        .collect::<Option<_>>()
+                        .ok_or(())?;
+                    let size = dims.iter().try_fold(1i64, |a, d| a.checked_mul(d.1.max(0))).ok_or(())?;
+                    work += size - 1;
+                    if work > LIMIT {
+                        return Err(());
+                    }
+                    for k in 0..size {
+                        let mut rest = k;
+                        let mut p: Vec<i64> = dims
+                            .iter()
+                            .rev()
+                            .map(|(m, e)| {
+                                let x = m + rest % e;
+                                rest /= e;
+                                x
+                            })
+                            .collect();
+                        p.reverse();
+                        let key = (g.buffer.clone(), p);
+                        note(if *written { &mut writers } else { &mut readers }, key, it);
+                    }
+                }
+                for (k, x) in at.iter_mut().zip(&inner).rev() {
+                    *k += 1;
+                    if *k < x.2 {
+                        break;
+                    }
+                    *k = 0;
+                }
+            }
+        }
+    }
+    for (key, w) in &writers {
+        let meet = match w {
+            None => true,
+            Some(it) => readers.get(key).is_some_and(|r| *r != Some(*it)),
+        };
+        if meet {
+            return Ok(Some(key.0.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// [`iterations_meet`] from the accesses' affine forms.
+fn iterations_meet_affine(l: &For, skip: &dyn Fn(&BlockRealize) -> bool) -> Option<Buffer> {
+    use crate::arith::Analyzer;
+    use crate::bounds::relax;
+    use tirc_ir::region::infer_block_regions;
+    let lp = Stmt::For(Box::new(l.clone()));
+    // (buffer, written, [(lo, hi)] in terms of `l` and the loops outside).
+    type Access = (Buffer, bool, Vec<(Expr, Expr)>);
+    let mut boxes: Vec<Access> = Vec::new();
+    let mut unclear: Vec<Buffer> = Vec::new();
+    for r in lp.blocks() {
+        if skip(r) {
+            continue;
+        }
+        let inner = l.body.loops_above(&r.block.name)?;
+        let relaxed: Vec<(Var, Expr, Expr)> =
+            inner.iter().map(|x| (x.var.clone(), x.min.clone(), x.extent.clone())).collect();
+        let constant = inner.iter().all(|x| x.min.as_int().is_some() && x.extent.as_int().is_some());
+        let bind: Vec<(Var, Expr)> =
+            r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
+        let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
+            infer_block_regions(&r.block)
+        } else {
+            (r.block.reads.clone(), r.block.writes.clone())
+        };
+        for (list, written) in [(&writes, true), (&reads, false)] {
+            for reg in list.iter().filter(|g| g.buffer.scope() == Scope::Global) {
+                let mut dims = Vec::new();
+                let mut clear = constant;
+                for g in &reg.region {
+                    let lo = subst::substitute(&g.min, &bind);
+                    let hi = subst::substitute(&(g.min.clone() + g.extent.clone() - Expr::int(1)), &bind);
+                    clear &= affine(&lo) && affine(&hi) && g.extent.as_int().is_some();
+                    match (relax(&lo, &relaxed), relax(&hi, &relaxed)) {
+                        (Some((lo, _)), Some((_, hi))) => dims.push((lo, hi)),
+                        _ => clear = false,
+                    }
+                }
+                if !clear {
+                    unclear.push(reg.buffer.clone());
+                    continue;
+                }
+                boxes.push((reg.buffer.clone(), written, dims));
+            }
+        }
+    }
+    let an = Analyzer::new();
+    let next = [(l.var.clone(), Expr::var(&l.var) + Expr::int(1))];
+    let diff = |a: &Expr, b: &Expr| an.simplify(&(a.clone() - b.clone())).as_int();
+    for (buf, _, first) in boxes.iter().filter(|b| b.1) {
+        if unclear.contains(buf) {
+            continue;
+        }
+        let apart = first.iter().enumerate().any(|(d, (lo, hi))| {
+            let step = diff(&subst::substitute(lo, &next), hi);
+            step.is_some_and(|s| s >= 1)
+                && boxes.iter().filter(|b| &b.0 == buf).all(|b| {
+                    b.2.get(d).is_some_and(|(blo, bhi)| {
+                        diff(blo, lo).is_some_and(|x| x >= 0) && diff(hi, bhi).is_some_and(|x| x >= 0)
+                    })
+                })
+        });
+        // Seen exactly only where every dimension's bounds differ by
+        // constants; otherwise it cannot be told.
+        let exact = boxes.iter().filter(|b| &b.0 == buf).all(|b| {
+            b.2.iter().zip(first).all(|((blo, bhi), (lo, hi))| diff(blo, lo).is_some() && diff(bhi, hi).is_some())
+        });
+        if !apart && exact {
+            return Some(buf.clone());
+        }
+    }
+    None
+}
+
+/// Whether `e` is a sum of constant multiples of variables and constants.
+fn affine(e: &Expr) -> bool {
+    match e {
+        Expr::Int(..) | Expr::Var(_) => true,
+        Expr::Binary(tirc_ir::BinOp::Add | tirc_ir::BinOp::Sub, a, b) => affine(a) && affine(b),
+        Expr::Binary(tirc_ir::BinOp::Mul, a, b) => {
+            (a.as_int().is_some() && affine(b)) || (b.as_int().is_some() && affine(a))
+        }
+        Expr::Cast(t, a) if t.is_int() => affine(a),
+        _ => false,
+    }
 }

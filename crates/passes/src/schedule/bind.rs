@@ -16,6 +16,9 @@
 //!    blocks cannot combine their partial sums within one kernel. A
 //!    reduction loop bound to a threadIdx is a cross-thread reduction,
 //!    lowered by `lower_cross_thread_reduction`.
+//!    No two iterations meet in global memory (one writing an element
+//!    another reads or writes), where every access is affine in the loop
+//!    and that can be seen exactly.
 //! 4. No loop around it or inside it is bound to the same axis, unless the
 //!    inner loop's blocks all write shared memory and do not depend on the
 //!    outer loop: then the threads share the copy (a cooperative fetch),
@@ -95,6 +98,20 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
                 .help("bind it to a threadIdx axis (a cross-thread reduction), or keep it serial"));
             }
         }
+    }
+    // 3b. The iterations run at once: none may read or write what another
+    // writes in global memory.
+    let reduces_over = |r: &tirc_ir::BlockRealize| {
+        r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(lp))
+    };
+    if let Some(b) = crate::common::hazard::iterations_meet(&sch.func.body, &l, &reduces_over) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` cannot be bound to {}: its iterations meet in `{}` (one writes an element another reads or writes), and they would run at once",
+            lp.name(),
+            tag.name(),
+            b.name()
+        ))
+        .help("keep the loop serial, or split the computation into blocks whose iterations touch apart elements"));
     }
     // 4.
     if let Some(outer) = enclosing_bound(&sch.func.body, lp, tag) {

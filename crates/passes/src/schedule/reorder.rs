@@ -12,6 +12,9 @@
 //!    iterations carry an order: a prefix sum).
 //! 5. No block under them reads what a block accumulates over a given loop
 //!    (it reads partial sums, which the new order changes).
+//! 6. No two iterations of a given loop meet in global memory (one writing
+//!    an element another reads or writes), reductions over the given loops
+//!    aside (`common::hazard::iterations_meet`).
 
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{get_loop, replace_loop};
@@ -105,6 +108,19 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
                 other.block.name,
                 b.name(),
                 r.block.name
+            )));
+        }
+    }
+    // 6.
+    let reduces = |r: &tirc_ir::BlockRealize| {
+        r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && moved(v))
+    };
+    for c in chain.iter().filter(|c| order.contains(&c.var)) {
+        if let Some(b) = crate::common::hazard::iterations_meet(&sch.func.body, c, &reduces) {
+            return Err(ScheduleError::new(format!(
+                "the iterations of loop `{}` meet in `{}` (one writes an element another reads or writes): in another order they would see other values",
+                c.var.name(),
+                b.name()
             )));
         }
     }
