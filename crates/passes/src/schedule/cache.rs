@@ -34,7 +34,9 @@
 //! 7. For `cache_write`, the block writes the buffer unconditionally (or an
 //!    init writes every element it updates under a condition): the copy
 //!    back writes every element of the region the block's loops write, the
-//!    whole buffer unless they write less (a loop over part of it).
+//!    whole buffer unless they write less (a loop over part of it). A
+//!    block that reads the buffer it writes has an init that writes every
+//!    element first: the copy starts empty, not with the incoming values.
 //! 8. For `cache_write`, no other block of the nest reads the buffer: the
 //!    copy back, after the nest, would come after it.
 //! 9. For `cache_write`, the block writes every element between the first
@@ -166,6 +168,17 @@ pub fn cache_write(sch: &mut Schedule, block: &BlockRV, index: i64, scope: &str)
             "block `{block}` writes `{}` only under a condition: the copy back would overwrite the elements it leaves alone",
             buf.name()
         )));
+    }
+    // 7b. A block that reads what it writes without an init to start it
+    // (`C = 2 * C + A`, a reduction into C's incoming values) would read the
+    // copy, which nothing fills with those values.
+    let reads_own = r.block.body.loads_from(&buf);
+    if reads_own && r.block.init.as_ref().is_none_or(|i| !writes_all(i)) {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` reads `{}`'s incoming values (it has no init that writes them first): the copy would start without them",
+            buf.name()
+        ))
+        .help("cache it with cache_read as well, or give the reduction an init"));
     }
     let stmts = root_stmts(&sch.func.body);
     // 8.
