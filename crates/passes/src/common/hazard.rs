@@ -17,7 +17,7 @@
 
 use super::error::ScheduleError;
 use tirc_ir::region::block_buffers;
-use tirc_ir::{subst, BlockRealize, Buffer, Expr, For, Scope, Stmt, Var};
+use tirc_ir::{subst, BlockRealize, Buffer, Expr, For, Stmt, Var};
 
 /// The accesses that move: the buffers read and those written.
 pub struct Moved<'a> {
@@ -58,7 +58,7 @@ pub fn check_passed(
     Ok(())
 }
 
-/// A buffer of global memory through which two iterations of `l` meet
+/// A buffer (of those `which` takes) through which two iterations of `l` meet
 /// (one writes an element that another reads or writes), where that can
 /// be seen exactly: every access of the buffer under the loop affine in the
 /// loop, with constant coefficients, inside loops of constant range. Blocks
@@ -66,7 +66,12 @@ pub fn check_passed(
 /// own lowering combines). `None` where the iterations touch apart parts of
 /// every such buffer, or where it cannot be told. The loops outside `l` (in
 /// `root`) are taken at their first values.
-pub fn iterations_meet(root: &Stmt, l: &For, skip: &dyn Fn(&BlockRealize) -> bool) -> Option<Buffer> {
+pub fn iterations_meet(
+    root: &Stmt,
+    l: &For,
+    skip: &dyn Fn(&BlockRealize) -> bool,
+    which: &dyn Fn(&Buffer) -> bool,
+) -> Option<Buffer> {
     let mut outer: Vec<(Var, i64)> = Vec::new();
     root.walk(&mut |s| {
         if let Stmt::For(f) = s {
@@ -75,10 +80,30 @@ pub fn iterations_meet(root: &Stmt, l: &For, skip: &dyn Fn(&BlockRealize) -> boo
             }
         }
     });
-    match iterations_meet_by_running(l, &outer, skip) {
+    match iterations_meet_by_running(l, &outer, skip, which) {
         Ok(found) => found,
-        Err(()) => iterations_meet_affine(l, skip),
+        Err(()) => iterations_meet_affine(l, skip, which),
     }
+}
+
+/// [`iterations_meet`] only where the iterations can be run (`None`
+/// otherwise): for accesses whose declared regions may be wider than one
+/// iteration's (tensor-core tiles), where the affine forms would not tell.
+pub fn iterations_meet_when_run(
+    root: &Stmt,
+    l: &For,
+    skip: &dyn Fn(&BlockRealize) -> bool,
+    which: &dyn Fn(&Buffer) -> bool,
+) -> Option<Buffer> {
+    let mut outer: Vec<(Var, i64)> = Vec::new();
+    root.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if let Some(m) = f.min.as_int() {
+                outer.push((f.var.clone(), m));
+            }
+        }
+    });
+    iterations_meet_by_running(l, &outer, skip, which).ok().flatten()
 }
 
 /// [`iterations_meet`] by running the loop and the loops inside it, each
@@ -89,6 +114,7 @@ fn iterations_meet_by_running(
     l: &For,
     outer: &[(Var, i64)],
     skip: &dyn Fn(&BlockRealize) -> bool,
+    which: &dyn Fn(&Buffer) -> bool,
 ) -> Result<Option<Buffer>, ()> {
     use crate::arith::eval;
     use std::collections::HashMap;
@@ -132,7 +158,7 @@ fn iterations_meet_by_running(
             .iter()
             .map(|g| (true, g))
             .chain(reads.iter().map(|g| (false, g)))
-            .filter(|(_, g)| g.buffer.scope() == Scope::Global)
+            .filter(|(_, g)| which(&g.buffer))
             .collect();
         if regions.is_empty() {
             continue;
@@ -164,7 +190,9 @@ fn iterations_meet_by_running(
                 let value = |v: &Var| {
                     r.block.iter_vars.iter().position(|iv| iv.var == *v).map(|k| vals[k]).or_else(|| loop_value(v))
                 };
-                for (written, g) in &regions {
+                // An instance its predicate leaves out touches nothing.
+                let runs = eval(&r.predicate, &loop_value).ok_or(())? != 0;
+                for (written, g) in regions.iter().filter(|_| runs) {
                     let dims: Vec<(i64, i64)> = g
                         .region
                         .iter()
@@ -215,7 +243,11 @@ fn iterations_meet_by_running(
 }
 
 /// [`iterations_meet`] from the accesses' affine forms.
-fn iterations_meet_affine(l: &For, skip: &dyn Fn(&BlockRealize) -> bool) -> Option<Buffer> {
+fn iterations_meet_affine(
+    l: &For,
+    skip: &dyn Fn(&BlockRealize) -> bool,
+    which: &dyn Fn(&Buffer) -> bool,
+) -> Option<Buffer> {
     use crate::arith::Analyzer;
     use crate::bounds::relax;
     use tirc_ir::region::infer_block_regions;
@@ -240,7 +272,7 @@ fn iterations_meet_affine(l: &For, skip: &dyn Fn(&BlockRealize) -> bool) -> Opti
             (r.block.reads.clone(), r.block.writes.clone())
         };
         for (list, written) in [(&writes, true), (&reads, false)] {
-            for reg in list.iter().filter(|g| g.buffer.scope() == Scope::Global) {
+            for reg in list.iter().filter(|g| which(&g.buffer)) {
                 let mut dims = Vec::new();
                 let mut clear = constant;
                 for g in &reg.region {

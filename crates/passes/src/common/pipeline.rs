@@ -82,8 +82,29 @@ pub struct Plan {
 /// Checks the pipeline annotations of loop `l` against its body: what
 /// `sch.annotate` runs at the end of a schedule, so that a bad annotation
 /// is reported at the schedule line that made it.
-pub fn check(l: &For, sizes: &[Var]) -> Result<(), Diagnostic> {
-    analyze(l, &[])?;
+pub fn check(root: &Stmt, l: &For, sizes: &[Var]) -> Result<(), Diagnostic> {
+    let plan = analyze(l, &[])?;
+    // A buffer kept in versions by iteration must pass no value from one
+    // iteration to another: the reader would find another version.
+    let reduces_over = |r: &tirc_ir::BlockRealize| {
+        r.block
+            .iter_vars
+            .iter()
+            .zip(&r.iter_values)
+            .any(|(iv, v)| iv.kind == tirc_ir::IterKind::Reduce && v.uses(&l.var))
+    };
+    // (Shared and local buffers: a tensor-core block declares its warp
+    // tile's whole region, wider than one iteration's elements.)
+    for (b, _) in plan.versions.iter().filter(|(b, v)| *v > 1 && matches!(b.scope(), Scope::Shared | Scope::Local)) {
+        if super::hazard::iterations_meet_when_run(root, l, &reduces_over, &|x| x == b).is_some() {
+            return Err(Diagnostic::new(format!(
+                "software pipeline of loop `{}`: one iteration reads or writes an element of `{}` that another writes, but the stages keep a version of it per iteration, so the value would not pass between them",
+                l.var.name(),
+                b.name()
+            ))
+            .help("put every statement that uses it in one stage"));
+        }
+    }
     check_extent(l, sizes)
 }
 

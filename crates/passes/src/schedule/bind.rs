@@ -104,7 +104,9 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     let reduces_over = |r: &tirc_ir::BlockRealize| {
         r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(lp))
     };
-    if let Some(b) = crate::common::hazard::iterations_meet(&sch.func.body, &l, &reduces_over) {
+    if let Some(b) =
+        crate::common::hazard::iterations_meet(&sch.func.body, &l, &reduces_over, &|b| b.scope() == Scope::Global)
+    {
         return Err(ScheduleError::new(format!(
             "loop `{}` cannot be bound to {}: its iterations meet in `{}` (one writes an element another reads or writes), and they would run at once",
             lp.name(),

@@ -132,7 +132,7 @@ pub fn run_schedule_observed(
     it.sch.func.body.walk(&mut |s| {
         if let tirc_ir::Stmt::For(l) = s {
             if l.annotations.iter().any(|(k, _)| k == pipeline::STAGE) && bad.is_none() {
-                if let Err(e) = pipeline::check(l, &it.sch.func.sizes) {
+                if let Err(e) = pipeline::check(&it.sch.func.body, l, &it.sch.func.sizes) {
                     let span = it.pipelines.iter().rev().find(|(v, _)| v == &l.var).map_or(def.span, |(_, sp)| *sp);
                     bad = Some(e.or_at(span));
                 }

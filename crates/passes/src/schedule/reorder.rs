@@ -116,7 +116,9 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && moved(v))
     };
     for c in chain.iter().filter(|c| order.contains(&c.var)) {
-        if let Some(b) = crate::common::hazard::iterations_meet(&sch.func.body, c, &reduces) {
+        if let Some(b) = crate::common::hazard::iterations_meet(&sch.func.body, c, &reduces, &|b| {
+            b.scope() == tirc_ir::Scope::Global
+        }) {
             return Err(ScheduleError::new(format!(
                 "the iterations of loop `{}` meet in `{}` (one writes an element another reads or writes): in another order they would see other values",
                 c.var.name(),
