@@ -179,3 +179,21 @@ fn a_product_of_sizes_is_checked_in_64_bits() {
     let source = std::fs::read_to_string(dir.join("f.cu")).unwrap();
     assert!(source.contains("(size_t)((((long long)n) * ((long long)n))) > 2147483647ull"), "{source}");
 }
+
+/// A size named `stream`, buffers named `err` and `threadIdx`: the names
+/// the launcher and CUDA already use are renamed, in the kernel and the
+/// header alike.
+#[test]
+fn names_the_cuda_source_uses_are_renamed() {
+    let dir = out_dir("reserved");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "tests/data/sizes/reserved_names.tir", "-s", "s", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let header = std::fs::read_to_string(dir.join("f.h")).unwrap();
+    assert!(
+        header.contains(
+            "cudaError_t f_launch(const float* err_1, float* threadIdx_1, int stream_1, cudaStream_t stream);"
+        ),
+        "{header}"
+    );
+}
