@@ -31,15 +31,30 @@ pub struct Moved<'a> {
 /// (`writes` false) or write of the buffer is the primitive's own dataflow,
 /// whose order the primitive keeps.
 pub fn check_passed(
+    root: &Stmt,
     moved: &Moved,
     passed: &[&BlockRealize],
     linked: &dyn Fn(&BlockRealize, &Buffer, bool) -> bool,
     what: &str,
 ) -> Result<(), ScheduleError> {
+    let mine = root.find_block(moved.block).map(|r| footprint(root, r)).unwrap_or_default();
     for w in passed {
         let (wr, ww) = (block_buffers(w, true), block_buffers(w, false));
+        let theirs = footprint(root, w);
+        // Parts of one buffer that are seen not to overlap (a concatenation's
+        // halves) do not clash.
+        let apart = |b: &Buffer| {
+            mine.iter().filter(|x| &x.0 == b).all(|x| {
+                theirs.iter().filter(|y| &y.0 == b).all(|y| {
+                    x.1.iter()
+                        .zip(&y.1)
+                        .any(|(p, q)| matches!((p, q), (Some((a0, a1)), Some((b0, b1))) if a1 < b0 || b1 < a0))
+                })
+            }) && mine.iter().any(|x| &x.0 == b)
+                && theirs.iter().any(|y| &y.0 == b)
+        };
         let clash = |mine: &[Buffer], theirs: &[Buffer], writes: bool| -> Option<Buffer> {
-            mine.iter().find(|b| theirs.contains(b) && !linked(w, b, writes)).cloned()
+            mine.iter().find(|b| theirs.contains(b) && !linked(w, b, writes) && !apart(b)).cloned()
         };
         let found = clash(&moved.reads, &ww, true)
             .map(|b| (b, "writes", "reads"))
@@ -56,6 +71,46 @@ pub fn check_passed(
         }
     }
     Ok(())
+}
+
+/// A buffer and the bounds of each dimension accessed (`None`: unknown).
+type Footprint = (Buffer, Vec<Option<(i64, i64)>>);
+
+/// Each buffer region a block accesses over all the loops around it, as
+/// constant bounds per dimension where they are constants (`None` where
+/// not): what it can touch in the whole run.
+fn footprint(root: &Stmt, r: &BlockRealize) -> Vec<Footprint> {
+    use crate::bounds::relax;
+    use tirc_ir::region::infer_block_regions;
+    let loops: Vec<(Var, Expr, Expr)> = root
+        .loops_above(&r.block.name)
+        .unwrap_or_default()
+        .iter()
+        .map(|x| (x.var.clone(), x.min.clone(), x.extent.clone()))
+        .collect();
+    let bind: Vec<(Var, Expr)> =
+        r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
+    let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
+        infer_block_regions(&r.block)
+    } else {
+        (r.block.reads.clone(), r.block.writes.clone())
+    };
+    reads
+        .iter()
+        .chain(&writes)
+        .map(|g| {
+            let dims = g
+                .region
+                .iter()
+                .map(|d| {
+                    let lo = subst::substitute(&d.min, &bind);
+                    let hi = subst::substitute(&(d.min.clone() + d.extent.clone() - Expr::int(1)), &bind);
+                    Some((relax(&lo, &loops)?.0.as_int()?, relax(&hi, &loops)?.1.as_int()?))
+                })
+                .collect();
+            (g.buffer.clone(), dims)
+        })
+        .collect()
 }
 
 /// A buffer (of those `which` takes) through which two iterations of `l` meet
@@ -124,19 +179,18 @@ fn iterations_meet_by_running(
     let lp = Stmt::For(Box::new(l.clone()));
     // For each element of a global buffer: the iterations that write it and
     // those that read it (one, or `None` for several).
-    type Who = Option<i64>;
-    let mut writers: HashMap<(Buffer, Vec<i64>), Who> = HashMap::new();
-    let mut readers: HashMap<(Buffer, Vec<i64>), Who> = HashMap::new();
+    // For each element of a buffer: the iterations that write it and those
+    // that read it.
+    let mut writers: HashMap<(Buffer, Vec<i64>), Vec<i64>> = HashMap::new();
+    let mut readers: HashMap<(Buffer, Vec<i64>), Vec<i64>> = HashMap::new();
     let mut work = 0i64;
-    let note = |m: &mut HashMap<(Buffer, Vec<i64>), Who>, key: (Buffer, Vec<i64>), it: i64| {
-        m.entry(key)
-            .and_modify(|w| {
-                if *w != Some(it) {
-                    *w = None
-                }
-            })
-            .or_insert(Some(it));
+    let note = |m: &mut HashMap<(Buffer, Vec<i64>), Vec<i64>>, key: (Buffer, Vec<i64>), it: i64| {
+        let v = m.entry(key).or_default();
+        if !v.contains(&it) {
+            v.push(it);
+        }
     };
+    let again = recomputed(&lp, skip);
     for r in lp.blocks() {
         if skip(r) {
             continue;
@@ -231,9 +285,14 @@ fn iterations_meet_by_running(
         }
     }
     for (key, w) in &writers {
-        let meet = match w {
-            None => true,
-            Some(it) => readers.get(key).is_some_and(|r| *r != Some(*it)),
+        let read = readers.get(key).map_or(&[][..], |r| r.as_slice());
+        // An element recomputed to one value by several iterations (a halo,
+        // a broadcast) may be written by all of them; each must then read
+        // only what it wrote itself.
+        let meet = if again.contains(&key.0) {
+            read.iter().any(|r| !w.contains(r))
+        } else {
+            w.len() > 1 || read.iter().any(|r| w[0] != *r)
         };
         if meet {
             return Ok(Some(key.0.clone()));
@@ -295,8 +354,22 @@ fn iterations_meet_affine(
     let an = Analyzer::new();
     let next = [(l.var.clone(), Expr::var(&l.var) + Expr::int(1))];
     let diff = |a: &Expr, b: &Expr| an.simplify(&(a.clone() - b.clone())).as_int();
+    let again = recomputed(&lp, skip);
     for (buf, _, first) in boxes.iter().filter(|b| b.1) {
         if unclear.contains(buf) {
+            continue;
+        }
+        if again.contains(buf) {
+            // Recomputed: each read must lie in what the same iteration
+            // writes; a read seen to leave it (by constants) meets another.
+            let outside = boxes.iter().filter(|b| &b.0 == buf && !b.1).any(|b| {
+                b.2.iter().zip(first).any(|((blo, bhi), (lo, hi))| {
+                    diff(blo, lo).is_some_and(|x| x < 0) || diff(hi, bhi).is_some_and(|x| x < 0)
+                })
+            });
+            if outside {
+                return Some(buf.clone());
+            }
             continue;
         }
         let apart = first.iter().enumerate().any(|(d, (lo, hi))| {
@@ -318,6 +391,35 @@ fn iterations_meet_affine(
         }
     }
     None
+}
+
+/// The buffers under `s` written by one block that computes its elements
+/// from values nothing under `s` writes (spatial variables only, no init,
+/// reads of buffers written elsewhere): writing an element again gives it
+/// the same value, so iterations that recompute it (a halo, a broadcast)
+/// agree.
+fn recomputed(s: &Stmt, skip: &dyn Fn(&BlockRealize) -> bool) -> Vec<Buffer> {
+    use tirc_ir::region::block_buffers;
+    let blocks: Vec<&BlockRealize> = s.blocks().into_iter().filter(|r| !skip(r)).collect();
+    let written: Vec<Buffer> = blocks.iter().flat_map(|r| block_buffers(r, false)).collect();
+    let mut out: Vec<Buffer> = Vec::new();
+    for b in &written {
+        if out.contains(b) {
+            continue;
+        }
+        let writers: Vec<&&BlockRealize> = blocks.iter().filter(|r| block_buffers(r, false).contains(b)).collect();
+        // One block: two would write their own values.
+        let pure = writers.len() == 1
+            && writers.iter().all(|r| {
+                r.block.init.is_none()
+                    && r.block.iter_vars.iter().all(|iv| iv.kind == tirc_ir::IterKind::Spatial)
+                    && block_buffers(r, true).iter().all(|x| !written.contains(x))
+            });
+        if pure {
+            out.push(b.clone());
+        }
+    }
+    out
 }
 
 /// Whether `e` is a sum of constant multiples of variables and constants.

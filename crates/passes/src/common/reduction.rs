@@ -51,7 +51,8 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
         )));
     }
     // 6. The init, hoisted before the loop, runs before every other block
-    // under it: none of them may read or write what it writes.
+    // under it: none of them may read or write what it writes, but where
+    // that cannot change what they see (below).
     let (init_reads, init_writes) = tirc_ir::region::infer_block_regions(&tirc_ir::Block {
         name: String::new(),
         iter_vars: vec![],
@@ -69,13 +70,22 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
         writes: init_writes.into_iter().map(|g| g.buffer).collect(),
     };
     let nested = super::tree::nested_block_names(&r);
-    let others: Vec<&tirc_ir::BlockRealize> = path[idx]
-        .body
-        .blocks()
-        .into_iter()
-        .filter(|b| b.block.name != block && !nested.contains(&b.block.name))
+    let under = path[idx].body.blocks();
+    let me = under.iter().position(|b| b.block.name == block).unwrap_or(0);
+    // A block before the reduction in the loop's body would see the init's
+    // values early; one after it sees them only where it reads what the
+    // reduction of another iteration writes (a row's sum read by its own
+    // row, as softmax does, is the same value either way).
+    let lp_for = (*path[idx]).clone();
+    let meet =
+        moved.writes.iter().any(|b| super::hazard::iterations_meet(root, &lp_for, &|_| false, &|x| x == b).is_some());
+    let others: Vec<&tirc_ir::BlockRealize> = under
+        .iter()
+        .enumerate()
+        .filter(|(i, b)| b.block.name != block && !nested.contains(&b.block.name) && (*i < me || meet))
+        .map(|(_, b)| *b)
         .collect();
-    super::hazard::check_passed(&moved, &others, &|_, _, _| false, "decomposing the reduction here")?;
+    super::hazard::check_passed(root, &moved, &others, &|_, _, _| false, "decomposing the reduction here")?;
     let init_loops: Vec<&For> = inner.iter().copied().filter(|l| spatial_uses(&l.var)).collect();
     let red_loops: Vec<&Var> = inner.iter().filter(|l| reduce_uses(&l.var)).map(|l| &l.var).collect();
     // Fresh loop variables for the init's copies of the spatial loops.

@@ -225,7 +225,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
         let linked = |w: &BlockRealize, b: &Buffer, writes: bool| {
             names_under.contains(&w.block.name) && mine.contains(b) && writes != producer
         };
-        check_passed(&moved, &passed, &linked, if producer { "compute_at" } else { "reverse_compute_at" })?;
+        check_passed(&root, &moved, &passed, &linked, if producer { "compute_at" } else { "reverse_compute_at" })?;
     }
     // The region each shared buffer needs in one iteration of the loop.
     let an = loop_analyzer(&root);

@@ -63,7 +63,7 @@ pub fn compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
     let last = all.iter().rposition(|x| block_buffers(x, true).contains(b)).unwrap_or(me);
     let passed: Vec<&BlockRealize> = all[me + 1..=last.max(me)].to_vec();
     let moved = Moved { block, reads: block_buffers(&r, true), writes: vec![] };
-    check_passed(&moved, &passed, &|_, _, _| false, "compute_inline")?;
+    check_passed(&sch.func.body, &moved, &passed, &|_, _, _| false, "compute_inline")?;
     // Remove the block, then put its value where `b` is read.
     let body = remove_block(&sch.func.body, block);
     let inline = |e: &Expr| -> Expr { inline_loads(e, b, &vars, value) };
@@ -153,7 +153,7 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
         reads: block_buffers(&r, true).into_iter().filter(|x| x != b).collect(),
         writes: block_buffers(&r, false),
     };
-    check_passed(&moved, &passed, &|_, _, _| false, "reverse_compute_inline")?;
+    check_passed(&sch.func.body, &moved, &passed, &|_, _, _| false, "reverse_compute_inline")?;
     let Stmt::Store { indices: p_idx, value: e, .. } = &pr.block.body else {
         return Err(ScheduleError::new(format!("the body of producer `{p}` is not a single store")));
     };
