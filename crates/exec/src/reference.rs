@@ -207,7 +207,6 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 /// blocks in one loop body (`X[i] = C[0]` then `C[i] = ..`) where one reads
 /// what another iteration writes fail it, and their loop runs in order.
 fn iterations_apart(l: &tirc_ir::For) -> bool {
-    use tirc_ir::region::infer_block_regions;
     use tirc_passes::arith::Analyzer;
     use tirc_passes::bounds::relax;
     let lp = Stmt::For(Box::new(l.clone()));
@@ -221,11 +220,7 @@ fn iterations_apart(l: &tirc_ir::For) -> bool {
             inner.iter().map(|x| (x.var.clone(), x.min.clone(), x.extent.clone())).collect();
         let bind: Vec<(Var, Expr)> =
             r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
-        let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
-            infer_block_regions(&r.block)
-        } else {
-            (r.block.reads.clone(), r.block.writes.clone())
-        };
+        let (reads, writes) = tirc_passes::common::tree::block_regions(r);
         for (list, written) in [(&writes, true), (&reads, false)] {
             for reg in list.iter() {
                 let mut dims = Vec::new();

@@ -81,7 +81,6 @@ type Footprint = (Buffer, Vec<Option<(i64, i64)>>);
 /// not): what it can touch in the whole run.
 fn footprint(root: &Stmt, r: &BlockRealize) -> Vec<Footprint> {
     use crate::bounds::relax;
-    use tirc_ir::region::infer_block_regions;
     let loops: Vec<(Var, Expr, Expr)> = root
         .loops_above(&r.block.name)
         .unwrap_or_default()
@@ -90,11 +89,7 @@ fn footprint(root: &Stmt, r: &BlockRealize) -> Vec<Footprint> {
         .collect();
     let bind: Vec<(Var, Expr)> =
         r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
-    let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
-        infer_block_regions(&r.block)
-    } else {
-        (r.block.reads.clone(), r.block.writes.clone())
-    };
+    let (reads, writes) = super::tree::block_regions(r);
     reads
         .iter()
         .chain(&writes)
@@ -127,14 +122,7 @@ pub fn iterations_meet(
     skip: &dyn Fn(&BlockRealize) -> bool,
     which: &dyn Fn(&Buffer) -> bool,
 ) -> Option<Buffer> {
-    let mut outer: Vec<(Var, i64)> = Vec::new();
-    root.walk(&mut |s| {
-        if let Stmt::For(f) = s {
-            if let Some(m) = f.min.as_int() {
-                outer.push((f.var.clone(), m));
-            }
-        }
-    });
+    let outer = super::tree::loop_starts(root);
     match iterations_meet_by_running(l, &outer, skip, which) {
         Ok(found) => found,
         Err(()) => iterations_meet_affine(l, skip, which),
@@ -150,14 +138,7 @@ pub fn iterations_meet_when_run(
     skip: &dyn Fn(&BlockRealize) -> bool,
     which: &dyn Fn(&Buffer) -> bool,
 ) -> Option<Buffer> {
-    let mut outer: Vec<(Var, i64)> = Vec::new();
-    root.walk(&mut |s| {
-        if let Stmt::For(f) = s {
-            if let Some(m) = f.min.as_int() {
-                outer.push((f.var.clone(), m));
-            }
-        }
-    });
+    let outer = super::tree::loop_starts(root);
     iterations_meet_by_running(l, &outer, skip, which).ok().flatten()
 }
 
@@ -173,7 +154,6 @@ fn iterations_meet_by_running(
 ) -> Result<Option<Buffer>, ()> {
     use crate::arith::eval;
     use std::collections::HashMap;
-    use tirc_ir::region::infer_block_regions;
     const LIMIT: i64 = 1 << 16;
     let (Some(l0), Some(n)) = (l.min.as_int(), l.extent.as_int()) else { return Err(()) };
     let lp = Stmt::For(Box::new(l.clone()));
@@ -203,11 +183,7 @@ fn iterations_meet_by_running(
             .map(|x| Some((x.var.clone(), x.min.as_int()?, x.extent.as_int()?)))
             .collect::<Option<_>>()
             .ok_or(())?;
-        let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
-            infer_block_regions(&r.block)
-        } else {
-            (r.block.reads.clone(), r.block.writes.clone())
-        };
+        let (reads, writes) = super::tree::block_regions(r);
         let regions: Vec<(bool, &tirc_ir::stmt::BufferRegion)> = writes
             .iter()
             .map(|g| (true, g))
@@ -309,7 +285,6 @@ fn iterations_meet_affine(
 ) -> Option<Buffer> {
     use crate::arith::Analyzer;
     use crate::bounds::relax;
-    use tirc_ir::region::infer_block_regions;
     let lp = Stmt::For(Box::new(l.clone()));
     // (buffer, written, [(lo, hi)] in terms of `l` and the loops outside).
     type Access = (Buffer, bool, Vec<(Expr, Expr)>);
@@ -325,11 +300,7 @@ fn iterations_meet_affine(
         let constant = inner.iter().all(|x| x.min.as_int().is_some() && x.extent.as_int().is_some());
         let bind: Vec<(Var, Expr)> =
             r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
-        let (reads, writes) = if r.block.reads.is_empty() && r.block.writes.is_empty() {
-            infer_block_regions(&r.block)
-        } else {
-            (r.block.reads.clone(), r.block.writes.clone())
-        };
+        let (reads, writes) = super::tree::block_regions(r);
         for (list, written) in [(&writes, true), (&reads, false)] {
             for reg in list.iter().filter(|g| which(&g.buffer)) {
                 let mut dims = Vec::new();

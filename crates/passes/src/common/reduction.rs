@@ -53,17 +53,7 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     // 6. The init, hoisted before the loop, runs before every other block
     // under it: none of them may read or write what it writes, but where
     // that cannot change what they see (below).
-    let (init_reads, init_writes) = tirc_ir::region::infer_block_regions(&tirc_ir::Block {
-        name: String::new(),
-        iter_vars: vec![],
-        reads: vec![],
-        writes: vec![],
-        init: None,
-        alloc_buffers: vec![],
-        annotations: vec![],
-        body: init.clone(),
-        span: None,
-    });
+    let (init_reads, init_writes) = super::tree::stmt_regions(&init);
     let moved = super::hazard::Moved {
         block,
         reads: init_reads.into_iter().map(|g| g.buffer).collect(),

@@ -4,6 +4,7 @@
 //! `ir`.)
 
 use super::error::{Result, ScheduleError};
+use tirc_ir::stmt::BufferRegion;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{BlockRealize, Buffer, Expr, For, Stmt, Var};
 
@@ -180,4 +181,42 @@ pub fn accessed_under_condition(s: &Stmt, b: &Buffer) -> bool {
         }
     }
     in_stmt(s, b, false)
+}
+
+/// `(reads, writes)` of a block: declared, or inferred from its body where
+/// it declares neither.
+pub fn block_regions(b: &BlockRealize) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
+    if b.block.reads.is_empty() && b.block.writes.is_empty() {
+        tirc_ir::region::infer_block_regions(&b.block)
+    } else {
+        (b.block.reads.clone(), b.block.writes.clone())
+    }
+}
+
+/// `(reads, writes)` of a statement, inferred as a block's would be.
+pub fn stmt_regions(s: &Stmt) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
+    tirc_ir::region::infer_block_regions(&tirc_ir::Block {
+        name: String::new(),
+        iter_vars: vec![],
+        reads: vec![],
+        writes: vec![],
+        init: None,
+        alloc_buffers: vec![],
+        annotations: vec![],
+        body: s.clone(),
+        span: None,
+    })
+}
+
+/// The first value of every loop under `root` that starts at a constant.
+pub fn loop_starts(root: &Stmt) -> Vec<(Var, i64)> {
+    let mut out = Vec::new();
+    root.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if let Some(m) = f.min.as_int() {
+                out.push((f.var.clone(), m));
+            }
+        }
+    });
+    out
 }

@@ -388,18 +388,7 @@ pub(crate) fn block_nest(
 /// over the nest's loops and kept inside the buffer. `None` for the whole
 /// buffer (or a range not known as constants).
 fn written_region(nest: &Stmt, buf: &Buffer) -> Option<Vec<(i64, i64)>> {
-    let probe = Block {
-        name: String::new(),
-        iter_vars: vec![],
-        reads: vec![],
-        writes: vec![],
-        init: None,
-        alloc_buffers: vec![],
-        annotations: vec![],
-        body: nest.clone(),
-        span: None,
-    };
-    let (_, writes) = tirc_ir::region::infer_block_regions(&probe);
+    let (_, writes) = crate::common::tree::stmt_regions(nest);
     let reg = writes.into_iter().find(|w| w.buffer == *buf)?;
     let mut out = Vec::new();
     for (rg, n) in reg.region.iter().zip(buf.shape()) {

@@ -49,11 +49,10 @@ use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, union, Relaxed};
 use crate::common::hazard::{check_passed, Moved};
-use crate::common::tree::{child_blocks, fresh_loop_name, name_marker, nested_block_names};
+use crate::common::tree::{block_regions, child_blocks, fresh_loop_name, loop_starts, name_marker, nested_block_names};
 use tirc_ir::region::block_buffers;
-use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
-use tirc_ir::{BinOp, BlockRealize, Buffer, BufferRegion, DType, Expr, For, ForKind, Scope, Stmt, Var};
+use tirc_ir::{BinOp, BlockRealize, Buffer, DType, Expr, For, ForKind, Scope, Stmt, Var};
 
 /// Where under the loop the block goes, TVM's `index`: `-1` the last
 /// position that keeps it after what it reads and before what reads it (its
@@ -290,7 +289,7 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
     // 64 apart), the elements between belong to other iterations, which
     // have not written them yet or write them too.
     if !producer {
-        let at_min = loop_mins(&root);
+        let at_min = loop_starts(&root);
         for (buf, dims) in &need {
             let writes: Vec<&Access> = accessed.iter().filter(|a| &a.0 == buf).collect();
             if let Some((written, total)) = holes(&writes, dims, &at_min) {
@@ -507,15 +506,6 @@ fn perfect_nest(s: &Stmt, block: &str) -> bool {
     }
 }
 
-/// `(reads, writes)` of a block, declared or inferred.
-fn block_regions(b: &BlockRealize) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
-    if b.block.reads.is_empty() && b.block.writes.is_empty() {
-        infer_block_regions(&b.block)
-    } else {
-        (b.block.reads.clone(), b.block.writes.clone())
-    }
-}
-
 /// `range` added to what a variable's range already holds, as one range.
 fn widen(held: &mut Option<Span2>, range: Span2, buf: &Buffer) -> Result<()> {
     *held = Some(match held.take() {
@@ -604,19 +594,6 @@ fn joined_range(n: i64, q: &(Expr, Expr), m: &(Expr, Expr), an: &Analyzer) -> Op
 /// A buffer, the region of it a block accesses (`(min, extent)` in terms of
 /// loops) and the loops that run over their ranges in one iteration.
 type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>);
-
-/// The first value of every loop with a constant start.
-fn loop_mins(root: &Stmt) -> Vec<(Var, i64)> {
-    let mut out = Vec::new();
-    root.walk(&mut |s| {
-        if let Stmt::For(f) = s {
-            if let Some(m) = f.min.as_int() {
-                out.push((f.var.clone(), m));
-            }
-        }
-    });
-    out
-}
 
 /// `(written, total)` where the accesses `writes` (a region in terms of
 /// loops, and the loops of one iteration that run over their ranges) leave
