@@ -207,52 +207,12 @@ fn parallelize(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 /// blocks in one loop body (`X[i] = C[0]` then `C[i] = ..`) where one reads
 /// what another iteration writes fail it, and their loop runs in order.
 fn iterations_apart(l: &tirc_ir::For) -> bool {
-    use tirc_passes::arith::Analyzer;
-    use tirc_passes::bounds::relax;
-    let lp = Stmt::For(Box::new(l.clone()));
-    // Each access under the loop, as a box in terms of `l` and the loops
-    // outside it: (buffer, written, [(lo, hi)]).
-    type Access = (Buffer, bool, Vec<(Expr, Expr)>);
-    let mut boxes: Vec<Access> = Vec::new();
-    for r in lp.blocks() {
-        let Some(inner) = l.body.loops_above(&r.block.name) else { return false };
-        let relaxed: Vec<(Var, Expr, Expr)> =
-            inner.iter().map(|x| (x.var.clone(), x.min.clone(), x.extent.clone())).collect();
-        let bind: Vec<(Var, Expr)> =
-            r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(r.iter_values.iter().cloned()).collect();
-        let (reads, writes) = tirc_passes::common::tree::block_regions(r);
-        for (list, written) in [(&writes, true), (&reads, false)] {
-            for reg in list.iter() {
-                let mut dims = Vec::new();
-                for g in &reg.region {
-                    let lo = tirc_ir::subst::substitute(&g.min, &bind);
-                    let hi = tirc_ir::subst::substitute(&(g.min.clone() + g.extent.clone() - Expr::int(1)), &bind);
-                    let (Some((lo, _)), Some((_, hi))) = (relax(&lo, &relaxed), relax(&hi, &relaxed)) else {
-                        return false;
-                    };
-                    dims.push((lo, hi));
-                }
-                boxes.push((reg.buffer.clone(), written, dims));
-            }
-        }
-    }
-    let an = Analyzer::new();
-    let next = [(l.var.clone(), Expr::var(&l.var) + Expr::int(1))];
-    let at_least = |a: &Expr, b: &Expr, k: i64| an.simplify(&(a.clone() - b.clone())).as_int().is_some_and(|d| d >= k);
-    for (buf, _, first) in boxes.iter().filter(|b| b.1) {
-        let apart = first.iter().enumerate().any(|(d, (lo, hi))| {
-            let moves = at_least(&tirc_ir::subst::substitute(lo, &next), hi, 1);
-            moves
-                && boxes
-                    .iter()
-                    .filter(|b| &b.0 == buf)
-                    .all(|b| b.2.get(d).is_some_and(|(blo, bhi)| at_least(blo, lo, 0) && at_least(hi, bhi, 0)))
-        });
-        if !apart {
-            return false;
-        }
-    }
-    true
+    use tirc_passes::common::hazard::{iteration_boxes, moves_apart};
+    let Some(all) = iteration_boxes(l, &|_| false, &|_| true) else { return false };
+    let Some(boxes) = all.iter().map(|b| Some((&b.buffer, b.dims.as_deref()?))).collect::<Option<Vec<_>>>() else {
+        return false;
+    };
+    all.iter().zip(&boxes).filter(|(b, _)| b.written).all(|(_, (buf, first))| moves_apart(&l.var, &boxes, buf, first))
 }
 
 /// The function with every float buffer and float constant at float64;

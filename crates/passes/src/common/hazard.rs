@@ -277,23 +277,29 @@ fn iterations_meet_by_running(
     Ok(None)
 }
 
-/// [`iterations_meet`] from the accesses' affine forms.
-fn iterations_meet_affine(
+/// One access of a buffer under a loop, in one iteration of it: its box,
+/// in terms of the loop and the loops outside (`None` where a bound is not
+/// found), and whether it is seen exactly (affine indices of constant
+/// extents, inner loops of constant range).
+pub struct IterationBox {
+    pub buffer: Buffer,
+    pub written: bool,
+    pub dims: Option<Vec<(Expr, Expr)>>,
+    pub exact: bool,
+}
+
+/// Every access under `l` of the buffers `which` takes, by the blocks
+/// `skip` leaves, as a box per iteration of `l` (its inner loops relaxed).
+/// `None` where a block's loops cannot be found.
+pub fn iteration_boxes(
     l: &For,
     skip: &dyn Fn(&BlockRealize) -> bool,
     which: &dyn Fn(&Buffer) -> bool,
-) -> Option<Buffer> {
-    use crate::arith::Analyzer;
+) -> Option<Vec<IterationBox>> {
     use crate::bounds::relax;
     let lp = Stmt::For(Box::new(l.clone()));
-    // (buffer, written, [(lo, hi)] in terms of `l` and the loops outside).
-    type Access = (Buffer, bool, Vec<(Expr, Expr)>);
-    let mut boxes: Vec<Access> = Vec::new();
-    let mut unclear: Vec<Buffer> = Vec::new();
-    for r in lp.blocks() {
-        if skip(r) {
-            continue;
-        }
+    let mut out = Vec::new();
+    for r in lp.blocks().into_iter().filter(|r| !skip(r)) {
         let inner = l.body.loops_above(&r.block.name)?;
         let relaxed: Vec<(Var, Expr, Expr)> =
             inner.iter().map(|x| (x.var.clone(), x.min.clone(), x.extent.clone())).collect();
@@ -303,37 +309,64 @@ fn iterations_meet_affine(
         let (reads, writes) = super::tree::block_regions(r);
         for (list, written) in [(&writes, true), (&reads, false)] {
             for reg in list.iter().filter(|g| which(&g.buffer)) {
-                let mut dims = Vec::new();
-                let mut clear = constant;
-                for g in &reg.region {
-                    let lo = subst::substitute(&g.min, &bind);
-                    let hi = subst::substitute(&(g.min.clone() + g.extent.clone() - Expr::int(1)), &bind);
-                    clear &= affine(&lo) && affine(&hi) && g.extent.as_int().is_some();
-                    match (relax(&lo, &relaxed), relax(&hi, &relaxed)) {
-                        (Some((lo, _)), Some((_, hi))) => dims.push((lo, hi)),
-                        _ => clear = false,
-                    }
-                }
-                if !clear {
-                    unclear.push(reg.buffer.clone());
-                    continue;
-                }
-                boxes.push((reg.buffer.clone(), written, dims));
+                let mut exact = constant;
+                let dims = reg
+                    .region
+                    .iter()
+                    .map(|g| {
+                        let lo = subst::substitute(&g.min, &bind);
+                        let hi = subst::substitute(&(g.min.clone() + g.extent.clone() - Expr::int(1)), &bind);
+                        exact &= affine(&lo) && affine(&hi) && g.extent.as_int().is_some();
+                        Some((relax(&lo, &relaxed)?.0, relax(&hi, &relaxed)?.1))
+                    })
+                    .collect::<Option<Vec<_>>>();
+                out.push(IterationBox { buffer: reg.buffer.clone(), written, dims, exact });
             }
         }
     }
-    let an = Analyzer::new();
-    let next = [(l.var.clone(), Expr::var(&l.var) + Expr::int(1))];
+    Some(out)
+}
+
+/// Whether the iterations of loop `v` touch apart parts of `buf`, as
+/// `boxes` (all of them known) show: in some dimension, the box `first`
+/// moves past itself from one iteration to the next and every access of
+/// `buf` stays inside it.
+pub fn moves_apart(v: &Var, boxes: &[(&Buffer, &[(Expr, Expr)])], buf: &Buffer, first: &[(Expr, Expr)]) -> bool {
+    let an = crate::arith::Analyzer::new();
     let diff = |a: &Expr, b: &Expr| an.simplify(&(a.clone() - b.clone())).as_int();
-    let again = recomputed(&lp, skip);
-    for (buf, _, first) in boxes.iter().filter(|b| b.1) {
-        if unclear.contains(buf) {
+    let next = [(v.clone(), Expr::var(v) + Expr::int(1))];
+    first.iter().enumerate().any(|(d, (lo, hi))| {
+        diff(&subst::substitute(lo, &next), hi).is_some_and(|s| s >= 1)
+            && boxes.iter().filter(|b| b.0 == buf).all(|b| {
+                b.1.get(d).is_some_and(|(blo, bhi)| {
+                    diff(blo, lo).is_some_and(|x| x >= 0) && diff(hi, bhi).is_some_and(|x| x >= 0)
+                })
+            })
+    })
+}
+
+/// [`iterations_meet`] from the accesses' affine forms.
+fn iterations_meet_affine(
+    l: &For,
+    skip: &dyn Fn(&BlockRealize) -> bool,
+    which: &dyn Fn(&Buffer) -> bool,
+) -> Option<Buffer> {
+    let all = iteration_boxes(l, skip, which)?;
+    let unclear: Vec<&Buffer> = all.iter().filter(|b| !b.exact || b.dims.is_none()).map(|b| &b.buffer).collect();
+    type Known<'a> = (&'a Buffer, bool, &'a [(Expr, Expr)]);
+    let boxes: Vec<Known> = all.iter().filter_map(|b| Some((&b.buffer, b.written, b.dims.as_deref()?))).collect();
+    let plain: Vec<(&Buffer, &[(Expr, Expr)])> = boxes.iter().map(|b| (b.0, b.2)).collect();
+    let an = crate::arith::Analyzer::new();
+    let diff = |a: &Expr, b: &Expr| an.simplify(&(a.clone() - b.clone())).as_int();
+    let again = recomputed(&Stmt::For(Box::new(l.clone())), skip);
+    for &(buf, _, first) in boxes.iter().filter(|b| b.1) {
+        if unclear.contains(&buf) {
             continue;
         }
         if again.contains(buf) {
             // Recomputed: each read must lie in what the same iteration
             // writes; a read seen to leave it (by constants) meets another.
-            let outside = boxes.iter().filter(|b| &b.0 == buf && !b.1).any(|b| {
+            let outside = boxes.iter().filter(|b| b.0 == buf && !b.1).any(|b| {
                 b.2.iter().zip(first).any(|((blo, bhi), (lo, hi))| {
                     diff(blo, lo).is_some_and(|x| x < 0) || diff(hi, bhi).is_some_and(|x| x < 0)
                 })
@@ -343,21 +376,12 @@ fn iterations_meet_affine(
             }
             continue;
         }
-        let apart = first.iter().enumerate().any(|(d, (lo, hi))| {
-            let step = diff(&subst::substitute(lo, &next), hi);
-            step.is_some_and(|s| s >= 1)
-                && boxes.iter().filter(|b| &b.0 == buf).all(|b| {
-                    b.2.get(d).is_some_and(|(blo, bhi)| {
-                        diff(blo, lo).is_some_and(|x| x >= 0) && diff(hi, bhi).is_some_and(|x| x >= 0)
-                    })
-                })
-        });
         // Seen exactly only where every dimension's bounds differ by
         // constants; otherwise it cannot be told.
-        let exact = boxes.iter().filter(|b| &b.0 == buf).all(|b| {
+        let exact = boxes.iter().filter(|b| b.0 == buf).all(|b| {
             b.2.iter().zip(first).all(|((blo, bhi), (lo, hi))| diff(blo, lo).is_some() && diff(bhi, hi).is_some())
         });
-        if !apart && exact {
+        if exact && !moves_apart(&l.var, &plain, buf, first) {
             return Some(buf.clone());
         }
     }
