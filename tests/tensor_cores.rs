@@ -121,3 +121,11 @@ fn fragments_pipelined_inside_the_shared_memory_pipeline() {
         }
     }
 }
+
+/// wgmma with 32-deep k-tiles: A's K-major rows are 64 bytes, swizzled by
+/// 64 (the descriptor's 64-byte mode), B's atoms still by 128.
+#[test]
+fn wgmma_reads_a_from_rows_of_64_bytes() {
+    check("wgmma", [128, 128, 96], &[("BM", "64"), ("BN", "128"), ("BK", "32"), ("STAGES", "3")], 1);
+    check("wgmma", [64, 64, 160], &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("STAGES", "2")], 1);
+}
