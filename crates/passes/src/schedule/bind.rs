@@ -241,9 +241,47 @@ fn writes_shared_only(s: &Stmt, tag: ThreadTag) -> bool {
 
 /// `Err` unless the blocks of `inner` (a loop bound to `tag` inside the
 /// loop of `outer`, also bound to it) are one copy for all of `outer`'s
-/// iterations: their values do not depend on `outer`.
+/// iterations: their values do not depend on `outer`, and doing the copy
+/// once gives what doing it at each of `outer`'s iterations gives (no block
+/// adds to what it wrote before: `S[j] += A[j]` would add once, not once an
+/// iteration).
 fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
+    let inner_loops: Vec<LoopRV> = {
+        let mut v = Vec::new();
+        inner.walk(&mut |s| {
+            if let Stmt::For(f) = s {
+                v.push(f.var.clone());
+            }
+        });
+        v
+    };
     for r in inner.blocks() {
+        let (reads, writes) = crate::common::tree::block_regions(r);
+        let rereads = writes.iter().find(|w| reads.iter().any(|x| x.buffer == w.buffer));
+        // A reduction whose every step is inside `inner` starts again from
+        // its init each time, so running it once gives the same values.
+        let restarts = r.block.init.is_some()
+            && r.block.iter_vars.iter().zip(&r.iter_values).all(|(iv, v)| {
+                iv.kind != IterKind::Reduce || {
+                    let mut inside = true;
+                    v.walk(&mut |e| {
+                        if let tirc_ir::Expr::Var(x) = e {
+                            inside &= inner_loops.contains(x);
+                        }
+                    });
+                    inside
+                }
+            });
+        if let (Some(w), false) = (rereads, restarts) {
+            return Err(ScheduleError::new(format!(
+                "the threads of {} cannot share the copy of block {}: it adds to `{}`, which it also reads, so doing it once for all of loop `{}`'s iterations is not doing it at each",
+                tag.name(),
+                r.block.name,
+                w.buffer.name(),
+                outer.name()
+            ))
+            .help("bind the loop to another thread axis, or keep it serial"));
+        }
         if r.iter_values.iter().chain(std::iter::once(&r.predicate)).any(|v| v.uses(outer)) {
             return Err(ScheduleError::new(format!(
                 "the threads of {} cannot share the copy of block {}: each iteration of loop `{}` copies a different tile into one shared buffer",
