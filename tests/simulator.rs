@@ -478,3 +478,30 @@ def f(A: T.Buffer((4, 2), "float32"), X: T.Buffer((4,), "float32"), C: T.Buffer(
     assert_eq!(r.values[1], vec![101.0, 4.0, 4.0, 4.0]);
     assert_eq!(r.values[2], vec![3.0, 7.0, 11.0, 15.0]);
 }
+
+/// The reference computes at float64 but reads a float32 value as float32
+/// where a step is not continuous: `0.35f * 10` is 3.5 in float32 and
+/// 3.4999999 at float64, so `round` gives 4 (what the kernel and TVM give),
+/// a cast to int32 of `x * 10 - 0.5` gives 3 and `x * 10 >= 3.5` holds.
+#[test]
+fn the_reference_reads_float32_as_float32_where_it_rounds_or_compares() {
+    let f = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((2,), "float32"), R: T.Buffer((2,), "int32"), G: T.Buffer((2,), "float32")):
+    for i in range(2):
+        with T.block("r"):
+            vi = T.axis.spatial(2, i)
+            R[vi] = T.Cast("int32", T.round(A[vi] * T.float32(10))) * 10 + T.Cast("int32", A[vi] * T.float32(10) + T.float32(0.5))
+            G[vi] = T.Select(A[vi] * T.float32(10) >= T.float32(3.5), T.float32(1), T.float32(0))
+"#,
+    );
+    let inputs = [HostData::F32(vec![0.35, 0.35]), HostData::I32(vec![0; 2]), HostData::F32(vec![0.0; 2])];
+    let r = tirc::verify::reference_sim(&f, &inputs).unwrap();
+    assert_eq!(r.values[1], vec![44.0, 44.0]);
+    assert_eq!(r.values[2], vec![1.0, 1.0]);
+    // The kernel, in float32, computes the same.
+    let mut args = inputs.to_vec();
+    both_machines(&f, &mut args).unwrap();
+    assert_eq!(args[1].to_f64(), vec![44.0, 44.0]);
+}

@@ -12,7 +12,7 @@
 
 use tirc_ir::resolve::root_block;
 use tirc_ir::stmt::{BlockRealize, BufferRegion};
-use tirc_ir::{Buffer, DType, Diagnostic, Expr, ForKind, IterKind, PrimFunc, Range, Scope, Stmt, Var};
+use tirc_ir::{Buffer, DType, Diagnostic, Expr, ForKind, Intrinsic, IterKind, PrimFunc, Range, Scope, Stmt, Var};
 use tirc_passes::schedule::{bind::bind, fuse::fuse, split::split, Schedule};
 use tirc_passes::transform;
 
@@ -98,7 +98,7 @@ fn sequential(f: &PrimFunc) -> PrimFunc {
         map.push((b.clone(), n.clone()));
         n
     };
-    let body = unbind(&stmt(&f.body, &mut rescope));
+    let body = unbind(&stmt(&f.body, &mut rescope, false));
     PrimFunc { body, ..f.clone() }
 }
 
@@ -235,16 +235,44 @@ pub fn to_f64(f: &PrimFunc) -> PrimFunc {
         n
     };
     let params: Vec<Buffer> = f.params.iter().map(&mut retype).collect();
-    let body = stmt(&f.body, &mut retype);
+    let body = stmt(&f.body, &mut retype, true);
     PrimFunc { params, body, ..f.clone() }
 }
 
-fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Expr {
+/// `e` with its buffers replaced by `rt`, and with `widen`, every float
+/// computed at float64.
+fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Expr {
+    if !widen {
+        return match e {
+            Expr::Load(b, idx) => Expr::Load(rt(b), idx.iter().map(|i| expr(i, rt, false)).collect()),
+            _ => e.map_children(|c| expr(c, rt, false)),
+        };
+    }
+    // A value of a narrower float type as the kernel holds it, where a step
+    // that is not continuous reads it: at float64 `0.35f * 10` is 3.4999999,
+    // in float32 it is 3.5, and `round` turns that ulp into a unit.
+    let held = |a: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer| {
+        let x = expr(a, rt, true);
+        match a.dtype() {
+            t @ (DType::Float(16) | DType::Float(32) | DType::BFloat16) => {
+                Expr::Cast(DType::F64, Box::new(Expr::Cast(t, Box::new(x))))
+            }
+            _ => x,
+        }
+    };
     match e {
         Expr::Float(v, _) => Expr::Float(*v, DType::F64),
-        Expr::Cast(t, a) if t.is_float() => Expr::Cast(DType::F64, Box::new(expr(a, rt))),
-        Expr::Load(b, idx) => Expr::Load(rt(b), idx.iter().map(|i| expr(i, rt)).collect()),
-        _ => e.map_children(|c| expr(c, rt)),
+        Expr::Call(
+            i @ (Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc | Intrinsic::Nearbyint),
+            args,
+        ) if args.len() == 1 => Expr::Call(*i, vec![held(&args[0], rt)]),
+        Expr::Cast(t, a) if !t.is_float() && a.dtype().is_float() => Expr::Cast(*t, Box::new(held(a, rt))),
+        Expr::Binary(op, a, b) if op.is_compare() && a.dtype().is_float() => {
+            Expr::binary(*op, held(a, rt), held(b, rt))
+        }
+        Expr::Cast(t, a) if t.is_float() => Expr::Cast(DType::F64, Box::new(expr(a, rt, true))),
+        Expr::Load(b, idx) => Expr::Load(rt(b), idx.iter().map(|i| expr(i, rt, true)).collect()),
+        _ => e.map_children(|c| expr(c, rt, true)),
     }
 }
 
@@ -255,29 +283,29 @@ fn region(r: &BufferRegion, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> BufferRegi
     }
 }
 
-fn stmt(s: &Stmt, rt: &mut dyn FnMut(&Buffer) -> Buffer) -> Stmt {
-    let s = s.map_children(|c| stmt(c, rt));
+fn stmt(s: &Stmt, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Stmt {
+    let s = s.map_children(|c| stmt(c, rt, widen));
     match s {
         Stmt::Store { buffer, indices, value } => Stmt::Store {
             buffer: rt(&buffer),
-            indices: indices.iter().map(|i| expr(i, rt)).collect(),
-            value: expr(&value, rt),
+            indices: indices.iter().map(|i| expr(i, rt, widen)).collect(),
+            value: expr(&value, rt, widen),
         },
         Stmt::Allocate { buffer, body } => Stmt::Allocate { buffer: rt(&buffer), body },
-        Stmt::If { cond, then, orelse } => Stmt::If { cond: expr(&cond, rt), then, orelse },
+        Stmt::If { cond, then, orelse } => Stmt::If { cond: expr(&cond, rt, widen), then, orelse },
         // A float `let` (`m: T.let[T.float32] = ..`) holds its value at
         // float64 too.
-        Stmt::Let { var, value, body } if var.dtype().is_float() && var.dtype() != DType::F64 => {
+        Stmt::Let { var, value, body } if widen && var.dtype().is_float() && var.dtype() != DType::F64 => {
             let wide = Var::new(var.name(), DType::F64);
             let body = Box::new(tirc_ir::subst::substitute_stmt(&body, &[(var, Expr::var(&wide))]));
-            Stmt::Let { var: wide, value: expr(&value, rt), body }
+            Stmt::Let { var: wide, value: expr(&value, rt, widen), body }
         }
-        Stmt::Let { var, value, body } => Stmt::Let { var, value: expr(&value, rt), body },
+        Stmt::Let { var, value, body } => Stmt::Let { var, value: expr(&value, rt, widen), body },
         Stmt::Block(mut r) => {
             r.block.alloc_buffers = r.block.alloc_buffers.iter().map(&mut *rt).collect();
             r.block.reads = r.block.reads.iter().map(|x| region(x, rt)).collect();
             r.block.writes = r.block.writes.iter().map(|x| region(x, rt)).collect();
-            r.predicate = expr(&r.predicate, rt);
+            r.predicate = expr(&r.predicate, rt, widen);
             Stmt::Block(r)
         }
         s => s,

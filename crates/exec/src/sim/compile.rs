@@ -576,7 +576,11 @@ impl Compiler {
             Expr::Cast(t, a) => {
                 let x = self.expr(a);
                 if t.is_float() {
-                    F(FExpr::Round(Box::new(x.float()), Precision::of(*t, self.f64_storage)))
+                    // An explicit cast rounds to its type even where every
+                    // float is held at f64: the reference (`to_f64`) casts
+                    // to float32 on purpose, to read a value as the kernel
+                    // holds it.
+                    F(FExpr::Round(Box::new(x.float()), Precision::of(*t, false)))
                 } else {
                     I(match (t.is_bool(), x) {
                         (true, I(x)) => IExpr::NonZero(bx(x)),
