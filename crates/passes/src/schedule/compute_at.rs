@@ -333,12 +333,18 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
                         continue;
                     }
                 }
-                let vi = match (&rg.min, rg.extent.as_int()) {
-                    (Expr::Var(v), Some(1)) => r.block.iter_vars.iter().position(|iv| &iv.var == v),
+                // One iteration variable, or one plus an offset that does not
+                // depend on them (`T1[vi + 3]`): the range is the region's,
+                // shifted back by the offset.
+                let vi = match rg.extent.as_int() {
+                    Some(1) => offset_var(&rg.min, &r.block.iter_vars),
                     _ => None,
                 };
                 let found: Vec<(usize, (Expr, Expr))> = match vi {
-                    Some(vi) => vec![(vi, dims[d].clone())],
+                    Some((vi, off)) => {
+                        let (lo, hi) = &dims[d];
+                        vec![(vi, (an.simplify(&(lo.clone() - off.clone())), an.simplify(&(hi.clone() - off))))]
+                    }
                     None => fused_ranges(rg, &r.block.iter_vars, &dims[d], &an).ok_or_else(|| {
                         ScheduleError::new(format!(
                             "block `{block}` does not access `{}` at its iteration variables in dimension {d}, so the region it must cover cannot be mapped to them",
@@ -663,4 +669,25 @@ fn loop_analyzer(root: &Stmt) -> Analyzer {
         }
     });
     an
+}
+
+/// `e` as one iteration variable of `vars` plus an offset that uses none of
+/// them: `vi`, `vi + 3`, `3 + vi`, `vi - n`. The variable's position and the
+/// offset.
+fn offset_var(e: &Expr, vars: &[tirc_ir::IterVar]) -> Option<(usize, Expr)> {
+    let position = |x: &Expr| match x {
+        Expr::Var(v) => vars.iter().position(|iv| &iv.var == v),
+        _ => None,
+    };
+    let free = |x: &Expr| !vars.iter().any(|iv| x.uses(&iv.var));
+    match e {
+        Expr::Var(_) => position(e).map(|i| (i, Expr::int(0))),
+        Expr::Binary(BinOp::Add, a, b) => match (position(a), position(b)) {
+            (Some(i), _) if free(b) => Some((i, (**b).clone())),
+            (_, Some(i)) if free(a) => Some((i, (**a).clone())),
+            _ => None,
+        },
+        Expr::Binary(BinOp::Sub, a, b) if free(b) => position(a).map(|i| (i, Expr::int(0) - (**b).clone())),
+        _ => None,
+    }
 }
