@@ -83,3 +83,18 @@ fn golden_kernels_compile_with_nvrtc() {
     assert!(n > 0, "no golden kernels");
     println!("compiled {n} golden kernels with NVRTC");
 }
+
+/// The lowest int64 value written as `9223372036854775808LL` negated is an
+/// unsigned literal in C++, and a comparison with it is unsigned (`x >
+/// INT64_MIN` false for every x >= 0): it is written as a sum of two
+/// literals of its own type. No NVRTC needed.
+#[test]
+fn the_lowest_integers_keep_their_signed_types() {
+    let src = read(&root().join("tests/data/nvrtc/integer_literals.tir"));
+    let c = compile(&src, &Request { schedule: Some("s".into()), ..Request::default() })
+        .unwrap_or_else(|d| panic!("{d:?}"));
+    let cuda: String = c.kernels.iter().map(|k| k.cuda.source.as_str()).collect();
+    assert!(!cuda.contains("9223372036854775808") && !cuda.contains("2147483648"), "{cuda}");
+    assert!(cuda.contains("(-9223372036854775807LL - 1)") && cuda.contains("(-2147483647 - 1)"), "{cuda}");
+    assert!(cuda.contains("tirc_floormod(") && cuda.contains(", 50LL)"), "{cuda}");
+}

@@ -1815,7 +1815,11 @@ impl Gen {
             Expr::Int(v, DType::Bool) => if *v != 0 { "true" } else { "false" }.into(),
             Expr::Int(v, t) => {
                 let s = match t {
+                    // The lowest value has no literal of its type in C: the
+                    // literal of its magnitude is a wider (or unsigned) type.
+                    DType::Int(64) if *v == i64::MIN => "-9223372036854775807LL - 1".to_string(),
                     DType::Int(64) => format!("{v}LL"),
+                    DType::Int(_) if *v == i64::from(i32::MIN) => "-2147483647 - 1".to_string(),
                     DType::UInt(_) => format!("{v}u"),
                     _ => v.to_string(),
                 };
@@ -1827,6 +1831,23 @@ impl Gen {
             }
             Expr::Float(v, t) => float_lit(*v, *t),
             Expr::Var(v) => self.var_name(v),
+            // Integer operands of two types (a literal a pass made int32
+            // beside an int64 value): C++ would find the helpers
+            // (`tirc_floormod`, `min`) ambiguous. Both take the wider type.
+            Expr::Binary(op, a, b)
+                if a.dtype() != b.dtype()
+                    && matches!(a.dtype(), DType::Int(_))
+                    && matches!(b.dtype(), DType::Int(_)) =>
+            {
+                let bits = |t: DType| if let DType::Int(n) = t { n } else { 0 };
+                let w = if bits(a.dtype()) >= bits(b.dtype()) { a.dtype() } else { b.dtype() };
+                let to = |x: &Expr| match x {
+                    Expr::Int(v, _) => Expr::Int(*v, w),
+                    x if x.dtype() == w => x.clone(),
+                    x => Expr::Cast(w, Box::new(x.clone())),
+                };
+                return self.expr_prec(&Expr::Binary(*op, Box::new(to(a)), Box::new(to(b))), prec);
+            }
             Expr::Binary(op, a, b) => {
                 let t = a.dtype();
                 let int = t.is_int();
@@ -1957,6 +1978,11 @@ impl Gen {
                     Intrinsic::Likely | Intrinsic::CpAsync => unreachable!("handled above"),
                     i => i.name(),
                 };
+                // An unsigned value is its own magnitude (C++ has no
+                // unambiguous `abs` of one).
+                if *i == Intrinsic::Abs && args.first().is_some_and(|a| matches!(a.dtype(), DType::UInt(_))) {
+                    return self.expr_prec(&args[0], prec);
+                }
                 let int_abs = *i == Intrinsic::Abs && args.first().is_some_and(|a| a.dtype().is_int());
                 let name = if int_abs {
                     "abs".to_string()
