@@ -110,3 +110,21 @@ fn int64_values_past_two_to_the_31_are_kept() {
     let HostData::F32(b) = &args[0] else { panic!() };
     assert_eq!(b[3], 5_000_000_003f64 as f32);
 }
+
+/// A lowered kernel whose grid is an expression of a run-time size (what
+/// `tirc lower` prints for one, and TVM too) reads back and runs at any
+/// size: the launch keeps its expression.
+#[test]
+fn a_launch_of_run_time_extent_reads_back() {
+    let src = read(&root().join("tests/data/tvm/launch_of_runtime_size.tir"));
+    for n in [1, 255, 300, 1024] {
+        let req = tirc::compile::Request { defines: vec![("n".into(), n)], ..Default::default() };
+        let c = tirc::compile::compile(&src, &req)
+            .unwrap_or_else(|d| panic!("{}", d[0].render("launch_of_runtime_size.tir", &src)));
+        let values = tirc::verify::size_values(&c.original, &req.defines);
+        let lowered: Vec<_> = c.kernels.iter().map(|k| k.lowered.specialize(&values)).collect();
+        let (e, tol) = tirc::verify::sim_check_kernels(&c.original.specialize(&values), &lowered, &c.intermediates, 3)
+            .unwrap_or_else(|m| panic!("n = {n}: {m}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0, "n = {n}: rel_err {:.3e}", e.rel_err);
+    }
+}

@@ -35,6 +35,10 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     // The extent of each axis: the one of an existing launch, which is
     // fixed, else the largest loop bound to it.
     let mut launched: Vec<(ThreadTag, i64)> = Vec::new();
+    // Block axes whose extent is an expression of the run-time sizes (a
+    // launch as `tirc lower` prints one of a kernel of run-time sizes, or a
+    // loop of that many iterations).
+    let mut sized: Vec<(ThreadTag, Expr)> = Vec::new();
     let mut err = None;
     f.body.walk(&mut |s| {
         if let Stmt::Launch { tag, extent, .. } = s {
@@ -47,6 +51,20 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
                 }
                 (Some(e), None) => launched.push((*tag, e)),
                 (Some(_), Some(_)) => {}
+                (None, _) if tag.is_block && extent.is_size_expr(&f.sizes) => {
+                    match sized.iter().find(|(x, _)| x == tag) {
+                        Some((_, old)) if !same_expr(old, extent) => {
+                            err = Some(Diagnostic::new(format!(
+                                "{} is launched twice, with extents {} and {}: a kernel has one extent per axis",
+                                tag.name(),
+                                print_expr(old),
+                                print_expr(extent)
+                            )))
+                        }
+                        Some(_) => {}
+                        None => sized.push((*tag, extent.clone())),
+                    }
+                }
                 (None, _) => {
                     err = Some(Diagnostic::new(format!("the launch of {} has no constant extent", tag.name())))
                 }
@@ -54,8 +72,6 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
         }
     });
     let mut axes = launched.clone();
-    // Block axes whose extent is an expression of the run-time sizes.
-    let mut sized: Vec<(ThreadTag, Expr)> = Vec::new();
     f.body.walk(&mut |s| {
         if let Stmt::For(l) = s {
             if let ForKind::ThreadBinding(t) = l.kind {
@@ -135,7 +151,14 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     check_shared_memory(&f, target)?;
     min_blocks_per_sm(&mut f, threads, target)?;
     // In order of first appearance, run-time extents included.
-    let mut order: Vec<ThreadTag> = launched.iter().map(|(t, _)| *t).collect();
+    let mut order: Vec<ThreadTag> = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::Launch { tag, .. } = s {
+            if !order.contains(tag) {
+                order.push(*tag);
+            }
+        }
+    });
     f.body.walk(&mut |s| {
         if let Stmt::For(l) = s {
             if let ForKind::ThreadBinding(t) = l.kind {
