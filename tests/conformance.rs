@@ -134,5 +134,5 @@ fn narrow_integer_arithmetic_is_cast_back_in_cuda() {
     let c = tirc::compile::compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
     let cuda = &c.first().cuda.source;
     assert!(cuda.contains("((signed char)(((signed char)(A[i] * 20)) + 100))"), "{cuda}");
-    assert!(cuda.contains("((unsigned char)(((unsigned char)(U[i] * 7)) - 9))"), "{cuda}");
+    assert!(cuda.contains("((unsigned char)(((unsigned char)(U[i] * 7u)) - 9u))"), "{cuda}");
 }

@@ -213,6 +213,24 @@ impl Analyzer {
     pub fn simplify(&self, e: &Expr) -> Expr {
         let e = e.map_children(|c| self.simplify(c));
         match &e {
+            // The rewrites below are true of unbounded integers. int32 and
+            // int64 are index types, whose values stay far from their
+            // limits; other widths and unsigned types hold data that wraps
+            // (`(x + 255u8) // 2`), and an int32 sum whose numbers do not
+            // fit int32 (`x * 65536 * 65536`) wraps too: both are left as
+            // written, for the program to compute as its types say.
+            Expr::Binary(op, a, b)
+                if e.dtype().is_int() && a.dtype().is_int() && !(index_type(e.dtype()) && index_type(a.dtype())) =>
+            {
+                e
+            }
+            Expr::Binary(op, a, b)
+                if e.dtype() == DType::I32
+                    && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::FloorDiv | BinOp::FloorMod)
+                    && [&e, &**a, &**b].iter().any(|x| !fits_i32(&self.to_sum(x))) =>
+            {
+                e
+            }
             Expr::Binary(op, a, b) if e.dtype().is_int() && a.dtype().is_int() => {
                 let r = match op {
                     BinOp::Add | BinOp::Sub | BinOp::Mul => self.sum_to_expr(&self.to_sum(&e)),
@@ -227,7 +245,7 @@ impl Analyzer {
                     r => r,
                 }
             }
-            Expr::Binary(op, a, b) if op.is_compare() && a.dtype().is_int() => self.compare(*op, a, b).unwrap_or(e),
+            Expr::Binary(op, a, b) if op.is_compare() && index_type(a.dtype()) => self.compare(*op, a, b).unwrap_or(e),
             Expr::Binary(BinOp::And, a, b) => match (a.as_bool(), b.as_bool()) {
                 (Some(false), _) | (_, Some(false)) => Expr::bool(false),
                 (Some(true), _) => (**b).clone(),
@@ -526,6 +544,17 @@ impl Analyzer {
     }
 }
 
+/// int32 and int64, the types of indices.
+fn index_type(t: DType) -> bool {
+    matches!(t, DType::Int(32) | DType::Int(64))
+}
+
+/// Whether each number of the linear form fits int32.
+fn fits_i32(s: &Sum) -> bool {
+    let ok = |v: i64| i32::try_from(v).is_ok();
+    ok(s.constant) && s.terms.iter().all(|(c, _)| ok(*c))
+}
+
 fn add_term(s: &mut Sum, t: Expr, coef: i64) {
     match s.terms.iter_mut().find(|(_, x)| same_expr(x, &t)) {
         Some((c, _)) => *c = c.wrapping_add(coef),
@@ -609,6 +638,26 @@ mod tests {
         let v = Var::new(name, DType::I32);
         let e = Expr::var(&v);
         (v, e)
+    }
+
+    /// Index arithmetic is rewritten; data that wraps (unsigned or narrow
+    /// types, an int32 product past 2^31) is left as written.
+    #[test]
+    fn only_index_arithmetic_that_cannot_wrap_is_rewritten() {
+        let an = Analyzer::new();
+        let (_, x) = var("x");
+        let show = |e: &Expr| tirc_ir::printer::print_expr(&an.simplify(e));
+        assert_eq!(show(&Expr::binary(BinOp::FloorDiv, x.clone() * Expr::int(4) + Expr::int(3), Expr::int(4))), "x");
+        let wide = Expr::binary(
+            BinOp::FloorDiv,
+            x.clone() * Expr::int(65536) * Expr::int(65536) + Expr::int(12),
+            Expr::int(4),
+        );
+        assert_eq!(show(&wide), "(x * 65536 * 65536 + 12) // 4");
+        let u = Expr::var(&Var::new("u", DType::UInt(32)));
+        let wraps =
+            Expr::binary(BinOp::FloorDiv, u + Expr::Int(4294967295, DType::UInt(32)), Expr::Int(2, DType::UInt(32)));
+        assert_eq!(show(&wraps), tirc_ir::printer::print_expr(&wraps));
     }
 
     /// `by * 64 + ty * 8 + i < m` for all threads and loop iterations is
