@@ -505,3 +505,31 @@ def f(A: T.Buffer((2,), "float32"), R: T.Buffer((2,), "int32"), G: T.Buffer((2,)
     both_machines(&f, &mut args).unwrap();
     assert_eq!(args[1].to_f64(), vec![44.0, 44.0]);
 }
+
+/// A literal is a value of its type, as the CUDA compiler makes it:
+/// `T.float16(1.0001)` is 1 and `T.float32(16777217)` is 16777216, on the
+/// simulator and in the reference.
+#[test]
+fn literals_are_values_of_their_types() {
+    let f = func(
+        r#"
+@T.prim_func
+def f(X: T.Buffer((2,), "float32"), D: T.Buffer((2,), "float16"), C: T.Buffer((2,), "float32")):
+    for i in range(2):
+        with T.block("r"):
+            vi = T.axis.spatial(2, i)
+            D[vi] = T.Cast("float16", X[vi]) * T.float16(0) + (T.float16(1.0001) - T.float16(1)) * T.float16(1000)
+            C[vi] = X[vi] * T.float32(0) + (T.float32(16777217) - T.float32(16777216))
+"#,
+    );
+    let inputs = [
+        HostData::F32(vec![1.0, 2.0]),
+        HostData::zeros(tirc_ir::DType::Float(16), 2).unwrap(),
+        HostData::F32(vec![7.0; 2]),
+    ];
+    let r = tirc::verify::reference_sim(&f, &inputs).unwrap();
+    assert_eq!((r.values[1].clone(), r.values[2].clone()), (vec![0.0, 0.0], vec![0.0, 0.0]));
+    let mut args = inputs.to_vec();
+    both_machines(&f, &mut args).unwrap();
+    assert_eq!((args[1].to_f64(), args[2].to_f64()), (vec![0.0, 0.0], vec![0.0, 0.0]));
+}

@@ -261,7 +261,16 @@ fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Expr {
         }
     };
     match e {
-        Expr::Float(v, _) => Expr::Float(*v, DType::F64),
+        // A literal keeps the value of its type (`T.float16(1.0001)` is 1).
+        Expr::Float(v, t) => Expr::Float(
+            match t {
+                DType::Float(32) => *v as f32 as f64,
+                DType::Float(16) => half::f16::from_f64(*v).to_f64(),
+                DType::BFloat16 => half::bf16::from_f64(*v).to_f64(),
+                _ => *v,
+            },
+            DType::F64,
+        ),
         Expr::Call(
             i @ (Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc | Intrinsic::Nearbyint),
             args,

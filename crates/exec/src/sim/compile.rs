@@ -532,7 +532,9 @@ impl Compiler {
         let bx = |e: IExpr| Box::new(e);
         match e {
             Expr::Int(v, _) => I(IExpr::Const(*v)),
-            Expr::Float(v, _) => F(FExpr::Const(*v)),
+            // A literal is a value of its type (`T.float16(1.0001)` is 1),
+            // as the CUDA compiler makes it.
+            Expr::Float(v, t) => F(FExpr::Const(Precision::of(*t, false).round(*v))),
             Expr::Var(v) => match self.vars.get(&v.key()) {
                 Some((Kind::Int, s)) => I(IExpr::Var(*s)),
                 Some((Kind::Float, s)) => F(FExpr::Var(*s)),
