@@ -100,6 +100,7 @@ impl FuncResolver<'_> {
             self.check_access_bounds(&block, &iter_values, span)?;
         }
         check_own_variables(&block, &self.block_vars, span)?;
+        check_mixed_bindings(&block, &iter_values, span)?;
         check_iteration_order(&block, span)?;
         Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
     }
@@ -517,6 +518,52 @@ impl FuncResolver<'_> {
 /// through the loops around it: primitives rewrite the loops and keep the
 /// block's bindings up to date, so a loop variable used directly would go
 /// stale (TVM's well-formedness check refuses it too).
+/// A reduction variable bound only to loops that spatial variables are
+/// bound to, each alone (`T.axis.remap("SR", [i, i])`), in a block with an
+/// init: each output element then has one reduction step, at one value of
+/// the reduction variable, and the init runs only where that value is its
+/// start; the other elements add to what was never set. (A loop fused of a
+/// spatial and a reduction loop, `vj = f // K` and `vk = f % K`, is not
+/// this: each `vj` sees every `vk`.)
+fn check_mixed_bindings(block: &Block, values: &[Expr], span: Span) -> R<()> {
+    if block.init.is_none() {
+        return Ok(());
+    }
+    let spatial: Vec<&Var> = block
+        .iter_vars
+        .iter()
+        .zip(values)
+        .filter_map(|(iv, v)| match v {
+            Expr::Var(x) if iv.kind == IterKind::Spatial => Some(x),
+            _ => None,
+        })
+        .collect();
+    for (iv, v) in block.iter_vars.iter().zip(values) {
+        if iv.kind != IterKind::Reduce {
+            continue;
+        }
+        let mut loops: Vec<Var> = Vec::new();
+        v.walk(&mut |e| {
+            if let Expr::Var(x) = e {
+                loops.push(x.clone());
+            }
+        });
+        if let Some(l) = loops.first().filter(|_| loops.iter().all(|x| spatial.contains(&x))) {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "block `{}` binds its reduction variable `{}` to loop `{}` only, which also binds a spatial variable: each element gets one reduction step, and the init runs for one of them only",
+                    block.name,
+                    iv.var.name(),
+                    l.name()
+                ),
+            )
+            .help("bind each reduction variable to loops of its own"));
+        }
+    }
+    Ok(())
+}
+
 fn check_own_variables(block: &Block, block_vars: &[usize], span: Span) -> R<()> {
     if block.iter_vars.is_empty() {
         return Ok(());
