@@ -230,6 +230,11 @@ pub fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
         if users.iter().all(|&j| stages[j] == first_stage) {
             continue;
         }
+        // Read in several stages and written by none of the loop's
+        // statements: one value for every iteration, nothing to keep.
+        if writers.is_empty() {
+            continue;
+        }
         // Across stages: one writer, whose value the others read in the
         // same iteration, after it.
         let carried = writers.len() > 1 || users.iter().any(|&j| j < writers[0] && acc[j].0.contains(b));
