@@ -37,6 +37,9 @@ fn padded_tensor_core_tiles_handle_sizes_no_tile_divides() {
     check("mma_tf32", [90, 70, 100], &p, 4);
     // Sizes the tiles divide need no padding: one kernel.
     check("wmma", [128, 64, 64], &p, 1);
+    // Only the operands a tile does not divide are copied: A and C here.
+    check("wmma", [80, 64, 128], &p, 3);
+    check("mma_nt", [64, 90, 64], &p, 3);
 }
 
 /// Sizes 16 divides but the block tiles do not: whole 16x16 tiles are
