@@ -115,6 +115,22 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
             )));
         }
     }
+    // A producer that adds to what it reads (the update of a decomposed
+    // reduction: no init) is not idempotent: moved under a loop its
+    // consumers' region does not depend on, it would add once per
+    // iteration. TVM's rule: a block moved by compute_at is complete or a
+    // reduction with its init.
+    if producer && r.block.init.is_none() {
+        let (reads, writes) = block_regions(&r);
+        if let Some(w) = writes.iter().find(|w| reads.iter().any(|x| x.buffer == w.buffer)) {
+            return Err(ScheduleError::new(format!(
+                "block `{block}` reads `{}`, which it writes, and has no init: computed again under loop `{}`, it would add to it again",
+                w.buffer.name(),
+                lp.name()
+            ))
+            .help("compute_at the reduction before decompose_reduction (its init moves with it), or move the update with reverse_compute_at of its consumer"));
+        }
+    }
     // 2. The outermost loop whose body is a perfect nest down to the block.
     let mut subtree: Option<Var> = None;
     for (i, x) in path.iter().enumerate() {
@@ -488,6 +504,25 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
             )))
         }
     };
+    // A loop bound to blockIdx spans the whole kernel: the loop the block
+    // moves under must not hold one (each thread block would run the
+    // block beside its own iteration only, reading or writing what the
+    // others compute, with nothing to wait for them).
+    let mut bound_inside = None;
+    l.body.walk(&mut |x| {
+        if let Stmt::For(f) = x {
+            if matches!(f.kind, ForKind::ThreadBinding(t) if t.is_block) {
+                bound_inside.get_or_insert_with(|| f.var.name().to_string());
+            }
+        }
+    });
+    if let Some(b) = bound_inside {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` holds loop `{b}`, bound to a block index: a block beside it would run in every thread block, apart from the others' iterations",
+            lp.name()
+        ))
+        .help("move the block under the loop bound to the block index, or bind after the move where the loops allow it"));
+    }
     let mut nest = Some(nest);
     sch.func.body = removed.rewrite(&mut |x| match x {
         Stmt::For(f) if &f.var == lp => {
