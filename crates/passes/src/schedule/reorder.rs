@@ -19,7 +19,7 @@
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{get_loop, replace_loop};
 use tirc_ir::region::block_buffers;
-use tirc_ir::{For, IterKind, Stmt};
+use tirc_ir::{For, IterKind, Stmt, Var};
 
 pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
     // 1.
@@ -96,6 +96,24 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
             r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && moved(v));
         if !reduces {
             continue;
+        }
+        // A loop fused of a spatial and a reduction loop (`vj = f // K`, `vk
+        // = f % K`) reordered with another loop of the reduction: an
+        // element's steps no longer start at its init (`vk == 0`), which
+        // then wipes the steps before it.
+        if r.block.init.is_some() {
+            let feeds = |l: &Var, kind: IterKind| {
+                r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == kind && v.uses(l))
+            };
+            let reducing: Vec<&Var> = order.iter().filter(|l| feeds(l, IterKind::Reduce)).collect();
+            if let Some(m) = reducing.iter().find(|l| feeds(l, IterKind::Spatial)).filter(|_| reducing.len() > 1) {
+                return Err(ScheduleError::new(format!(
+                    "loop `{}` feeds both a spatial and a reduction variable of block `{}` (a fused loop): reordered with another loop of the reduction, an element's steps would not start at its init",
+                    m.name(),
+                    r.block.name
+                ))
+                .help("reorder before fusing the spatial and the reduction loop"));
+            }
         }
         let out = block_buffers(r, false);
         if let Some((other, b)) = blocks
