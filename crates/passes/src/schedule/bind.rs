@@ -136,6 +136,14 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     // cooperative copy's rows spread over blocks under the compute's
     // loops) would give each block a part of what all of it reads.
     if tag.is_block {
+        if let Some(b) = block_with_init_around(&sch.func.body, lp) {
+            return Err(ScheduleError::new(format!(
+                "loop `{}` cannot be bound to {}: it is inside block `{b}`, which holds an init beside its body, and a block index must cover everything its kernel does",
+                lp.name(),
+                tag.name()
+            ))
+            .help("bind the loops outside the block (blockize after binding), or bind this one to a threadIdx axis"));
+        }
         if let Some(a) = crowded_ancestor(&sch.func.body, lp) {
             return Err(ScheduleError::new(format!(
                 "loop `{}` cannot be bound to {}: loop `{}` around it holds other statements too, and a block index must cover everything its kernel does",
@@ -296,6 +304,31 @@ fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A block around loop `lp` (in its body or its init) that has an init: a
+/// blockized reduction, whose init and body are two statements.
+fn block_with_init_around(s: &Stmt, lp: &LoopRV) -> Option<String> {
+    fn go(s: &Stmt, lp: &LoopRV, found: &mut Option<String>) -> bool {
+        match s {
+            Stmt::For(f) if &f.var == lp => true,
+            Stmt::Block(r) => {
+                let inside = go(&r.block.body, lp, found) || r.block.init.as_ref().is_some_and(|i| go(i, lp, found));
+                if inside && r.block.init.is_some() && found.is_none() {
+                    *found = Some(r.block.name.clone());
+                }
+                inside
+            }
+            _ => {
+                let mut hit = false;
+                s.for_each_child(|c| hit = hit || go(c, lp, found));
+                hit
+            }
+        }
+    }
+    let mut found = None;
+    go(s, lp, &mut found);
+    found
 }
 
 /// The loop around `lp` bound to `tag`, if any.
