@@ -205,7 +205,16 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
             body: substitute_stmt(&init, &rename),
             span: None,
         };
-        let mut nest = Stmt::Block(Box::new(with_regions(init_block, init_values.clone(), all_of(inner_pred))));
+        // The init runs over the spatial loops only: a condition on a
+        // reduction loop (`k_0 * 8 + k_1 < 12` of a split that does not
+        // divide) limits the steps, not the elements to set.
+        let kept: Vec<&For> = inner_loops.iter().filter(|l| init_values.iter().any(|v| v.uses(&l.var))).collect();
+        let init_pred: Vec<Expr> = inner_pred
+            .iter()
+            .filter(|c| inner_loops.iter().all(|l| !c.uses(&l.var) || kept.iter().any(|k| k.var == l.var)))
+            .cloned()
+            .collect();
+        let mut nest = Stmt::Block(Box::new(with_regions(init_block, init_values.clone(), all_of(init_pred))));
         let mut loop_sub: Vec<(Var, Expr)> = Vec::new();
         for l in inner_loops.iter().rev() {
             if init_values.iter().any(|v| v.uses(&l.var)) {
