@@ -124,7 +124,8 @@ pub fn run_schedule_observed(
         };
         env.push((p.name.clone(), v));
     }
-    let mut it = Interp { sch: Schedule::new(func.clone()), handles: Vec::new(), env, observe, pipelines: Vec::new() };
+    let mut it =
+        Interp { sch: Schedule::new(func.clone()), handles: Vec::new(), env, observe, pipelines: Vec::new(), steps: 0 };
     it.block(&def.body)?;
     // Software pipeline annotations are checked against the loop body as
     // the schedule leaves it, and reported at the line that made them.
@@ -158,7 +159,14 @@ struct Interp<'o> {
     /// The loops given software pipeline annotations, with the span of the
     /// `sch.annotate` call.
     pipelines: Vec<(Var, Span)>,
+    /// Statements run so far, against [`MAX_STEPS`].
+    steps: u64,
 }
+
+/// The most statements a schedule may run: a schedule is a short script,
+/// and one that loops past this is refused rather than left to run for
+/// hours.
+const MAX_STEPS: u64 = 2_000_000;
 
 enum Flow {
     Next,
@@ -179,6 +187,11 @@ impl Interp<'_> {
     }
 
     fn stmt(&mut self, s: &ast::Stmt) -> R<Flow> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(Diagnostic::at(s.span, format!("the schedule runs more than {MAX_STEPS} statements"))
+                .help("a schedule is a script of primitives: loop over the blocks and loops it names, not over data"));
+        }
         match &s.kind {
             StmtKind::Expr(e) => {
                 self.expr(e)?;
