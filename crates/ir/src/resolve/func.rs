@@ -844,6 +844,13 @@ impl FuncResolver<'_> {
                         if !self.handles.iter().any(|(n, _)| n == hname) {
                             return Err(Diagnostic::at(h.span, format!("`{hname}` is not a handle parameter")));
                         }
+                        if let Some((_, Some(old))) = self.handles.iter().find(|(n, _)| n == hname) {
+                            return Err(Diagnostic::at(
+                                h.span,
+                                format!("handle `{hname}` is already matched to buffer `{}`", old.name()),
+                            )
+                            .help("match each handle once; for another view of the same memory, write `T.Buffer(shape, data=...)`"));
+                        }
                         let b = match self
                             .buffer_decl(name, rest, value.span, Scope::Global)
                             .and_then(|b| self.no_dim_align(&b, value.span).map(|_| b))
