@@ -117,11 +117,19 @@ impl ModuleResolver<'_> {
                         &mut self.used_defines,
                         &mut self.module.size_spans,
                     ) {
+                        Ok(f) if self.module.funcs.iter().any(|g| g.name == f.name) => self.errors.push(
+                            Diagnostic::at(name.span, format!("a prim_func named `{}` is already defined", f.name))
+                                .help("give each function of the module its own name"),
+                        ),
                         Ok(f) => self.module.funcs.push(f),
                         Err(mut es) => self.errors.append(&mut es),
                     }
                 } else if let Some((_, args)) = kinds.iter().find(|(n, _)| n == "tirc.schedule") {
                     match self.schedule(s, args) {
+                        Ok(sd) if self.module.schedules.iter().any(|o| o.name == sd.name) => self.errors.push(
+                            Diagnostic::at(name.span, format!("a schedule named `{}` is already defined", sd.name))
+                                .help("give each schedule its own name: `-s` picks one by name"),
+                        ),
                         Ok(sd) => self.module.schedules.push(sd),
                         Err(e) => self.errors.push(e),
                     }
