@@ -334,7 +334,17 @@ fn zero_terms(update: &Expr, out: &Buffer, k: &Var) -> bool {
             _ => false,
         }
     }
-    has_zero_factor(term, k)
+    // Every factor a load, a constant or a cast of one: another factor could
+    // be infinite on the padding (`A * log(W * W)` is 0 * -inf there).
+    fn plain_product(e: &Expr) -> bool {
+        match e {
+            Expr::Cast(_, x) => plain_product(x),
+            Expr::Binary(BinOp::Mul, x, y) => plain_product(x) && plain_product(y),
+            Expr::Load(..) | Expr::Int(..) | Expr::Float(..) => true,
+            _ => false,
+        }
+    }
+    has_zero_factor(term, k) && plain_product(term)
 }
 
 /// A loop nest over `shape` with one block `name` storing `dst[v] = src[v]`,
