@@ -310,6 +310,11 @@ fn launcher(
         let mut bad: Vec<String> =
             sizes.iter().map(|(n, _)| format!("{n} < 1 || {n} > {}", tirc_ir::func::MAX_RUNTIME_SIZE)).collect();
         for a in args.iter().chain(intermediates).filter(|a| a.buffer.num_elements().is_none()) {
+            // Every extent at least 1 (`n - 1` at n = 1 would launch an
+            // empty grid), as `tirc run` checks.
+            for e in a.buffer.shape().iter().filter(|e| e.as_int().is_none() && !matches!(e, Expr::Var(_))) {
+                bad.push(format!("(long long)({}) < 1", c_size_expr(&widened(e), names)?));
+            }
             bad.push(format!("{} > 2147483647ull", elements_c(&a.buffer, names)?));
         }
         s += &format!("  if ({}) return cudaErrorInvalidValue;\n", bad.join(" || "));

@@ -197,3 +197,16 @@ fn names_the_cuda_source_uses_are_renamed() {
         "{header}"
     );
 }
+
+/// An extent of run-time sizes such as `n - 1` is at least 1 in the
+/// launcher's check: at n = 1 it launched an empty grid, which CUDA
+/// refuses with another error than the one the header promises.
+#[test]
+fn an_extent_of_sizes_is_checked_to_be_at_least_one() {
+    let dir = out_dir("diff");
+    let d = dir.display().to_string();
+    let o = tirc(&["build", "tests/data/sizes/difference_extent.tir", "-s", "s", "-o", &d]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let source = std::fs::read_to_string(dir.join("diff.cu")).unwrap();
+    assert!(source.contains("(long long)((((long long)n) - 1)) < 1"), "{source}");
+}
