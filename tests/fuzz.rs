@@ -307,8 +307,15 @@ const SIM_WORK: u64 = 1 << 18;
 /// simulator. A kernel that fails (out of bounds, a race) where the
 /// reference runs is a miscompilation too.
 fn simulate(c: &Compiled) -> Result<(), String> {
-    let elements: i64 =
-        c.original.params.iter().map(|b| b.num_elements().unwrap_or(i64::MAX)).fold(0, i64::saturating_add);
+    // The parameters and every buffer the function allocates (the
+    // reference holds its intermediates in global memory).
+    let mut buffers: Vec<tirc_ir::Buffer> = c.original.params.clone();
+    c.original.body.walk(&mut |s| match s {
+        tirc_ir::Stmt::Block(r) => buffers.extend(r.block.alloc_buffers.iter().cloned()),
+        tirc_ir::Stmt::Allocate { buffer, .. } => buffers.push(buffer.clone()),
+        _ => {}
+    });
+    let elements: i64 = buffers.iter().map(|b| b.num_elements().unwrap_or(i64::MAX)).fold(0, i64::saturating_add);
     let total = c.kernels.iter().map(|k| work(&k.lowered.body)).fold(work(&c.original.body), u64::saturating_add);
     if elements > 1 << 14 || total > SIM_WORK {
         return Ok(());

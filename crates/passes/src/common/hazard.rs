@@ -17,7 +17,7 @@
 
 use super::error::ScheduleError;
 use tirc_ir::region::block_buffers;
-use tirc_ir::{subst, BlockRealize, Buffer, Expr, For, Stmt, Var};
+use tirc_ir::{subst, BinOp, BlockRealize, Buffer, Expr, For, Stmt, Var};
 
 /// The accesses that move: the buffers read and those written.
 pub struct Moved<'a> {
@@ -317,7 +317,8 @@ pub fn iteration_boxes(
                         let lo = subst::substitute(&g.min, &bind);
                         let hi = subst::substitute(&(g.min.clone() + g.extent.clone() - Expr::int(1)), &bind);
                         exact &= affine(&lo) && affine(&hi) && g.extent.as_int().is_some();
-                        Some((relax(&lo, &relaxed)?.0, relax(&hi, &relaxed)?.1))
+                        let top = tightened(relax(&hi, &relaxed)?.1, &hi, &r.predicate, &relaxed);
+                        Some((relax(&lo, &relaxed)?.0, top))
                     })
                     .collect::<Option<Vec<_>>>();
                 out.push(IterationBox { buffer: reg.buffer.clone(), written, dims, exact });
@@ -325,6 +326,36 @@ pub fn iteration_boxes(
         }
     }
     Some(out)
+}
+
+/// `top`, the highest value of index `x` over the `relaxed` loops, lowered
+/// by a condition of the block's `predicate` on the part of `x` that those
+/// loops make (`j_1_0 * 6 + j_1_1 < 32` of a split that does not divide,
+/// for `x = j_0 * 32 + j_1_0 * 6 + j_1_1`): the loops overshoot, the
+/// predicate keeps the block from running there.
+fn tightened(top: Expr, x: &Expr, predicate: &Expr, relaxed: &[(Var, Expr, Expr)]) -> Expr {
+    let an = crate::arith::Analyzer::new();
+    let inner = |e: &Expr| relaxed.iter().any(|(v, _, _)| e.uses(v));
+    let mut best = top;
+    for c in crate::arith::conjuncts(predicate) {
+        let (e, bound) = match &c {
+            Expr::Binary(BinOp::Lt, e, b) => ((**e).clone(), (**b).clone() - Expr::int(1)),
+            Expr::Binary(BinOp::Le, e, b) => ((**e).clone(), (**b).clone()),
+            _ => continue,
+        };
+        if !inner(&e) || inner(&bound) {
+            continue;
+        }
+        let base = an.simplify(&(x.clone() - e));
+        if inner(&base) {
+            continue;
+        }
+        let candidate = an.simplify(&(base + bound));
+        if an.simplify(&(best.clone() - candidate.clone())).as_int().is_some_and(|d| d > 0) {
+            best = candidate;
+        }
+    }
+    best
 }
 
 /// Whether the iterations of loop `v` touch apart parts of `buf`, as
