@@ -533,3 +533,26 @@ def f(X: T.Buffer((2,), "float32"), D: T.Buffer((2,), "float16"), C: T.Buffer((2
     both_machines(&f, &mut args).unwrap();
     assert_eq!((args[1].to_f64(), args[2].to_f64()), (vec![0.0, 0.0], vec![0.0, 0.0]));
 }
+
+/// An explicit cast to a narrower float type rounds in the reference as in
+/// the kernel: 1e5 is past float16's largest value, infinite in both, and
+/// a correct kernel checks (it was reported as wrong).
+#[test]
+fn the_reference_rounds_at_explicit_casts() {
+    let f = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((2,), "float32"), F: T.Buffer((2,), "float16")):
+    for i in range(2):
+        with T.block("C"):
+            vi = T.axis.spatial(2, i)
+            F[vi] = T.Cast("float16", A[vi] * T.float32(1e5))
+"#,
+    );
+    let inputs = [HostData::F32(vec![1.0, 0.001]), HostData::zeros(tirc_ir::DType::Float(16), 2).unwrap()];
+    let r = tirc::verify::reference_sim(&f, &inputs).unwrap();
+    assert_eq!(r.values[1][0], f64::INFINITY);
+    assert_eq!(r.values[1][1], 100.0);
+    let (e, tol) = tirc::verify::sim_check_kernels(&f, std::slice::from_ref(&f), &[], 1).unwrap();
+    assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
+}

@@ -279,6 +279,11 @@ fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Expr {
         Expr::Binary(op, a, b) if op.is_compare() && a.dtype().is_float() => {
             Expr::binary(*op, held(a, rt), held(b, rt))
         }
+        // An explicit cast to a narrower float type rounds there, as in the
+        // kernel: `T.Cast("float16", 1e5)` is infinite, not 1e5.
+        Expr::Cast(t @ (DType::Float(16) | DType::Float(32) | DType::BFloat16), a) => {
+            Expr::Cast(DType::F64, Box::new(Expr::Cast(*t, Box::new(expr(a, rt, true)))))
+        }
         Expr::Cast(t, a) if t.is_float() => Expr::Cast(DType::F64, Box::new(expr(a, rt, true))),
         Expr::Load(b, idx) => Expr::Load(rt(b), idx.iter().map(|i| expr(i, rt, true)).collect()),
         _ => e.map_children(|c| expr(c, rt, true)),
