@@ -548,3 +548,15 @@ fn ptxas_reports_are_read() {
     assert_eq!(none.spill_warning("k", 128, None), None);
     assert_eq!(tirc_exec::gpu::PtxasReport::parse("no report"), None);
 }
+
+/// A tolerance that is NaN or negative is a usage error naming the flag; it
+/// failed every kernel before, blaming the kernel.
+#[test]
+fn a_tolerance_must_be_a_number_at_least_zero() {
+    for bad in ["nan", "-1", "inf", "x"] {
+        let flag = format!("--tolerance={bad}");
+        let o = tirc(&["run", "ir-examples/relu.tir", "--target", "sim", &flag]);
+        assert_eq!(code(&o), 2, "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("is not a tolerance"), "{}", stderr(&o));
+    }
+}

@@ -64,8 +64,8 @@ pub struct Args {
     /// Warm-up launches before timing.
     #[arg(long, default_value_t = 10)]
     pub warmup: usize,
-    /// Largest relative error ‖out−ref‖/‖ref‖ accepted.
-    #[arg(long)]
+    /// Largest relative error ‖out−ref‖/‖ref‖ accepted (a number at least 0).
+    #[arg(long, value_parser = parse_tolerance)]
     pub tolerance: Option<f64>,
     /// Use the best parameters `tirc tune` recorded for this schedule, file
     /// and sizes (on this GPU; on the simulator, on the GPU tuned last), from
@@ -613,5 +613,14 @@ fn print_text(a: &Args, c: &Compiled, o: &Outcome) {
         if let Some(e) = o.cublas_err {
             println!("cublas check: rel_err {:.3e}", e.rel_err);
         }
+    }
+}
+
+/// `--tolerance`: a finite number at least 0 (NaN or a negative one would
+/// fail every kernel, blaming it).
+fn parse_tolerance(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("`{s}` is not a tolerance: give a number at least 0, such as 1e-5")),
     }
 }
