@@ -556,3 +556,28 @@ def f(A: T.Buffer((2,), "float32"), F: T.Buffer((2,), "float16")):
     let (e, tol) = tirc::verify::sim_check_kernels(&f, std::slice::from_ref(&f), &[], 1).unwrap();
     assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
 }
+
+/// A float converted to a 32-bit integer takes the nearest value of the
+/// type's range, NaN 0, as PTX's conversion does on the GPU (it wrapped).
+#[test]
+fn float_to_integer_conversions_clamp_as_the_gpu_does() {
+    let f = func(
+        r#"
+@T.prim_func
+def f(A: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), U: T.Buffer((4,), "uint32")):
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            I[vi] = T.Cast("int32", A[vi])
+            U[vi] = T.Cast("uint32", A[vi])
+"#,
+    );
+    let mut args = vec![
+        HostData::F32(vec![3e9, -3e9, f32::NAN, -5.5]),
+        HostData::I32(vec![1; 4]),
+        HostData::zeros(tirc_ir::DType::UInt(32), 4).unwrap(),
+    ];
+    both_machines(&f, &mut args).unwrap();
+    assert_eq!(args[1].to_f64(), vec![2147483647.0, -2147483648.0, 0.0, -5.0]);
+    assert_eq!(args[2].to_f64(), vec![3e9, 0.0, 0.0, 0.0]);
+}

@@ -9,7 +9,7 @@
 
 use super::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Program, Term, WmmaNode};
 use super::race::{Conflict, RaceTable};
-use super::value::{intrinsic, tf32, wrap_to};
+use super::value::{float_to, intrinsic, tf32, wrap_to};
 use super::{SimError, SimOptions, SimStats};
 use std::collections::VecDeque;
 use tirc_ir::expr::{floor_div, floor_mod};
@@ -1071,7 +1071,7 @@ impl<'p> Machine<'p> {
                 self.fe(a, act, &mut x)?;
                 out.iter_mut().zip(&x).for_each(|(o, v)| *o = *v as i64);
                 if let Some(t) = t {
-                    wrap_to(*t, out);
+                    float_to(*t, out);
                 }
                 self.fpool.push(x);
             }

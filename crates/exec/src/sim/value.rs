@@ -84,6 +84,20 @@ pub(super) fn wrap_to(t: DType, xs: &mut [i64]) {
     }
 }
 
+/// Floats converted to integer type `t` (each already truncated toward zero
+/// and held as i64, NaN as 0), as the GPU converts them: a 32- or 64-bit
+/// type takes the nearest value of its range (PTX's conversion clamps);
+/// narrower types wrap, converted through int.
+#[inline]
+pub(super) fn float_to(t: DType, xs: &mut [i64]) {
+    match t {
+        DType::Int(32) => xs.iter_mut().for_each(|x| *x = (*x).clamp(i64::from(i32::MIN), i64::from(i32::MAX))),
+        DType::UInt(32) => xs.iter_mut().for_each(|x| *x = (*x).clamp(0, i64::from(u32::MAX))),
+        DType::UInt(64) => xs.iter_mut().for_each(|x| *x = (*x).max(0)),
+        _ => wrap_to(t, xs),
+    }
+}
+
 /// The value of a float intrinsic; `y` is the second argument where there
 /// is one (`pow`, `atan2`, `hypot`, `copysign`, `fmod`).
 pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {

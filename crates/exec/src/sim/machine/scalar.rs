@@ -12,7 +12,7 @@
 
 use super::{float_op, int_op, int_op_const, Machine, R};
 use crate::sim::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Term};
-use crate::sim::value::{intrinsic, wrap_to};
+use crate::sim::value::{float_to, intrinsic, wrap_to};
 use crate::sim::SimError;
 use tirc_ir::BinOp;
 
@@ -184,7 +184,7 @@ impl Machine<'_> {
             IExpr::Trunc(a, ty) => {
                 let mut o = [self.fe1(a, t)? as i64];
                 if let Some(ty) = ty {
-                    wrap_to(*ty, &mut o);
+                    float_to(*ty, &mut o);
                 }
                 o[0]
             }
