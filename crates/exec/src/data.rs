@@ -257,6 +257,15 @@ pub struct ErrorStats {
 }
 
 pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
+    // The norms are taken of values divided by the largest one, so that
+    // squares of values past 1e154 do not overflow (rel_err was NaN).
+    let scale = reference
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| [*r, out.get(i)])
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let scale = if scale > 0.0 { scale } else { 1.0 };
     let mut diff2 = 0.0;
     let mut ref2 = 0.0;
     let mut max_abs: f64 = 0.0;
@@ -278,17 +287,29 @@ pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
             continue;
         }
         let d = o - r;
-        diff2 += d * d;
-        ref2 += r * r;
+        diff2 += (d / scale) * (d / scale);
+        ref2 += (r / scale) * (r / scale);
         max_abs = max_abs.max(d.abs());
     }
-    let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else { diff2.sqrt() };
+    let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else { diff2.sqrt() * scale };
     ErrorStats { rel_err: if non_finite > 0 { f64::INFINITY } else { rel }, max_abs_err: max_abs, non_finite }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Values past 1e154, whose squares overflow, still give a relative
+    /// error (it was NaN).
+    #[test]
+    fn errors_of_huge_values_are_finite() {
+        let out = HostData::F64(vec![1e200, -2e200]);
+        let e = compare(&out, &[1e200, -2e200]);
+        assert_eq!(e.rel_err, 0.0);
+        let e = compare(&out, &[1e200, -2.2e200]);
+        // 0.2e200 / sqrt(1e400 + 4.84e400) = 0.2 / sqrt(5.84).
+        assert!((e.rel_err - 0.2 / 5.84f64.sqrt()).abs() < 1e-12, "{e:?}");
+    }
 
     /// Every type of the table has host data of its own width, whose
     /// random inputs follow the table and whose values survive the trip
