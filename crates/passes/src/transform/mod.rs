@@ -160,11 +160,13 @@ fn check_tensor_cores(f: &PrimFunc, target: &tirc_ir::target::Target) -> Result<
         .help("compile for sm_80 or newer (--arch), or use the wmma_* intrinsics, which sm_70 has")
         .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
         _ => match wgmma {
-            Some(block) if target.sm < 90 => Err(Diagnostic::new(format!(
+            // wgmma is Hopper's alone: Blackwell's tensor cores take
+            // tcgen05 instead, which tirc does not emit.
+            Some(block) if target.sm != 90 => Err(Diagnostic::new(format!(
                 "wgmma (the wgmma_* intrinsics) needs sm_90a, Hopper; {} has none",
                 target.arch()
             ))
-            .help("compile for sm_90a (--arch), or use the mma_* intrinsics, which sm_80 has")
+            .help("compile for sm_90a (--arch), or use the mma_* intrinsics, which sm_80 and newer have")
             .or_at_ir(block.and_then(|b: &tirc_ir::Block| b.span), "this tile")),
             _ => Ok(()),
         },
