@@ -116,8 +116,17 @@ fn int64_values_past_two_to_the_31_are_kept() {
 /// size: the launch keeps its expression.
 #[test]
 fn a_launch_of_run_time_extent_reads_back() {
-    let src = read(&root().join("tests/data/tvm/launch_of_runtime_size.tir"));
-    for n in [1, 255, 300, 1024] {
+    for (file, n) in [
+        ("launch_of_runtime_size.tir", 1),
+        ("launch_of_runtime_size.tir", 255),
+        ("launch_of_runtime_size.tir", 300),
+        ("launch_of_runtime_size.tir", 1024),
+        // A flat view `T.Buffer((64 * n,), data=B.data)` of an (n, 64)
+        // buffer is a view, not the buffer (it was taken as the buffer).
+        ("flat_view_runtime_size.tir", 3),
+        ("flat_view_runtime_size.tir", 37),
+    ] {
+        let src = read(&root().join("tests/data/tvm").join(file));
         let req = tirc::compile::Request { defines: vec![("n".into(), n)], ..Default::default() };
         let c = tirc::compile::compile(&src, &req)
             .unwrap_or_else(|d| panic!("{}", d[0].render("launch_of_runtime_size.tir", &src)));

@@ -291,15 +291,61 @@ impl FuncResolver<'_> {
         if view.dtype() != base.dtype() {
             return Err(Diagnostic::at(span, format!("`{name}` has another data type than `{}`", base.name())));
         }
-        if view.num_elements() != base.num_elements() {
-            let count = |b: &Buffer| b.num_elements().map_or("a symbolic number of".to_string(), |n| n.to_string());
+        if !same_count(&view, &base) {
+            let count = |b: &Buffer| {
+                b.num_elements().map_or_else(
+                    || {
+                        b.shape()
+                            .iter()
+                            .map(|e| format!("({})", crate::printer::print_expr(e)))
+                            .collect::<Vec<_>>()
+                            .join(" * ")
+                    },
+                    |n| n.to_string(),
+                )
+            };
             return Err(Diagnostic::at(
                 span,
                 format!("`{name}` has {} elements, but `{}` has {}", count(&view), base.name(), count(&base)),
             )
             .help("a view must cover its buffer's memory exactly"));
         }
-        let same_shape = view.const_shape() == base.const_shape();
+        // A shape of run-time sizes is the same only as written the same
+        // way (`(n * 64,)` over `(n, 64)` is a flat view, not the buffer).
+        let same_shape = match (view.const_shape(), base.const_shape()) {
+            (Some(a), Some(b)) => a == b,
+            _ => {
+                view.shape().len() == base.shape().len()
+                    && view.shape().iter().zip(base.shape()).all(|(a, b)| crate::structural_eq::same_expr(a, b))
+            }
+        };
         Ok(if same_shape { Binding::Buffer(base) } else { Binding::View(base, view.shape().to_vec()) })
     }
+}
+
+/// Whether two buffers hold as many elements: as numbers, or, for shapes of
+/// run-time sizes, at several values of the sizes.
+fn same_count(a: &Buffer, b: &Buffer) -> bool {
+    if let (Some(x), Some(y)) = (a.num_elements(), b.num_elements()) {
+        return x == y;
+    }
+    let mut vars: Vec<crate::expr::Var> = Vec::new();
+    for e in a.shape().iter().chain(b.shape()) {
+        e.walk(&mut |x| {
+            if let Expr::Var(v) = x {
+                if !vars.contains(v) {
+                    vars.push(v.clone());
+                }
+            }
+        });
+    }
+    let count = |buf: &Buffer, at: &[(crate::expr::Var, Expr)]| -> Option<i64> {
+        buf.shape().iter().try_fold(1i64, |n, e| {
+            crate::expr::fold_constants(&crate::subst::substitute(e, at)).as_int().and_then(|d| n.checked_mul(d))
+        })
+    };
+    [3, 7, 1000].iter().all(|&v| {
+        let at: Vec<(crate::expr::Var, Expr)> = vars.iter().map(|x| (x.clone(), Expr::Int(v, x.dtype()))).collect();
+        matches!((count(a, &at), count(b, &at)), (Some(x), Some(y)) if x == y)
+    })
 }
