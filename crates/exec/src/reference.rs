@@ -251,26 +251,20 @@ fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Expr {
     // A value of a narrower float type as the kernel holds it, where a step
     // that is not continuous reads it: at float64 `0.35f * 10` is 3.4999999,
     // in float32 it is 3.5, and `round` turns that ulp into a unit.
+    let narrow = |t: DType| matches!(t, DType::Float(16) | DType::Float(32) | DType::BFloat16);
+    // `x` rounded to `t` and held at float64 again.
+    let rounded = |t: DType, x: Expr| Expr::Cast(DType::F64, Box::new(Expr::Cast(t, Box::new(x))));
     let held = |a: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer| {
         let x = expr(a, rt, true);
-        match a.dtype() {
-            t @ (DType::Float(16) | DType::Float(32) | DType::BFloat16) => {
-                Expr::Cast(DType::F64, Box::new(Expr::Cast(t, Box::new(x))))
-            }
-            _ => x,
+        if narrow(a.dtype()) {
+            rounded(a.dtype(), x)
+        } else {
+            x
         }
     };
     match e {
         // A literal keeps the value of its type (`T.float16(1.0001)` is 1).
-        Expr::Float(v, t) => Expr::Float(
-            match t {
-                DType::Float(32) => *v as f32 as f64,
-                DType::Float(16) => half::f16::from_f64(*v).to_f64(),
-                DType::BFloat16 => half::bf16::from_f64(*v).to_f64(),
-                _ => *v,
-            },
-            DType::F64,
-        ),
+        Expr::Float(v, t) => Expr::Float(crate::sim::round_to(*t, *v), DType::F64),
         Expr::Call(
             i @ (Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc | Intrinsic::Nearbyint),
             args,
@@ -281,9 +275,7 @@ fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Expr {
         }
         // An explicit cast to a narrower float type rounds there, as in the
         // kernel: `T.Cast("float16", 1e5)` is infinite, not 1e5.
-        Expr::Cast(t @ (DType::Float(16) | DType::Float(32) | DType::BFloat16), a) => {
-            Expr::Cast(DType::F64, Box::new(Expr::Cast(*t, Box::new(expr(a, rt, true)))))
-        }
+        Expr::Cast(t, a) if narrow(*t) => rounded(*t, expr(a, rt, true)),
         Expr::Cast(t, a) if t.is_float() => Expr::Cast(DType::F64, Box::new(expr(a, rt, true))),
         Expr::Load(b, idx) => Expr::Load(rt(b), idx.iter().map(|i| expr(i, rt, true)).collect()),
         _ => e.map_children(|c| expr(c, rt, true)),

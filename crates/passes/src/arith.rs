@@ -219,21 +219,22 @@ impl Analyzer {
             // (`(x + 255u8) // 2`), and an int32 sum whose numbers do not
             // fit int32 (`x * 65536 * 65536`) wraps too: both are left as
             // written, for the program to compute as its types say.
-            Expr::Binary(op, a, b)
+            Expr::Binary(_, a, _)
                 if e.dtype().is_int() && a.dtype().is_int() && !(index_type(e.dtype()) && index_type(a.dtype())) =>
             {
                 e
             }
-            Expr::Binary(op, a, b)
-                if e.dtype() == DType::I32
-                    && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::FloorDiv | BinOp::FloorMod)
-                    && [&e, &**a, &**b].iter().any(|x| !fits_i32(&self.to_sum(x))) =>
-            {
-                e
-            }
             Expr::Binary(op, a, b) if e.dtype().is_int() && a.dtype().is_int() => {
+                let wraps = |x: &Expr| e.dtype() == DType::I32 && !fits_i32(&self.to_sum(x));
                 let r = match op {
-                    BinOp::Add | BinOp::Sub | BinOp::Mul => self.sum_to_expr(&self.to_sum(&e)),
+                    BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                        let sum = self.to_sum(&e);
+                        if e.dtype() == DType::I32 && !fits_i32(&sum) || wraps(a) || wraps(b) {
+                            return e;
+                        }
+                        self.sum_to_expr(&sum)
+                    }
+                    BinOp::FloorDiv | BinOp::FloorMod if wraps(&e) || wraps(a) || wraps(b) => return e,
                     BinOp::FloorDiv | BinOp::FloorMod => self.div_mod(*op, a, b).unwrap_or_else(|| e.clone()),
                     BinOp::Min | BinOp::Max => self.min_max(*op, a, b).unwrap_or_else(|| e.clone()),
                     _ => e.clone(),

@@ -534,7 +534,7 @@ impl Compiler {
             Expr::Int(v, _) => I(IExpr::Const(*v)),
             // A literal is a value of its type (`T.float16(1.0001)` is 1),
             // as the CUDA compiler makes it.
-            Expr::Float(v, t) => F(FExpr::Const(Precision::of(*t, false).round(*v))),
+            Expr::Float(v, t) => F(FExpr::Const(super::round_to(*t, *v))),
             Expr::Var(v) => match self.vars.get(&v.key()) {
                 Some((Kind::Int, s)) => I(IExpr::Var(*s)),
                 Some((Kind::Float, s)) => F(FExpr::Var(*s)),

@@ -63,6 +63,12 @@ pub struct SimStats {
 /// barrier under divergent control flow.
 pub type SimError = String;
 
+/// `x` as a value of type `t`, as the simulator holds one: a float rounded
+/// to nearest even (float64 kept), an integer truncated, a bool 0 or 1.
+pub fn round_to(t: tirc_ir::DType, x: f64) -> f64 {
+    value::Precision::of(t, false).round(x)
+}
+
 /// Runs a lowered function. `args` hold the parameter buffers, in order; the
 /// results are left in them.
 pub fn run(f: &PrimFunc, args: &mut [HostData], opts: SimOptions) -> Result<SimStats, SimError> {

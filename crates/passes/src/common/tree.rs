@@ -193,6 +193,13 @@ pub fn block_regions(b: &BlockRealize) -> (Vec<BufferRegion>, Vec<BufferRegion>)
     }
 }
 
+/// A buffer the block both reads and writes (it adds to, or otherwise
+/// updates, what is there), if any.
+pub fn read_and_written(b: &BlockRealize) -> Option<Buffer> {
+    let (reads, writes) = block_regions(b);
+    writes.into_iter().find(|w| reads.iter().any(|x| x.buffer == w.buffer)).map(|w| w.buffer)
+}
+
 /// `(reads, writes)` of a statement, inferred as a block's would be.
 pub fn stmt_regions(s: &Stmt) -> (Vec<BufferRegion>, Vec<BufferRegion>) {
     tirc_ir::region::infer_block_regions(&tirc_ir::Block {

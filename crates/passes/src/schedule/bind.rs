@@ -264,8 +264,7 @@ fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
         v
     };
     for r in inner.blocks() {
-        let (reads, writes) = crate::common::tree::block_regions(r);
-        let rereads = writes.iter().find(|w| reads.iter().any(|x| x.buffer == w.buffer));
+        let rereads = crate::common::tree::read_and_written(r);
         // A reduction whose every step is inside `inner` starts again from
         // its init each time, so running it once gives the same values.
         let restarts = r.block.init.is_some()
@@ -285,7 +284,7 @@ fn cooperative(inner: &Stmt, outer: &LoopRV, tag: ThreadTag) -> Result<()> {
                 "the threads of {} cannot share the copy of block {}: it adds to `{}`, which it also reads, so doing it once for all of loop `{}`'s iterations is not doing it at each",
                 tag.name(),
                 r.block.name,
-                w.buffer.name(),
+                w.name(),
                 outer.name()
             ))
             .help("bind the loop to another thread axis, or keep it serial"));

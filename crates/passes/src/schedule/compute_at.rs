@@ -49,7 +49,9 @@ use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
 use crate::bounds::{relax, union, Relaxed};
 use crate::common::hazard::{check_passed, Moved};
-use crate::common::tree::{block_regions, child_blocks, fresh_loop_name, loop_starts, name_marker, nested_block_names};
+use crate::common::tree::{
+    block_regions, child_blocks, fresh_loop_name, loop_starts, name_marker, nested_block_names, read_and_written,
+};
 use tirc_ir::region::block_buffers;
 use tirc_ir::subst::substitute;
 use tirc_ir::{BinOp, BlockRealize, Buffer, DType, Expr, For, ForKind, Scope, Stmt, Var};
@@ -121,11 +123,10 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
     // iteration. TVM's rule: a block moved by compute_at is complete or a
     // reduction with its init.
     if producer && r.block.init.is_none() {
-        let (reads, writes) = block_regions(&r);
-        if let Some(w) = writes.iter().find(|w| reads.iter().any(|x| x.buffer == w.buffer)) {
+        if let Some(w) = read_and_written(&r) {
             return Err(ScheduleError::new(format!(
                 "block `{block}` reads `{}`, which it writes, and has no init: computed again under loop `{}`, it would add to it again",
-                w.buffer.name(),
+                w.name(),
                 lp.name()
             ))
             .help("compute_at the reduction before decompose_reduction (its init moves with it), or move the update with reverse_compute_at of its consumer"));
