@@ -100,12 +100,28 @@ pub fn cache_read(
             .collect();
         if let [writer] = &writers[..] {
             if !consumers.contains(writer) {
-                let (copy, name) = new_copy(sch, &buf, sc);
-                let nest = copy_nest(&sch.func.body, &name, &buf, &copy, true);
-                if let Some(placed) = insert_after(&stmts[first], writer, &consumers, &nest) {
+                if let Some(lp) = loop_after_writer(&stmts[first], writer, &consumers, None) {
+                    // The copy is made at the root, before the nest, and
+                    // moved under the loop after the writer: there it covers
+                    // what the readers read in one iteration of the loop
+                    // (TVM's region), not the whole buffer, which other
+                    // iterations (other thread blocks) have not written.
+                    let before = sch.func.clone();
+                    let (copy, name) = new_copy(sch, &buf, sc);
+                    let nest = copy_nest(&sch.func.body, &name, &buf, &copy, true);
                     let mut body = stmts.clone();
-                    body[first] = consumers.iter().fold(placed, |s, c| redirect_block(&s, c, &buf, &copy));
+                    body[first] = consumers.iter().fold(body[first].clone(), |s, c| redirect_block(&s, c, &buf, &copy));
+                    body.insert(first, nest);
                     set_root(sch, body, vec![copy]);
+                    if let Err(e) = super::compute_at::compute_copy_after_writer(sch, &name, &lp, &buf) {
+                        sch.func = before;
+                        return Err(ScheduleError::new(format!(
+                            "cannot cache the reads of `{}` by block `{block}` under loop `{}`, where block `{writer}` writes it: {}",
+                            buf.name(),
+                            lp.name(),
+                            e.message
+                        )));
+                    }
                     return Ok(name);
                 }
             }
@@ -471,32 +487,26 @@ fn redirect_block(s: &Stmt, block: &str, buf: &Buffer, copy: &Buffer) -> Stmt {
     })
 }
 
-/// `s` with `nest` inserted just after the statement that holds block
-/// `writer`, in the innermost sequence whose later statements hold every
-/// block of `consumers` (and which holds nothing else that writes between);
-/// `None` where no sequence orders them so.
-fn insert_after(s: &Stmt, writer: &str, consumers: &[BlockRV], nest: &Stmt) -> Option<Stmt> {
+/// The loop whose body holds the innermost sequence of statements in which
+/// block `writer`'s statement comes before every block of `consumers` (and
+/// which holds nothing else that writes between): where `cache_read` puts
+/// the copy of what the writer wrote. `None` where no sequence orders them
+/// so, or where that sequence is in no loop.
+fn loop_after_writer(s: &Stmt, writer: &str, consumers: &[BlockRV], around: Option<&Var>) -> Option<Var> {
     let holds = |x: &Stmt, b: &str| x.blocks().iter().any(|r| r.block.name == b);
     match s {
-        Stmt::For(l) => {
-            let body = insert_after(&l.body, writer, consumers, nest)?;
-            Some(Stmt::For(Box::new(For { body, ..(**l).clone() })))
-        }
+        Stmt::For(l) => loop_after_writer(&l.body, writer, consumers, Some(&l.var)),
         Stmt::Seq(items) => {
             let w = items.iter().position(|x| holds(x, writer))?;
             let cs: Vec<usize> =
                 consumers.iter().map(|c| items.iter().position(|x| holds(x, c))).collect::<Option<_>>()?;
             if cs.iter().all(|&c| c == w) {
-                let mut items = items.clone();
-                items[w] = insert_after(&items[w], writer, consumers, nest)?;
-                return Some(Stmt::Seq(items));
+                return loop_after_writer(&items[w], writer, consumers, around);
             }
             if cs.iter().any(|&c| c <= w) {
                 return None;
             }
-            let mut items = items.clone();
-            items.insert(w + 1, nest.clone());
-            Some(Stmt::Seq(items))
+            around.cloned()
         }
         _ => None,
     }

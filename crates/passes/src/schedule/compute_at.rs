@@ -70,7 +70,7 @@ pub fn compute_at(
     preserve_unit_loops: bool,
     index: i64,
 ) -> Result<()> {
-    move_to(sch, block, lp, true, preserve_unit_loops, index)?;
+    move_to(sch, block, lp, true, preserve_unit_loops, index, None)?;
     Ok(())
 }
 
@@ -81,11 +81,27 @@ pub fn reverse_compute_at(
     preserve_unit_loops: bool,
     index: i64,
 ) -> Result<()> {
-    move_to(sch, block, lp, false, preserve_unit_loops, index)?;
+    move_to(sch, block, lp, false, preserve_unit_loops, index, None)?;
     Ok(())
 }
 
-fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: bool, index: i64) -> Result<()> {
+/// `compute_at(block, lp)` for the copy that `cache_read` makes of `src`
+/// where `src`'s one writer and the copy's readers share loop `lp`: the
+/// copy goes after that writer (the default place), so the blocks under
+/// the loop that write `src` are passed as its producers, not as a clash.
+pub(crate) fn compute_copy_after_writer(sch: &mut Schedule, block: &str, lp: &Var, src: &Buffer) -> Result<()> {
+    move_to(sch, block, lp, true, true, -1, Some(src))
+}
+
+fn move_to(
+    sch: &mut Schedule,
+    block: &str,
+    lp: &Var,
+    producer: bool,
+    preserve: bool,
+    index: i64,
+    written_under: Option<&Buffer>,
+) -> Result<()> {
     let root = sch.func.body.clone();
     // 1.
     let r = root
@@ -239,7 +255,8 @@ fn move_to(sch: &mut Schedule, block: &str, lp: &Var, producer: bool, preserve: 
             .collect();
         let moved = Moved { block, reads: block_buffers(&r, true), writes: block_buffers(&r, false) };
         let linked = |w: &BlockRealize, b: &Buffer, writes: bool| {
-            names_under.contains(&w.block.name) && mine.contains(b) && writes != producer
+            names_under.contains(&w.block.name)
+                && (mine.contains(b) && writes != producer || writes && written_under == Some(b))
         };
         check_passed(&root, &moved, &passed, &linked, if producer { "compute_at" } else { "reverse_compute_at" })?;
     }
