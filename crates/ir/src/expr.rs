@@ -534,6 +534,47 @@ impl std::ops::Mul for Expr {
     }
 }
 
+/// The integer value of `e` (a comparison: 1 or 0) with its variables'
+/// values from `value`; `None` for what it does not compute.
+pub fn eval(e: &Expr, value: &dyn Fn(&Var) -> Option<i64>) -> Option<i64> {
+    match e {
+        Expr::Int(v, _) => Some(*v),
+        Expr::Var(v) => value(v),
+        Expr::Not(a) => Some((eval(a, value)? == 0) as i64),
+        Expr::Binary(op, a, b) => {
+            let (x, y) = (eval(a, value)?, eval(b, value)?);
+            Some(match op {
+                BinOp::Add => x.checked_add(y)?,
+                BinOp::Sub => x.checked_sub(y)?,
+                BinOp::Mul => x.checked_mul(y)?,
+                BinOp::FloorDiv if y != 0 => floor_div(x, y),
+                BinOp::FloorMod if y != 0 => floor_mod(x, y),
+                BinOp::Div if y != 0 => x.checked_div(y)?,
+                BinOp::Min => x.min(y),
+                BinOp::Max => x.max(y),
+                BinOp::Lt => (x < y) as i64,
+                BinOp::Le => (x <= y) as i64,
+                BinOp::Gt => (x > y) as i64,
+                BinOp::Ge => (x >= y) as i64,
+                BinOp::Eq => (x == y) as i64,
+                BinOp::Ne => (x != y) as i64,
+                BinOp::And => (x != 0 && y != 0) as i64,
+                BinOp::Or => (x != 0 || y != 0) as i64,
+                // A left shift that leaves its 32 bits would wrap: unknown.
+                op if op.is_bitwise() => {
+                    let r = bitwise(*op, x, y)?;
+                    if a.dtype() == DType::I32 && i32::try_from(r).is_err() {
+                        return None;
+                    }
+                    r
+                }
+                _ => return None,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// `e` with every integer operation on literals computed (`Expr::folded`),
 /// bottom-up: what a size-generic expression becomes once its sizes are
 /// substituted by values.

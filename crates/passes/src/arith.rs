@@ -563,47 +563,7 @@ fn add_term(s: &mut Sum, t: Expr, coef: i64) {
     }
 }
 
-/// The integer value of `e` (a comparison: 1 or 0) with its variables'
-/// values from `value`; `None` for what it does not compute.
-pub fn eval(e: &Expr, value: &dyn Fn(&Var) -> Option<i64>) -> Option<i64> {
-    use tirc_ir::expr::{floor_div, floor_mod};
-    match e {
-        Expr::Int(v, _) => Some(*v),
-        Expr::Var(v) => value(v),
-        Expr::Not(a) => Some((eval(a, value)? == 0) as i64),
-        Expr::Binary(op, a, b) => {
-            let (x, y) = (eval(a, value)?, eval(b, value)?);
-            Some(match op {
-                BinOp::Add => x.checked_add(y)?,
-                BinOp::Sub => x.checked_sub(y)?,
-                BinOp::Mul => x.checked_mul(y)?,
-                BinOp::FloorDiv if y != 0 => floor_div(x, y),
-                BinOp::FloorMod if y != 0 => floor_mod(x, y),
-                BinOp::Div if y != 0 => x.checked_div(y)?,
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::Lt => (x < y) as i64,
-                BinOp::Le => (x <= y) as i64,
-                BinOp::Gt => (x > y) as i64,
-                BinOp::Ge => (x >= y) as i64,
-                BinOp::Eq => (x == y) as i64,
-                BinOp::Ne => (x != y) as i64,
-                BinOp::And => (x != 0 && y != 0) as i64,
-                BinOp::Or => (x != 0 || y != 0) as i64,
-                // A left shift that leaves its 32 bits would wrap: unknown.
-                op if op.is_bitwise() => {
-                    let r = tirc_ir::expr::bitwise(*op, x, y)?;
-                    if a.dtype() == tirc_ir::DType::I32 && i32::try_from(r).is_err() {
-                        return None;
-                    }
-                    r
-                }
-                _ => return None,
-            })
-        }
-        _ => None,
-    }
-}
+pub use tirc_ir::expr::eval;
 
 /// Splits a condition into its `and`-ed parts.
 pub fn conjuncts(e: &Expr) -> Vec<Expr> {

@@ -101,8 +101,109 @@ impl FuncResolver<'_> {
         }
         check_own_variables(&block, &self.block_vars, span)?;
         check_mixed_bindings(&block, &iter_values, span)?;
+        self.check_init_under_predicate(&block, &iter_values, &predicate, span)?;
         check_iteration_order(&block, span)?;
         Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
+    }
+
+    /// A reduction's init runs, as TVM lowers it, under the block's
+    /// predicate at the first step of the reduction. A `T.where` that ties a
+    /// reduction variable to a spatial one (`k >= i`, a triangle) can be
+    /// false at that step and true later for some element: its init never
+    /// runs, and the sum starts from whatever the buffer held. Found by
+    /// running the loops the predicate and the bindings use, where their
+    /// ranges are constants and at most 2^18 steps.
+    fn check_init_under_predicate(&self, block: &Block, values: &[Expr], predicate: &Expr, span: Span) -> R<()> {
+        if block.init.is_none() || predicate.as_bool() == Some(true) {
+            return Ok(());
+        }
+        let reduce: Vec<usize> = (0..values.len()).filter(|&i| block.iter_vars[i].kind == IterKind::Reduce).collect();
+        let mut used: Vec<Var> = Vec::new();
+        let mut note = |e: &Expr| {
+            e.walk(&mut |x| {
+                if let Expr::Var(v) = x {
+                    if !used.contains(v) {
+                        used.push(v.clone());
+                    }
+                }
+            })
+        };
+        note(predicate);
+        values.iter().for_each(&mut note);
+        let feeds_reduce = reduce.iter().any(|&i| used.iter().any(|v| values[i].uses(v)));
+        if reduce.is_empty() || !used.iter().any(|v| predicate.uses(v)) || !feeds_reduce {
+            return Ok(());
+        }
+        let mut ranges = Vec::new();
+        let mut steps: i64 = 1;
+        for v in &used {
+            let Some(r) = self.loop_range_of(&Expr::var(v)) else { return Ok(()) };
+            let (Some(lo), Some(n)) = (r.min.as_int(), r.extent.as_int()) else { return Ok(()) };
+            steps = steps.saturating_mul(n.max(0));
+            ranges.push((lo, n));
+        }
+        if steps > 1 << 18 {
+            return Ok(());
+        }
+        // Per element (the spatial variables' values): whether some step
+        // runs the update, and the step where the init would run.
+        let mut seen: std::collections::HashMap<Vec<i64>, (Vec<i64>, bool)> = std::collections::HashMap::new();
+        let mut at = vec![0i64; used.len()];
+        for mut k in 0..steps {
+            for (d, (lo, n)) in ranges.iter().enumerate().rev() {
+                at[d] = lo + k % n;
+                k /= n;
+            }
+            let value = |v: &Var| used.iter().position(|u| u == v).map(|d| at[d]);
+            let Some(ivs) = values.iter().map(|e| crate::expr::eval(e, &value)).collect::<Option<Vec<i64>>>() else {
+                return Ok(());
+            };
+            let Some(on) = crate::expr::eval(predicate, &value) else { return Ok(()) };
+            let first = reduce.iter().all(|&i| block.iter_vars[i].dom.min.as_int() == Some(ivs[i]));
+            let element: Vec<i64> = (0..ivs.len()).filter(|i| !reduce.contains(i)).map(|i| ivs[i]).collect();
+            let entry = seen.entry(element).or_insert((Vec::new(), false));
+            if on != 0 {
+                if entry.0.is_empty() {
+                    entry.0 = ivs.clone();
+                }
+                entry.1 |= first;
+            }
+        }
+        let mut missed: Vec<&Vec<i64>> =
+            seen.values().filter(|(s, init)| !s.is_empty() && !init).map(|(s, _)| s).collect();
+        missed.sort();
+        if let Some(ivs) = missed.first() {
+            let show = |pick: &dyn Fn(usize) -> bool| {
+                let parts: Vec<String> = (0..ivs.len())
+                    .filter(|&i| pick(i))
+                    .map(|i| format!("{} = {}", block.iter_vars[i].var.name(), ivs[i]))
+                    .collect();
+                parts.join(", ")
+            };
+            let spatial = show(&|i| !reduce.contains(&i));
+            let start: Vec<String> = reduce
+                .iter()
+                .map(|&i| {
+                    format!(
+                        "{} = {}",
+                        block.iter_vars[i].var.name(),
+                        crate::printer::print_expr(&block.iter_vars[i].dom.min)
+                    )
+                })
+                .collect();
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "the `T.where` of block `{}` is false where its reduction starts ({}) for the element at {}, but true later ({}): its init, which runs at the reduction's start under the condition, never runs for that element",
+                    block.name,
+                    start.join(", "),
+                    if spatial.is_empty() { "the block's only point".to_string() } else { spatial },
+                    show(&|i| reduce.contains(&i))
+                ),
+            )
+            .help("put the condition in the update (`T.if_then_else(cond, value, 0)`), or write the init as a block of its own before the reduction"));
+        }
+        Ok(())
     }
 
     /// Declared `T.reads`/`T.writes` must name every buffer the block
