@@ -165,6 +165,37 @@ impl Compiled {
                 }
             }
         }
+        // A loop of the function that runs no time at these sizes (`range(n
+        // - 1)` at n = 1), as `--specialize` refuses it, named with them.
+        let bind: Vec<(Var, tirc_ir::Expr)> =
+            values.iter().map(|(v, x)| (v.clone(), tirc_ir::Expr::Int(*x, v.dtype()))).collect();
+        let mut empty = None;
+        self.original.body.walk(&mut |s| {
+            if let tirc_ir::Stmt::For(l) = s {
+                let n = tirc_ir::expr::fold_constants(&tirc_ir::subst::substitute(&l.extent, &bind));
+                if let Some(x) = n.as_int().filter(|x| *x < 1 && empty.is_none()) {
+                    let given: Vec<String> = values
+                        .iter()
+                        .filter(|(v, _)| l.extent.uses(v))
+                        .map(|(v, x)| format!("{} = {x}", v.name()))
+                        .collect();
+                    let msg = format!(
+                        "with {} loop `{}` runs {x} times: its extent `{}` must be at least 1",
+                        given.join(", "),
+                        l.var.name(),
+                        tirc_ir::printer::print_expr(&l.extent)
+                    );
+                    let d = match l.span {
+                        Some(sp) => Diagnostic::at(sp, msg),
+                        None => Diagnostic::new(msg),
+                    };
+                    empty = Some(d.help("give sizes that leave every loop of the function at least one iteration"));
+                }
+            }
+        });
+        if let Some(d) = empty {
+            return Err(if d.span.is_some() { d } else { at(d) });
+        }
         let specialized = self.original.specialize(&values);
         check_bound(&specialized).map_err(|m| at(Diagnostic::new(m)))?;
         self.original = specialized;

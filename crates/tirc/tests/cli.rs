@@ -454,6 +454,23 @@ fn sizes_that_empty_a_buffer_are_named() {
     }
 }
 
+/// Sizes that leave a loop of the function with no iteration (`range(n -
+/// 1)` at n = 1, its buffers not empty) are named at the loop, as
+/// `--specialize` refuses them, not an internal error of a launch of extent
+/// 0.
+#[test]
+fn sizes_that_empty_a_loop_are_named() {
+    let f = "tests/data/sizes/empty_loop.tir";
+    let o = tirc(&["run", f, "--target", "sim", "-D", "n=1"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("with n = 1 loop `i` runs 0 times") && e.contains("empty_loop.tir:9:"), "{e}");
+    assert!(!e.contains("internal error"), "{e}");
+    let o = tirc(&["run", f, "--target", "sim", "-D", "n=2"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("check: ok"), "{}", stdout(&o));
+}
+
 /// A reader that stops early (`tirc lower ... | head`) ends tirc quietly,
 /// by SIGPIPE, not with a panic at the next print.
 #[cfg(unix)]
