@@ -214,6 +214,30 @@ def f(C: T.Buffer((2,), "int32")):
     assert_eq!(values(&args[0]), vec![1073741823.0, -1073741824.0]);
 }
 
+/// The magnitude of the lowest value of a signed type is that value, as C's
+/// `abs` computes it on the GPU (it was the largest value on the
+/// simulator, which then agreed with a wrong reference).
+#[test]
+fn the_magnitude_of_the_lowest_integer_wraps() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((3,), "int32"), B: T.Buffer((3,), "int32"), C: T.Buffer((2,), "int8"), D: T.Buffer((2,), "int8")):
+    for i in range(3):
+        B[i] = T.abs(A[i])
+    for i in range(2):
+        D[i] = T.abs(C[i])
+"#;
+    let mut args = [
+        HostData::I32(vec![i32::MIN, -5, 7]),
+        HostData::I32(vec![0; 3]),
+        HostData::I8(vec![-128, -127]),
+        HostData::I8(vec![0; 2]),
+    ];
+    sim(src, &mut args).unwrap();
+    assert_eq!(values(&args[1]), vec![f64::from(i32::MIN), 5.0, 7.0]);
+    assert_eq!(values(&args[3]), vec![-128.0, 127.0]);
+}
+
 #[test]
 fn float32_arithmetic_rounds_every_operation() {
     // 1 + 2^-30 is 1 in float32: the sum below loses the small term at

@@ -387,22 +387,27 @@ impl Analyzer {
 
     fn sum_to_expr(&self, s: &Sum) -> Expr {
         let mut out: Option<Expr> = None;
+        // A negative number is subtracted as its magnitude, but for the
+        // lowest int32, whose magnitude is no int32 (the literal 2147483648
+        // would make the C sum 64-bit where the program's wraps in 32).
+        let negated = |c: i64| c < 0 && c > i64::from(i32::MIN);
         for (c, t) in &s.terms {
             let mag = c.wrapping_abs();
             let term = if mag == 1 { t.clone() } else { Expr::binary(BinOp::Mul, t.clone(), Expr::int(mag)) };
             out = Some(match out {
                 None if *c < 0 => Expr::binary(BinOp::Mul, t.clone(), Expr::int(*c)),
                 None => term,
-                Some(acc) if *c < 0 => Expr::binary(BinOp::Sub, acc, term),
+                Some(acc) if negated(*c) => Expr::binary(BinOp::Sub, acc, term),
+                Some(acc) if *c < 0 => {
+                    Expr::binary(BinOp::Add, acc, Expr::binary(BinOp::Mul, t.clone(), Expr::int(*c)))
+                }
                 Some(acc) => Expr::binary(BinOp::Add, acc, term),
             });
         }
         match out {
             None => Expr::int(s.constant),
             Some(acc) if s.constant > 0 => Expr::binary(BinOp::Add, acc, Expr::int(s.constant)),
-            Some(acc) if s.constant < 0 && s.constant != i64::MIN => {
-                Expr::binary(BinOp::Sub, acc, Expr::int(-s.constant))
-            }
+            Some(acc) if negated(s.constant) => Expr::binary(BinOp::Sub, acc, Expr::int(-s.constant)),
             Some(acc) if s.constant < 0 => Expr::binary(BinOp::Add, acc, Expr::int(s.constant)),
             Some(acc) => acc,
         }
@@ -619,6 +624,11 @@ mod tests {
         let wraps =
             Expr::binary(BinOp::FloorDiv, u + Expr::Int(4294967295, DType::UInt(32)), Expr::Int(2, DType::UInt(32)));
         assert_eq!(show(&wraps), tirc_ir::printer::print_expr(&wraps));
+        // The lowest int32 is added, not subtracted as 2147483648, which
+        // is no int32 (C would compute the sum in 64 bits).
+        let lowest = Expr::int(i64::from(i32::MIN));
+        assert_eq!(show(&(x.clone() + lowest.clone())), "x + (-2147483648)");
+        assert_eq!(show(&(Expr::var(&Var::new("y", DType::I32)) + x.clone() * lowest)), "y + x * (-2147483648)");
     }
 
     /// `by * 64 + ty * 8 + i < m` for all threads and loop iterations is

@@ -600,7 +600,13 @@ impl Compiler {
             },
             Expr::Call(Intrinsic::Likely | Intrinsic::CpAsync, args) => self.expr(&args[0]),
             Expr::Call(Intrinsic::Abs | Intrinsic::Fabs, args) if args[0].dtype().is_int() => {
-                I(IExpr::Abs(bx(self.expr(&args[0]).int())))
+                // The magnitude wraps in the argument's type, as C's `abs`
+                // does: abs(INT32_MIN) is INT32_MIN, abs(-128i8) is -128.
+                let abs = IExpr::Abs(bx(self.expr(&args[0]).int()));
+                match args[0].dtype() {
+                    t @ (DType::Int(8 | 16 | 32) | DType::UInt(_)) => I(IExpr::Wrap(bx(abs), t)),
+                    _ => I(abs),
+                }
             }
             Expr::Call(i, args) => {
                 // A float intrinsic's result has its argument's type; one of

@@ -352,6 +352,31 @@ impl FuncResolver<'_> {
             return Ok(e);
         }
         if is_literal(&e) {
+            // A literal of an integer type holds a value of that type (TVM
+            // refuses others too): stored as written, C would wrap what the
+            // simulator would hold at the type's limit.
+            if let Some((lo, hi)) = int_range(t) {
+                let v = match e {
+                    Expr::Int(v, _) => Some(v as f64),
+                    Expr::Float(v, _) if v.fract() == 0.0 => Some(v),
+                    _ => None,
+                };
+                match v {
+                    Some(v) if v >= lo as f64 && v <= hi as f64 => {}
+                    _ => {
+                        let shown = match e {
+                            Expr::Int(v, _) => v.to_string(),
+                            Expr::Float(v, _) => format!("{v:?}"),
+                            _ => String::new(),
+                        };
+                        return Err(Diagnostic::at(
+                            span,
+                            format!("the literal {shown} is no {t} value: {t} holds {lo} to {hi}"),
+                        )
+                        .help(format!("write a value of {t}, or convert a wider value with `T.Cast(\"{t}\", ...)`")));
+                    }
+                }
+            }
             return Ok(retype(e, t));
         }
         // A signed integer widens to a wider one, every value kept: tirc
@@ -589,6 +614,16 @@ pub(crate) fn integer(x: Expr, span: Span, what: &str) -> R<Expr> {
 
 pub(crate) fn is_literal(e: &Expr) -> bool {
     matches!(e, Expr::Int(..) | Expr::Float(..))
+}
+
+/// The values of an integer type (not bool), lowest and highest.
+fn int_range(t: DType) -> Option<(i64, i64)> {
+    match t {
+        DType::Int(b @ 8..=64) => Some((i64::MIN >> (64 - b), i64::MAX >> (64 - b))),
+        DType::UInt(b @ 8..=32) => Some((0, (1i64 << b) - 1)),
+        DType::UInt(64) => Some((0, i64::MAX)),
+        _ => None,
+    }
 }
 
 /// A literal of another type with the same value.
