@@ -19,7 +19,7 @@ extern "C" __global__ void __launch_bounds__(256) argmax_topi_kernel(const float
   int argmax_acc0[1];
   float argmax_acc1[1];
   argmax_acc0[0] = (-1);
-  argmax_acc1[0] = (-3.4028234663852886e38f);
+  argmax_acc1[0] = (-3.4028235e38f);
   for (int k_0 = 0; k_0 < 125; ++k_0) {
     int argmax_in_v0 = (argmax_acc1[0] > floorf(X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] * 2.0f) || argmax_acc1[0] == floorf(X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] * 2.0f) && argmax_acc0[0] < k_0 * 256 + ((int)(threadIdx.x)) ? argmax_acc0[0] : k_0 * 256 + ((int)(threadIdx.x)));
     float argmax_in_v1 = (argmax_acc1[0] > floorf(X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] * 2.0f) || argmax_acc1[0] == floorf(X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] * 2.0f) && argmax_acc0[0] < k_0 * 256 + ((int)(threadIdx.x)) ? argmax_acc1[0] : floorf(X[((int)(blockIdx.x)) * 32000 + k_0 * 256 + ((int)(threadIdx.x))] * 2.0f));
@@ -87,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256) argmax_topi_kernel(const float
   __syncthreads();
   if (((int)(threadIdx.x)) == 0) {
     idx_local[0] = (-1);
-    val_local[0] = (-3.4028234663852886e38f);
+    val_local[0] = (-3.4028235e38f);
     int argmax_w_v0 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? idx_local[0] : argmax_red0[0]);
     float argmax_w_v1 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? val_local[0] : argmax_red1[0]);
     idx_local[0] = argmax_w_v0;

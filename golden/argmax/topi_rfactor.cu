@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(128) argmax_topi_kernel(const float
   __shared__ __align__(16) int argmax_red0[128];
   __shared__ __align__(16) float argmax_red1[128];
   idx_rf_local[0] = (-1);
-  val_rf_local[0] = (-3.4028234663852886e38f);
+  val_rf_local[0] = (-3.4028235e38f);
   for (int k_0_rf = 0; k_0_rf < 250; ++k_0_rf) {
     int argmax_rf_v0 = (val_rf_local[0] > floorf(X[((int)(blockIdx.x)) * 32000 + k_0_rf * 128 + ((int)(threadIdx.x))] * 2.0f) || val_rf_local[0] == floorf(X[((int)(blockIdx.x)) * 32000 + k_0_rf * 128 + ((int)(threadIdx.x))] * 2.0f) && idx_rf_local[0] < k_0_rf * 128 + ((int)(threadIdx.x)) ? idx_rf_local[0] : k_0_rf * 128 + ((int)(threadIdx.x)));
     float argmax_rf_v1 = (val_rf_local[0] > floorf(X[((int)(blockIdx.x)) * 32000 + k_0_rf * 128 + ((int)(threadIdx.x))] * 2.0f) || val_rf_local[0] == floorf(X[((int)(blockIdx.x)) * 32000 + k_0_rf * 128 + ((int)(threadIdx.x))] * 2.0f) && idx_rf_local[0] < k_0_rf * 128 + ((int)(threadIdx.x)) ? val_rf_local[0] : floorf(X[((int)(blockIdx.x)) * 32000 + k_0_rf * 128 + ((int)(threadIdx.x))] * 2.0f));
@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(128) argmax_topi_kernel(const float
   int argmax_acc0[1];
   float argmax_acc1[1];
   argmax_acc0[0] = (-1);
-  argmax_acc1[0] = (-3.4028234663852886e38f);
+  argmax_acc1[0] = (-3.4028235e38f);
   int argmax_in_v0 = (argmax_acc1[0] > val_rf_local[0] || argmax_acc1[0] == val_rf_local[0] && argmax_acc0[0] < idx_rf_local[0] ? argmax_acc0[0] : idx_rf_local[0]);
   float argmax_in_v1 = (argmax_acc1[0] > val_rf_local[0] || argmax_acc1[0] == val_rf_local[0] && argmax_acc0[0] < idx_rf_local[0] ? argmax_acc1[0] : val_rf_local[0]);
   argmax_acc0[0] = argmax_in_v0;
@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(128) argmax_topi_kernel(const float
   __syncthreads();
   if (((int)(threadIdx.x)) == 0) {
     idx_local[0] = (-1);
-    val_local[0] = (-3.4028234663852886e38f);
+    val_local[0] = (-3.4028235e38f);
     int argmax_w_v0 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? idx_local[0] : argmax_red0[0]);
     float argmax_w_v1 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? val_local[0] : argmax_red1[0]);
     idx_local[0] = argmax_w_v0;

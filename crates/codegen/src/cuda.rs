@@ -865,6 +865,17 @@ fn float_lit(v: f64, t: DType) -> String {
         return format!("(({narrow}){})", float_lit(v, DType::F32));
     }
     let f32_ = t == DType::F32;
+    // A float32 literal is its float32 value (`1e-46` is 0, `1e39` is
+    // infinite): C reads a decimal past float's range as an error, and a
+    // subnormal one exactly by its bits.
+    let v = if f32_ { f64::from(v as f32) } else { v };
+    if f32_ && v != 0.0 && v.abs() < f64::from(f32::MIN_POSITIVE) {
+        let s = format!("__int_as_float(0x{:08x})", (v as f32).to_bits());
+        return s;
+    }
+    if !f32_ && v != 0.0 && v.abs() < f64::MIN_POSITIVE {
+        return format!("__longlong_as_double(0x{:016x}LL)", v.to_bits());
+    }
     if v.is_nan() {
         return if f32_ {
             "__int_as_float(0x7fc00000)".into()
@@ -876,14 +887,14 @@ fn float_lit(v: f64, t: DType) -> String {
         let s = if f32_ { "__int_as_float(0x7f800000)" } else { "__longlong_as_double(0x7ff0000000000000LL)" };
         return if v > 0.0 { s.into() } else { format!("(-{s})") };
     }
-    let mut s = format!("{v:?}");
+    let mut s = if f32_ { format!("{:?}", v as f32) } else { format!("{v:?}") };
     if !s.contains(['.', 'e', 'E']) {
         s.push_str(".0");
     }
     if f32_ {
         s.push('f');
     }
-    if v < 0.0 {
+    if v.is_sign_negative() {
         format!("({s})")
     } else {
         s
