@@ -159,14 +159,36 @@ impl FuncResolver<'_> {
         if items.is_empty() {
             return Ok(());
         }
-        let dims: Vec<i64> = shape.iter().filter_map(|d| d.as_int()).collect();
-        let compact: Vec<i64> = (0..dims.len()).map(|d| dims[d + 1..].iter().product()).collect();
+        // Each stride as a product: its constant and its run-time sizes,
+        // so that `n * 4` and `4 * n` are one stride.
+        fn product(e: &Expr) -> Option<(i64, Vec<String>)> {
+            match e {
+                Expr::Int(v, _) => Some((*v, vec![])),
+                Expr::Var(v) => Some((1, vec![v.name().to_string()])),
+                Expr::Binary(crate::BinOp::Mul, a, b) => {
+                    let ((x, mut u), (y, w)) = (product(a)?, product(b)?);
+                    u.extend(w);
+                    u.sort();
+                    Some((x.checked_mul(y)?, u))
+                }
+                _ => None,
+            }
+        }
+        let compact: Vec<Expr> = (0..shape.len())
+            .map(|d| {
+                shape[d + 1..].iter().fold(Expr::int(1), |acc, x| match acc.as_int() {
+                    Some(1) => x.clone(),
+                    _ => Expr::folded(crate::BinOp::Mul, acc, x.clone()),
+                })
+            })
+            .collect();
         let mut given = Vec::new();
         for it in &items {
-            given.push(self.expr(it)?.as_int());
+            given.push(self.expr(it)?);
         }
-        if given.len() != compact.len() || given.iter().zip(&compact).any(|(g, c)| *g != Some(*c)) {
-            let want: Vec<String> = compact.iter().map(|c| c.to_string()).collect();
+        let same = |g: &Expr, c: &Expr| matches!((product(g), product(c)), (Some(x), Some(y)) if x == y);
+        if given.len() != compact.len() || given.iter().zip(&compact).any(|(g, c)| !same(g, c)) {
+            let want: Vec<String> = compact.iter().map(crate::printer::print_expr).collect();
             return Err(Diagnostic::at(e.span, "tirc supports compact row-major buffers only")
                 .help(format!("the strides of this shape are ({}), or leave `strides=` out", want.join(", "))));
         }
