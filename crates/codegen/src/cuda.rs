@@ -841,6 +841,62 @@ fn fragment_type(b: &Buffer, body: &Stmt) -> Result<&'static str, Diagnostic> {
     }
 }
 
+/// A warp tile that `ldmatrix` fills and `mma_sync` reads is loaded as
+/// the product takes it: the ldmatrix of a transposed operand (`_trans`)
+/// feeds a product of that operand transposed (`trans_a`, `trans_b`), a
+/// plain one a plain product. The instruction that loads picks its lanes'
+/// elements by the ldmatrix's flag and the product's flag only says, on
+/// the simulator, how to read the tile: where they disagree the GPU
+/// multiplies the transpose of what the simulator does.
+fn warp_operand_layout(b: &Buffer, body: &Stmt) -> Result<(), Diagnostic> {
+    let (mut loads, mut uses) = (Vec::new(), Vec::new());
+    body.walk(&mut |s| {
+        if let Stmt::Wmma(w) = s {
+            match w.op {
+                WmmaOp::LdMatrix { b: is_b, trans } if w.tiles[0].buffer == *b => loads.push((is_b, trans)),
+                WmmaOp::MmaSync { trans_a, trans_b } => {
+                    if w.tiles[1].buffer == *b {
+                        uses.push((false, trans_a));
+                    }
+                    if w.tiles[2].buffer == *b {
+                        uses.push((true, trans_b));
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    let name =
+        |is_b: bool, trans: bool| format!("{}{}", if is_b { "B" } else { "A" }, if trans { " transposed" } else { "" });
+    for &(lb, lt) in &loads {
+        if let Some(&(ub, ut)) = uses.iter().find(|&&(ub, ut)| (ub, ut) != (lb, lt)) {
+            return Err(Diagnostic::new(format!(
+                "warp tile `{}` is loaded by ldmatrix as operand {} but multiplied by mma_sync as operand {}: the GPU would multiply another element than the simulator",
+                b.name(),
+                name(lb, lt),
+                name(ub, ut)
+            ))
+            .help("tensorize the copy with the ldmatrix intrinsic of the product's layout (`_trans` for a transposed operand, the plain one otherwise)"));
+        }
+    }
+    Ok(())
+}
+
+/// `wmma.load` and `wmma.store` take rows a multiple of 16 bytes apart (8
+/// halves, 4 floats); others fault on the GPU (misaligned address), which
+/// the simulator does not see.
+fn wmma_row_stride(t: &Tile) -> Result<(), Diagnostic> {
+    let per = 16 / t.buffer.dtype().bytes().max(1) as i64;
+    match t.ldm.as_ref().and_then(|l| l.as_int()) {
+        Some(l) if l % per != 0 => Err(Diagnostic::new(format!(
+            "wmma loads and stores rows 16 bytes apart or a multiple of it, but the rows of `{}` are {l} elements apart, not a multiple of {per}",
+            t.buffer.name()
+        ))
+        .help(format!("give the tile rows of a multiple of {per} elements (storage_align with an offset that is a multiple of {per})"))),
+        _ => Ok(()),
+    }
+}
+
 /// The C type of a warp buffer's registers and the elements in each:
 /// float32 as `float`, float16 two to an `unsigned`.
 fn warp_type(b: &Buffer) -> Result<(&'static str, i64), Diagnostic> {
@@ -1554,6 +1610,7 @@ impl Gen {
                     // halves packed two to a register.
                     Scope::Warp => {
                         let (ty, per) = warp_type(buffer)?;
+                        warp_operand_layout(buffer, body)?;
                         let lanes = tirc_ir::wmma::LANES;
                         self.line(ind, &format!("{ty} {n}[{}];", (size + lanes * per - 1) / (lanes * per)));
                     }
@@ -1733,6 +1790,7 @@ impl Gen {
                 format!("tirc_wmma_fill({c}, {v});")
             }
             WmmaOp::Load { .. } => {
+                wmma_row_stride(&w.tiles[1])?;
                 let f = frag(self, &w.tiles[0])?;
                 let (p, ldm) = mem(self, &w.tiles[1])?;
                 let which = if w.tiles[0].buffer.scope() == Scope::WmmaMatrixA { "a" } else { "b" };
@@ -1746,6 +1804,7 @@ impl Gen {
                 format!("tirc_wmma_mma{bt}({c}, {a}, {b});")
             }
             WmmaOp::Store => {
+                wmma_row_stride(&w.tiles[0])?;
                 let (p, ldm) = mem(self, &w.tiles[0])?;
                 let f = frag(self, &w.tiles[1])?;
                 let space = if w.tiles[0].buffer.scope() == Scope::Shared { "_shared" } else { "" };
