@@ -359,12 +359,28 @@ fn launcher(
                 k.name
             );
         }
-        // A grid of run-time sizes is checked against CUDA's limits.
-        for e in g.iter().skip(1) {
-            if e.parse::<i64>().is_err() {
-                s += &format!("  if (({e}) > 65535) {{ err = cudaErrorInvalidConfiguration; goto done; }}\n");
-            }
-        }
+        // A grid of run-time sizes is computed in 64 bits (`(m * n + 255) /
+        // 256` passes int's range near 2^31 elements) from copies of the
+        // sizes as `long long`, and checked against CUDA's limits.
+        let dynamic_grid = g.iter().any(|e| e.parse::<i64>().is_err());
+        let g: Vec<String> = if dynamic_grid {
+            let copies: Vec<String> =
+                sizes.iter().map(|(n, _)| format!("const long long tirc_size_{n} = {n};")).collect();
+            let wide: Vec<String> =
+                sizes.iter().map(|(n, _)| format!("const long long {n} = tirc_size_{n}; (void){n};")).collect();
+            s += &format!(
+                "  {{\n    long long tirc_grid[3];\n    {{\n      {}\n      {{\n        {}\n        tirc_grid[0] = {}; tirc_grid[1] = {}; tirc_grid[2] = {};\n      }}\n    }}\n",
+                copies.join(" "),
+                wide.join(" "),
+                g[0],
+                g[1],
+                g[2]
+            );
+            s += "    if (tirc_grid[0] < 1 || tirc_grid[0] > 2147483647LL || tirc_grid[1] < 1 || tirc_grid[1] > 65535 || tirc_grid[2] < 1 || tirc_grid[2] > 65535) { err = cudaErrorInvalidConfiguration; goto done; }\n";
+            (0..3).map(|d| format!("(unsigned)tirc_grid[{d}]")).collect()
+        } else {
+            g.to_vec()
+        };
         let call: Vec<&str> = args
             .iter()
             .chain(intermediates)
@@ -374,7 +390,7 @@ fn launcher(
             .chain(k.scalars.iter().map(|(n, _)| n.as_str()))
             .collect();
         s += &format!(
-            "  {}<<<dim3({}, {}, {}), dim3({}, {}, {}), {dynamic}, stream>>>({});\n  if ((err = cudaGetLastError()) != cudaSuccess) goto done;\n",
+            "  {}<<<dim3({}, {}, {}), dim3({}, {}, {}), {dynamic}, stream>>>({});\n  if ((err = cudaGetLastError()) != cudaSuccess) goto done;\n{}",
             k.name,
             g[0],
             g[1],
@@ -382,7 +398,8 @@ fn launcher(
             b[0],
             b[1],
             b[2],
-            call.join(", ")
+            call.join(", "),
+            if dynamic_grid { "  }\n" } else { "" }
         );
     }
     s += "done:\n";

@@ -134,8 +134,14 @@ fn a_run_time_size_is_an_argument_of_the_launcher() {
         source.contains("if (m < 1 || m > 1073741824 || (size_t)(((long long)m)) * (size_t)(4096) > 2147483647ull"),
         "{source}"
     );
+    // The grid is computed in 64 bits from copies of the sizes, then
+    // checked against CUDA's limits (in int, `(m * n + 255) / 256` passed
+    // 2^31 near buffers of that many elements).
+    assert!(source.contains("const long long m = tirc_size_m; (void)m;"), "{source}");
+    assert!(source.contains("tirc_grid[0] = 64; tirc_grid[1] = (m + 63) / 64; tirc_grid[2] = 1;"), "{source}");
+    assert!(source.contains("tirc_grid[1] < 1 || tirc_grid[1] > 65535"), "{source}");
     assert!(
-        source.contains("matmul_kernel<<<dim3(64, (m + 63) / 64, 1), dim3(16, 8, 1), 0, stream>>>(A, B, C, m);"),
+        source.contains("matmul_kernel<<<dim3((unsigned)tirc_grid[0], (unsigned)tirc_grid[1], (unsigned)tirc_grid[2]), dim3(16, 8, 1), 0, stream>>>(A, B, C, m);"),
         "{source}"
     );
     let j = json(&dir);
