@@ -926,8 +926,7 @@ fn float_lit(v: f64, t: DType) -> String {
     // subnormal one exactly by its bits.
     let v = if f32_ { f64::from(v as f32) } else { v };
     if f32_ && v != 0.0 && v.abs() < f64::from(f32::MIN_POSITIVE) {
-        let s = format!("__int_as_float(0x{:08x})", (v as f32).to_bits());
-        return s;
+        return format!("__int_as_float(0x{:08x})", (v as f32).to_bits());
     }
     if !f32_ && v != 0.0 && v.abs() < f64::MIN_POSITIVE {
         return format!("__longlong_as_double(0x{:016x}LL)", v.to_bits());

@@ -227,3 +227,33 @@ pub fn loop_starts(root: &Stmt) -> Vec<(Var, i64)> {
     });
     out
 }
+
+/// Runs block `r` by its loops `loops` (variable, start, extent; the loops
+/// around it that its bindings and predicate use, or all of them): `f`
+/// gets, once per iteration, the values of its iteration variables and
+/// whether its predicate holds. `None` where there are more than `limit`
+/// iterations, a value is not computed, or `f` gives `None`.
+pub fn run_block_iterations(
+    r: &BlockRealize,
+    loops: &[(Var, i64, i64)],
+    limit: i64,
+    f: &mut dyn FnMut(&[i64], bool) -> Option<()>,
+) -> Option<()> {
+    use crate::arith::eval;
+    let total = loops.iter().try_fold(1i64, |a, l| a.checked_mul(l.2.max(0))).filter(|t| *t <= limit)?;
+    let mut at = vec![0i64; loops.len()];
+    for _ in 0..total {
+        let loop_value = |v: &Var| loops.iter().zip(&at).find(|(l, _)| l.0 == *v).map(|(l, k)| l.1 + k);
+        let vals: Vec<i64> = r.iter_values.iter().map(|e| eval(e, &loop_value)).collect::<Option<_>>()?;
+        let on = eval(&r.predicate, &loop_value)? != 0;
+        f(&vals, on)?;
+        for d in (0..at.len()).rev() {
+            at[d] += 1;
+            if at[d] < loops[d].2 {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+    Some(())
+}

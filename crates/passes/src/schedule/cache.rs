@@ -430,7 +430,6 @@ fn written_points(root: &Stmt, r: &BlockRealize, buf: &Buffer) -> Option<std::co
         .into_iter()
         .map(|l| Some((l.var.clone(), l.min.as_int()?, l.extent.as_int()?)))
         .collect::<Option<_>>()?;
-    let total = loops.iter().try_fold(1i64, |a, l| a.checked_mul(l.2)).filter(|t| *t <= 1 << 20)?;
     let mut stores: Vec<Vec<Expr>> = Vec::new();
     let mut plain = true;
     for s in r.block.init.iter().chain(std::iter::once(&r.block.body)) {
@@ -444,24 +443,15 @@ fn written_points(root: &Stmt, r: &BlockRealize, buf: &Buffer) -> Option<std::co
         return None;
     }
     let mut seen = std::collections::HashSet::new();
-    let mut at = vec![0i64; loops.len()];
-    for _ in 0..total {
-        let loop_value = |v: &Var| loops.iter().zip(&at).find(|(l, _)| l.0 == *v).map(|(l, k)| l.1 + k);
-        let vals: Vec<i64> = r.iter_values.iter().map(|e| eval(e, &loop_value)).collect::<Option<_>>()?;
+    crate::common::tree::run_block_iterations(r, &loops, 1 << 20, &mut |vals, on| {
         let var_value = |v: &Var| r.block.iter_vars.iter().position(|iv| iv.var == *v).map(|k| vals[k]);
-        if eval(&r.predicate, &loop_value)? != 0 {
+        if on {
             for idx in &stores {
                 seen.insert(idx.iter().map(|e| eval(e, &var_value)).collect::<Option<Vec<i64>>>()?);
             }
         }
-        for d in (0..at.len()).rev() {
-            at[d] += 1;
-            if at[d] < loops[d].2 {
-                break;
-            }
-            at[d] = 0;
-        }
-    }
+        Some(())
+    })?;
     Some(seen)
 }
 

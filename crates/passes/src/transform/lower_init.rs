@@ -14,8 +14,9 @@
 //! would then never run: refused (where the loops are constants it is
 //! checked by running them; the hoisted init above has no such limit).
 
-use crate::arith::{all_of, eval};
+use crate::arith::all_of;
 use crate::common::reduction::decompose;
+use crate::common::tree::run_block_iterations;
 use std::collections::HashMap;
 use tirc_ir::{BinOp, BlockRealize, Diagnostic, Expr, For, IterKind, PrimFunc, Stmt, Var};
 
@@ -85,38 +86,25 @@ fn init_skipped(r: &BlockRealize, path: &[&For]) -> Option<String> {
     if reduce.is_empty() || !reduce.iter().any(|&i| used.iter().any(|v| values[i].uses(v) && predicate.uses(v))) {
         return None;
     }
-    let mut ranges = Vec::new();
-    let mut steps: i64 = 1;
-    for v in &used {
-        let l = path.iter().find(|l| &l.var == v)?;
-        let (lo, n) = (l.min.as_int()?, l.extent.as_int()?);
-        steps = steps.saturating_mul(n.max(0));
-        ranges.push((lo, n));
-    }
-    if steps > 1 << 18 {
-        return None;
-    }
+    let loops: Vec<(Var, i64, i64)> = used
+        .iter()
+        .map(|v| {
+            let l = path.iter().find(|l| &l.var == v)?;
+            Some((v.clone(), l.min.as_int()?, l.extent.as_int()?))
+        })
+        .collect::<Option<_>>()?;
     let starts: Vec<i64> = reduce.iter().map(|&i| block.iter_vars[i].dom.min.as_int()).collect::<Option<_>>()?;
     // Per element (the spatial variables' values): the first step that runs
     // the update, and whether the init's step runs.
     let mut seen: HashMap<Vec<i64>, (Vec<i64>, bool)> = HashMap::new();
-    let mut at = vec![0i64; used.len()];
-    for step in 0..steps {
-        let mut k = step;
-        for (d, (lo, n)) in ranges.iter().enumerate().rev() {
-            at[d] = lo + k % n;
-            k /= n;
+    run_block_iterations(r, &loops, 1 << 18, &mut |ivs, on| {
+        if on {
+            let first = reduce.iter().zip(&starts).all(|(&i, s)| ivs[i] == *s);
+            let element: Vec<i64> = (0..ivs.len()).filter(|i| !reduce.contains(i)).map(|i| ivs[i]).collect();
+            seen.entry(element).or_insert_with(|| (ivs.to_vec(), false)).1 |= first;
         }
-        let value = |v: &Var| used.iter().position(|u| u == v).map(|d| at[d]);
-        let ivs: Vec<i64> = values.iter().map(|e| eval(e, &value)).collect::<Option<_>>()?;
-        if eval(predicate, &value)? == 0 {
-            continue;
-        }
-        let first = reduce.iter().zip(&starts).all(|(&i, s)| ivs[i] == *s);
-        let element: Vec<i64> = (0..ivs.len()).filter(|i| !reduce.contains(i)).map(|i| ivs[i]).collect();
-        let entry = seen.entry(element).or_insert_with(|| (ivs.clone(), false));
-        entry.1 |= first;
-    }
+        Some(())
+    })?;
     let mut missed: Vec<&Vec<i64>> = seen.values().filter(|(_, init)| !init).map(|(s, _)| s).collect();
     missed.sort();
     let ivs = missed.first()?;
