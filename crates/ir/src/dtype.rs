@@ -100,6 +100,20 @@ impl DType {
         matches!(self, DType::Float(_) | DType::BFloat16)
     }
 
+    /// Half the distance from 1 to the next value of the type (2^-11 for
+    /// float16, 2^-8 for bfloat16, 2^-24 for float32): the relative error
+    /// of one rounding. None for a type that does not round (integers).
+    pub fn unit_roundoff(self) -> Option<f64> {
+        let mantissa = match self {
+            DType::Float(16) => 10,
+            DType::BFloat16 => 7,
+            DType::Float(32) => 23,
+            DType::Float(64) => 52,
+            _ => return None,
+        };
+        Some(0.5f64.powi(mantissa + 1))
+    }
+
     pub fn is_int(self) -> bool {
         matches!(self, DType::Int(_) | DType::UInt(_))
     }

@@ -130,9 +130,13 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
 /// (float16's 10 bits of mantissa).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
     let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();
+    let mut accumulations = 0.0f64;
     f.body.walk(&mut |s| {
         match s {
-            Stmt::Block(r) => types.extend(r.block.alloc_buffers.iter().map(|b| b.dtype())),
+            Stmt::Block(r) => {
+                types.extend(r.block.alloc_buffers.iter().map(|b| b.dtype()));
+                accumulations = accumulations.max(accumulation_error(&r.block));
+            }
             Stmt::Allocate { buffer, .. } => types.push(buffer.dtype()),
             Stmt::Wmma(w) if w.is_tf32() => types.push(tirc_ir::DType::F16),
             _ => {}
@@ -147,7 +151,26 @@ pub fn default_tolerance(f: &PrimFunc) -> f64 {
     });
     // Integer types are exact (0), float64 is the reference's own (1e-9):
     // the loosest float type present sets the bar.
-    types.iter().filter_map(|t| t.info()).map(|i| i.tolerance).fold(0.0, f64::max)
+    types.iter().filter_map(|t| t.info()).map(|i| i.tolerance).fold(accumulations, f64::max)
+}
+
+/// The error a reduction block accumulates in its own type: a sum of n
+/// random terms rounded at every step is off by about sqrt(n) roundings
+/// relative to its size (the errors, like the terms, add up as a random
+/// walk). It matters for narrow types only: float16 over 10 000 terms
+/// (0.049) is past float16's own 1e-2, float32 over a million (6e-5) is
+/// not past 1e-4. 0 for a block that is not a reduction, or whose length
+/// is not a constant.
+fn accumulation_error(block: &tirc_ir::Block) -> f64 {
+    let reduce = block.iter_vars.iter().filter(|v| v.kind == tirc_ir::IterKind::Reduce);
+    let Some(n) = reduce.map(|v| v.dom.extent.as_int()).try_fold(1i64, |n, e| e.map(|e| n.saturating_mul(e))) else {
+        return 0.0;
+    };
+    if n <= 1 {
+        return 0.0;
+    }
+    let roundoff = block.writes.iter().filter_map(|w| w.buffer.dtype().unit_roundoff()).fold(0.0, f64::max);
+    (n as f64).sqrt() * roundoff
 }
 
 /// Float inputs widened to float64 for the reference.

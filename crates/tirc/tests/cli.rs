@@ -577,3 +577,24 @@ fn a_tolerance_must_be_a_number_at_least_zero() {
         assert!(stderr(&o).contains("is not a tolerance"), "{}", stderr(&o));
     }
 }
+
+/// A long reduction in float16 is checked against a tolerance that grows
+/// with its length (about sqrt(N) roundings), not float16's fixed 1e-2,
+/// which its own honest rounding passes at N = 10000; a short one keeps
+/// float16's.
+#[test]
+fn the_tolerance_grows_with_a_narrow_accumulation() {
+    let run = |n: &str| {
+        let d = format!("N={n}");
+        let o =
+            tirc(&["run", "tests/data/sizes/f16_long_sum.tir", "-s", "rows", "-D", &d, "--target", "sim", "--json"]);
+        assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("\"status\": \"ok\""), "{out}");
+        let field = out.split("\"tolerance\": ").nth(1).and_then(|t| t.split(',').next()).expect("a tolerance");
+        field.parse::<f64>().expect("a number")
+    };
+    let long = run("10000");
+    assert!((long - 100.0 * 0.5f64.powi(11)).abs() < 1e-12, "tolerance {long}");
+    assert_eq!(run("100"), 1e-2);
+}

@@ -65,6 +65,9 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub warmup: usize,
     /// Largest relative error ‖out−ref‖/‖ref‖ accepted (a number at least 0).
+    /// Default: the narrowest float type's (float32 1e-4, float16 1e-2,
+    /// bfloat16 5e-2), grown to sqrt(n) roundings for a reduction of n
+    /// terms accumulated in a narrow type.
     #[arg(long, value_parser = parse_tolerance)]
     pub tolerance: Option<f64>,
     /// Use the best parameters `tirc tune` recorded for this schedule, file
@@ -132,6 +135,9 @@ struct Outcome {
     target: &'static str,
     why: String,
     stats: ErrorStats,
+    /// The relative error the check allowed (`--tolerance`, or the
+    /// function's own: `Compiled::tolerance`).
+    tolerance: f64,
     ok: bool,
     time_ms: Option<f64>,
     gflops: Option<f64>,
@@ -407,6 +413,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
         target,
         why,
         stats,
+        tolerance: tol,
         ok,
         time_ms,
         // A kernel that does no arithmetic has no GFLOPS to speak of.
@@ -496,6 +503,7 @@ fn outcome_json(a: &Args, c: &Compiled, o: &Outcome) -> String {
         format!("\"status\": \"{status}\""),
         format!("\"rel_err\": {}", num(Some(o.stats.rel_err))),
         format!("\"max_abs_err\": {}", num(Some(o.stats.max_abs_err))),
+        format!("\"tolerance\": {}", num(Some(o.tolerance))),
         format!("\"target\": \"{}\"", o.target),
         format!("\"target_reason\": {}", json_str(&o.why)),
         format!("\"reference\": \"{}\"", o.reference_on),
