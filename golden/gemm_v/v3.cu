@@ -8,8 +8,8 @@ __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { l
 extern "C" __global__ void __launch_bounds__(256) gemm_kernel(const float* __restrict__ A, const float* __restrict__ B, float* C) {
   float C_local[1];
   C_local[0] = C[((int)(blockIdx.x)) * 8192 + ((int)(threadIdx.x)) * 512 + ((int)(blockIdx.y)) * 16 + ((int)(threadIdx.y))];
-  __shared__ __align__(16) float A_shared[256];
-  __shared__ __align__(16) float B_shared[256];
+  __shared__ __align__(16) float A_shared[128];
+  __shared__ __align__(16) float B_shared[128];
   C_local[0] = 0.0f;
   for (int k_0 = 0; k_0 < 256; ++k_0) {
     __syncthreads();

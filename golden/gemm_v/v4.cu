@@ -6,8 +6,8 @@ __device__ __forceinline__ long long tirc_floordiv(long long a, long long b) { l
 __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { long long r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 
 extern "C" __global__ void __launch_bounds__(1024) gemm_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-  __shared__ __align__(16) float A_shared[1024];
-  __shared__ __align__(16) float B_shared[1024];
+  __shared__ __align__(16) float A_shared[128];
+  __shared__ __align__(16) float B_shared[128];
   float C_local[1];
   C_local[0] = 0.0f;
   for (int k_0 = 0; k_0 < 512; ++k_0) {

@@ -32,7 +32,7 @@ template <int N> __device__ __forceinline__ void tirc_cp_async_wait() {
 }
 
 extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-  __shared__ __align__(16) float A_shared[4864];
+  __shared__ __align__(16) float A_shared[4096];
   __shared__ __align__(16) float B_shared[4096];
   float C_local[64];
   #pragma unroll
@@ -45,10 +45,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
   __syncthreads();
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 2; ++ax0_1_ax1_1_fused_0) {
-    #pragma unroll
-    for (int ax0_1_ax1_1_fused_3 = 0; ax0_1_ax1_1_fused_3 < 4; ++ax0_1_ax1_1_fused_3) {
-      tirc_cp_async<4>(A_shared + ax0_1_ax1_1_fused_0 * 1216 + ((int)(threadIdx.y)) * 76 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 16 * 19 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 16, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 262144 + ((int)(threadIdx.y)) * 16384 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) / 16 * 4096 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3) % 16);
-    }
+    tirc_cp_async<16>(A_shared + ax0_1_ax1_1_fused_0 * 1024 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0 * 262144 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 4 * 4096 + ((int)(threadIdx.x)) % 4 * 4);
   }
   #pragma unroll
   for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 2; ++ax0_1_ax1_1_fused_0_1) {
@@ -59,10 +56,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
     __syncthreads();
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 2; ++ax0_1_ax1_1_fused_0_2) {
-      #pragma unroll
-      for (int ax0_1_ax1_1_fused_3_1 = 0; ax0_1_ax1_1_fused_3_1 < 4; ++ax0_1_ax1_1_fused_3_1) {
-        tirc_cp_async<4>(A_shared + k_0 % 2 * 2432 + ax0_1_ax1_1_fused_0_2 * 1216 + ((int)(threadIdx.y)) * 76 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 16 * 19 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 16, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 262144 + ((int)(threadIdx.y)) * 16384 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) / 16 * 4096 + k_0 * 16 + (((int)(threadIdx.x)) * 4 + ax0_1_ax1_1_fused_3_1) % 16);
-      }
+      tirc_cp_async<16>(A_shared + k_0 % 2 * 2048 + ax0_1_ax1_1_fused_0_2 * 1024 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) * 4, A + ((int)(blockIdx.y)) * 524288 + ax0_1_ax1_1_fused_0_2 * 262144 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 4 * 4096 + k_0 * 16 + ((int)(threadIdx.x)) % 4 * 4);
     }
     #pragma unroll
     for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 2; ++ax0_1_ax1_1_fused_0_1_1) {
@@ -72,13 +66,13 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
     tirc_cp_async_wait<1>();
     __syncthreads();
     float B_shared_local[16];
-    float A_shared_local[64];
+    float A_shared_local[16];
     #pragma unroll
     for (int ax0_2 = 0; ax0_2 < 8; ++ax0_2) {
       #pragma unroll
       for (int ax1_2_1 = 0; ax1_2_1 < 4; ++ax1_2_1) {
         if (ax1_2_1 < 1) {
-          A_shared_local[ax0_2 * 4 + ax1_2_1] = A_shared[(k_0 + 1) % 2 * 2432 + ((int)(threadIdx.y)) * 152 + ax0_2 * 19 + ax1_2_1];
+          A_shared_local[ax0_2 + ax1_2_1] = A_shared[(k_0 + 1) % 2 * 2048 + ((int)(threadIdx.y)) * 128 + ax0_2 * 16 + ax1_2_1];
         }
       }
     }
@@ -96,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
         #pragma unroll
         for (int ax1_2_1_1 = 0; ax1_2_1_1 < 4; ++ax1_2_1_1) {
           if (ax1_2_1_1 < 1) {
-            A_shared_local[k_1 % 2 * 32 + ax0_2_1 * 4 + ax1_2_1_1] = A_shared[(k_0 + 1) % 2 * 2432 + ((int)(threadIdx.y)) * 152 + ax0_2_1 * 19 + k_1 + ax1_2_1_1];
+            A_shared_local[k_1 % 2 * 8 + ax0_2_1 + ax1_2_1_1] = A_shared[(k_0 + 1) % 2 * 2048 + ((int)(threadIdx.y)) * 128 + ax0_2_1 * 16 + k_1 + ax1_2_1_1];
           }
         }
       }
@@ -111,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
       for (int i_1_1 = 0; i_1_1 < 8; ++i_1_1) {
         #pragma unroll
         for (int j_1_1 = 0; j_1_1 < 8; ++j_1_1) {
-          C_local[i_1_1 * 8 + j_1_1] = C_local[i_1_1 * 8 + j_1_1] + A_shared_local[(k_1 + 1) % 2 * 32 + i_1_1 * 4] * B_shared_local[(k_1 + 1) % 2 * 8 + j_1_1];
+          C_local[i_1_1 * 8 + j_1_1] = C_local[i_1_1 * 8 + j_1_1] + A_shared_local[(k_1 + 1) % 2 * 8 + i_1_1] * B_shared_local[(k_1 + 1) % 2 * 8 + j_1_1];
         }
       }
     }
@@ -119,7 +113,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
     for (int i_1_1_1 = 0; i_1_1_1 < 8; ++i_1_1_1) {
       #pragma unroll
       for (int j_1_1_1 = 0; j_1_1_1 < 8; ++j_1_1_1) {
-        C_local[i_1_1_1 * 8 + j_1_1_1] = C_local[i_1_1_1 * 8 + j_1_1_1] + A_shared_local[i_1_1_1 * 4 + 32] * B_shared_local[j_1_1_1 + 8];
+        C_local[i_1_1_1 * 8 + j_1_1_1] = C_local[i_1_1_1 * 8 + j_1_1_1] + A_shared_local[i_1_1_1 + 8] * B_shared_local[j_1_1_1 + 8];
       }
     }
   }
@@ -127,13 +121,13 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
   tirc_cp_async_wait<1>();
   __syncthreads();
   float B_shared_local_1[16];
-  float A_shared_local_1[64];
+  float A_shared_local_1[16];
   #pragma unroll
   for (int ax0_2_2 = 0; ax0_2_2 < 8; ++ax0_2_2) {
     #pragma unroll
     for (int ax1_2_1_2 = 0; ax1_2_1_2 < 4; ++ax1_2_1_2) {
       if (ax1_2_1_2 < 1) {
-        A_shared_local_1[ax0_2_2 * 4 + ax1_2_1_2] = A_shared[((int)(threadIdx.y)) * 152 + ax0_2_2 * 19 + ax1_2_1_2 + 2432];
+        A_shared_local_1[ax0_2_2 + ax1_2_1_2] = A_shared[((int)(threadIdx.y)) * 128 + ax0_2_2 * 16 + ax1_2_1_2 + 2048];
       }
     }
   }
@@ -151,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
       #pragma unroll
       for (int ax1_2_1_3 = 0; ax1_2_1_3 < 4; ++ax1_2_1_3) {
         if (ax1_2_1_3 < 1) {
-          A_shared_local_1[k_1_1 % 2 * 32 + ax0_2_3 * 4 + ax1_2_1_3] = A_shared[((int)(threadIdx.y)) * 152 + ax0_2_3 * 19 + k_1_1 + ax1_2_1_3 + 2432];
+          A_shared_local_1[k_1_1 % 2 * 8 + ax0_2_3 + ax1_2_1_3] = A_shared[((int)(threadIdx.y)) * 128 + ax0_2_3 * 16 + k_1_1 + ax1_2_1_3 + 2048];
         }
       }
     }
@@ -166,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
     for (int i_1_1_2 = 0; i_1_1_2 < 8; ++i_1_1_2) {
       #pragma unroll
       for (int j_1_1_2 = 0; j_1_1_2 < 8; ++j_1_1_2) {
-        C_local[i_1_1_2 * 8 + j_1_1_2] = C_local[i_1_1_2 * 8 + j_1_1_2] + A_shared_local_1[(k_1_1 + 1) % 2 * 32 + i_1_1_2 * 4] * B_shared_local_1[(k_1_1 + 1) % 2 * 8 + j_1_1_2];
+        C_local[i_1_1_2 * 8 + j_1_1_2] = C_local[i_1_1_2 * 8 + j_1_1_2] + A_shared_local_1[(k_1_1 + 1) % 2 * 8 + i_1_1_2] * B_shared_local_1[(k_1_1 + 1) % 2 * 8 + j_1_1_2];
       }
     }
   }
@@ -174,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __re
   for (int i_1_1_3 = 0; i_1_1_3 < 8; ++i_1_1_3) {
     #pragma unroll
     for (int j_1_1_3 = 0; j_1_1_3 < 8; ++j_1_1_3) {
-      C_local[i_1_1_3 * 8 + j_1_1_3] = C_local[i_1_1_3 * 8 + j_1_1_3] + A_shared_local_1[i_1_1_3 * 4 + 32] * B_shared_local_1[j_1_1_3 + 8];
+      C_local[i_1_1_3 * 8 + j_1_1_3] = C_local[i_1_1_3 * 8 + j_1_1_3] + A_shared_local_1[i_1_1_3 + 8] * B_shared_local_1[j_1_1_3 + 8];
     }
   }
   tirc_cp_async_wait<0>();

@@ -26,7 +26,8 @@
 //! them.
 
 use crate::bounds::{relax, to_range_in, union_in, Relaxed};
-use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::structural_eq::same_expr;
+use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 /// The largest extent a per-thread tile takes beyond its buffer's.
 const MAX_LOCAL_TILE: i64 = 1024;
@@ -46,43 +47,70 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
-/// One access: its indices and the loops around it, outermost first.
+/// One access: its indices, the loops around it, outermost first, and the
+/// conditions it runs under (the `and`-ed parts of the `if`s around it
+/// inside the allocation: a block's `T.where`, after `lower_blocks`).
 struct Access {
     indices: Vec<Expr>,
     loops: Vec<For>,
+    guards: Vec<Expr>,
 }
 
-fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
-    let exprs = |e: &Expr, loops: &Vec<For>, out: &mut Vec<Access>| {
+/// The loops and the conditions around a point of the allocation's body.
+#[derive(Default)]
+struct Context {
+    loops: Vec<For>,
+    guards: Vec<Expr>,
+}
+
+impl Context {
+    fn access(&self, indices: Vec<Expr>) -> Access {
+        Access { indices, loops: self.loops.clone(), guards: self.guards.clone() }
+    }
+}
+
+fn collect(s: &Stmt, b: &Buffer, cx: &mut Context, out: &mut Vec<Access>) {
+    let exprs = |e: &Expr, cx: &Context, out: &mut Vec<Access>| {
         e.walk(&mut |x| {
             if let Expr::Load(lb, idx) = x {
                 if lb == b {
-                    out.push(Access { indices: idx.clone(), loops: loops.clone() });
+                    out.push(cx.access(idx.clone()));
                 }
             }
         })
     };
     match s {
         Stmt::For(l) => {
-            exprs(&l.min, loops, out);
-            exprs(&l.extent, loops, out);
-            loops.push((**l).clone());
-            collect(&l.body, b, loops, out);
-            loops.pop();
+            exprs(&l.min, cx, out);
+            exprs(&l.extent, cx, out);
+            cx.loops.push((**l).clone());
+            collect(&l.body, b, cx, out);
+            cx.loops.pop();
+        }
+        Stmt::If { cond, then, orelse } => {
+            exprs(cond, cx, out);
+            let parts = crate::arith::conjuncts(cond);
+            let n = parts.len();
+            cx.guards.extend(parts);
+            collect(then, b, cx, out);
+            cx.guards.truncate(cx.guards.len() - n);
+            if let Some(e) = orelse {
+                collect(e, b, cx, out);
+            }
         }
         Stmt::Store { buffer, indices, value } => {
             for i in indices {
-                exprs(i, loops, out);
+                exprs(i, cx, out);
             }
-            exprs(value, loops, out);
+            exprs(value, cx, out);
             if buffer == b {
-                out.push(Access { indices: indices.clone(), loops: loops.clone() });
+                out.push(cx.access(indices.clone()));
             }
         }
         // A tensor-core tile covers 16×16 elements (a warp tile 32×8) from its first: its
         // first and last elements stand for it.
         Stmt::Wmma(w) => {
-            s.for_each_expr(|e| exprs(e, loops, out));
+            s.for_each_expr(|e| exprs(e, cx, out));
             for t in w.tiles.iter().filter(|t| &t.buffer == b) {
                 let mut last = t.indices.clone();
                 let n = last.len();
@@ -98,13 +126,13 @@ fn collect(s: &Stmt, b: &Buffer, loops: &mut Vec<For>, out: &mut Vec<Access>) {
                         }
                     }
                 }
-                out.push(Access { indices: t.indices.clone(), loops: loops.clone() });
-                out.push(Access { indices: last, loops: loops.clone() });
+                out.push(cx.access(t.indices.clone()));
+                out.push(cx.access(last));
             }
         }
         _ => {
-            s.for_each_expr(|e| exprs(e, loops, out));
-            s.for_each_child(|c| collect(c, b, loops, out));
+            s.for_each_expr(|e| exprs(e, cx, out));
+            s.for_each_child(|c| collect(c, b, cx, out));
         }
     }
 }
@@ -135,7 +163,7 @@ fn find_allocation(s: &Stmt, b: &Buffer, loops: &mut Vec<For>) -> Option<(Stmt, 
 fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -> Stmt {
     let Some((body, outer)) = find_allocation(root, b, &mut Vec::new()) else { return root.clone() };
     let mut acc = Vec::new();
-    collect(&body, b, &mut Vec::new(), &mut acc);
+    collect(&body, b, &mut Context::default(), &mut acc);
     if acc.is_empty() {
         return root.clone();
     }
@@ -179,7 +207,8 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
             .map(|(_, l)| (l.var.clone(), l.min.clone(), l.extent.clone()))
             .chain(outer_threads.iter().cloned())
             .collect();
-        for (d, idx) in a.indices.iter().enumerate() {
+        let (indices, relaxed) = narrow_by_guards(&a.indices, &a.guards, relaxed);
+        for (d, idx) in indices.iter().enumerate() {
             let r = relax(idx, &relaxed);
             if n == 0 {
                 region.push(r);
@@ -252,6 +281,50 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
             _ => None,
         }),
     }
+}
+
+/// An access's indices and relaxed variables, narrowed by the conditions
+/// it runs under: for a guard `e < c` (or `e <= c`) with `c` a constant
+/// below the largest value `e` takes over the relaxed loops, every
+/// occurrence of `e` in the indices stands for a new variable that runs
+/// only up to `c - 1`. A split that does not divide (the fused copy of a
+/// 32×32 tile split by 32 × 32 × 4 threads, 4096 slots for 1024 elements)
+/// guards its iterations so, and the indices are taken of that same sum
+/// (`(f // 32, f % 32)` under `f < 1024`): the tile is 32 rows, not 128.
+/// Guards of any other form, or whose bound is not a constant, are left
+/// out (the region stays as large as without them).
+fn narrow_by_guards(indices: &[Expr], guards: &[Expr], mut relaxed: Vec<Relaxed>) -> (Vec<Expr>, Vec<Relaxed>) {
+    let mut indices = indices.to_vec();
+    for (n, g) in guards.iter().enumerate() {
+        let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), e, c) = g else { continue };
+        let Some(c) = c.as_int() else { continue };
+        let last = if *op == BinOp::Lt { c - 1 } else { c };
+        if !relaxed.iter().any(|(v, _, _)| e.uses(v)) || !indices.iter().any(|i| contains(i, e)) {
+            continue;
+        }
+        let Some((lo, hi)) = relax(e, &relaxed) else { continue };
+        if hi.as_int().is_none_or(|h| h <= last) {
+            continue;
+        }
+        let t = Var::new(format!("guarded_{n}"), e.dtype());
+        indices = indices.iter().map(|i| replace(i, e, &Expr::Var(t.clone()))).collect();
+        relaxed.push((t, lo.clone(), Expr::int(last + 1) - lo));
+    }
+    (indices, relaxed)
+}
+
+fn contains(e: &Expr, part: &Expr) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| found |= same_expr(x, part));
+    found
+}
+
+/// `e` with every occurrence of `part` replaced by `by`.
+fn replace(e: &Expr, part: &Expr, by: &Expr) -> Expr {
+    if same_expr(e, part) {
+        return by.clone();
+    }
+    e.map_children(|c| replace(c, part, by))
 }
 
 fn retarget(e: &Expr, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
