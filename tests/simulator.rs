@@ -605,3 +605,16 @@ def f(A: T.Buffer((4,), "float32"), I: T.Buffer((4,), "int32"), U: T.Buffer((4,)
     assert_eq!(args[1].to_f64(), vec![2147483647.0, -2147483648.0, 0.0, -5.0]);
     assert_eq!(args[2].to_f64(), vec![3e9, 0.0, 0.0, 0.0]);
 }
+
+/// `-x` of a float is `x * -1`, as TVM reads it: it flips the sign of a
+/// zero, which `atan2` and a division by it see (held as `0.0 - x`, -(+0.0)
+/// was +0.0, and atan2(-0.0, -1) gave +pi where C gives -pi).
+#[test]
+fn negating_a_float_flips_the_sign_of_zero() {
+    let src = "@T.prim_func\ndef f(A: T.Buffer((2,), \"float32\"), B: T.Buffer((2,), \"float32\"), C: T.Buffer((2,), \"float32\")):\n    for i in range(2):\n        with T.block(\"b\"):\n            vi = T.axis.spatial(2, i)\n            B[vi] = T.atan2(-A[vi], T.float32(-1))\n            C[vi] = T.float32(1) / -A[vi]\n";
+    let mut args = [HostData::F32(vec![0.0, -0.0]), HostData::F32(vec![0.0; 2]), HostData::F32(vec![0.0; 2])];
+    sim(src, &mut args).unwrap_or_else(|e| panic!("{e}"));
+    let pi = std::f32::consts::PI;
+    assert_eq!(args[1], HostData::F32(vec![-pi, pi]));
+    assert_eq!(args[2], HostData::F32(vec![f32::NEG_INFINITY, f32::INFINITY]));
+}

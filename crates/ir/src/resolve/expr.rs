@@ -56,6 +56,13 @@ impl FuncResolver<'_> {
                     ast::UnaryOp::Neg => Ok(match a {
                         Expr::Int(v, t) => Expr::Int(-v, t),
                         Expr::Float(v, t) => Expr::Float(-v, t),
+                        // A float is negated as TVM does, `x * -1`, which
+                        // flips the sign of a zero (`0.0 - x` would make
+                        // -(+0.0) +0.0: atan2 and division by it see it).
+                        a if a.dtype().is_float() => {
+                            let minus_one = Expr::Float(-1.0, a.dtype());
+                            Expr::binary(BinOp::Mul, a, minus_one)
+                        }
                         a => {
                             let zero = zero_of(a.dtype());
                             Expr::binary(BinOp::Sub, zero, a)
