@@ -29,6 +29,13 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
     if !depends {
         return Some((e.clone(), e.clone()));
     }
+    // A product with its constant on the left (`2 * i`, as TVMScript is
+    // written) is the product with it on the right.
+    if let Expr::Binary(BinOp::Mul, a, b) = e {
+        if a.as_int().is_some() && b.as_int().is_none() {
+            return go(&Expr::binary(BinOp::Mul, (**b).clone(), (**a).clone()), vars);
+        }
+    }
     match e {
         Expr::Var(v) => {
             let (_, min, extent) = vars.iter().find(|(x, _, _)| x == v)?;
