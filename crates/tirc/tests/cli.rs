@@ -598,3 +598,17 @@ fn the_tolerance_grows_with_a_narrow_accumulation() {
     assert!((long - 100.0 * 0.5f64.powi(11)).abs() < 1e-12, "tolerance {long}");
     assert_eq!(run("100"), 1e-2);
 }
+
+/// rfactor of a split that does not divide, its partial block reduced
+/// across threads (split-K): every length, the one whose last chunks are
+/// empty (K = 1) included, checks against the reference.
+#[test]
+fn a_guarded_partial_block_reduces_across_threads() {
+    for k in ["1", "7", "8", "101"] {
+        let d = format!("K={k}");
+        let file = "tests/data/nvrtc/rfactor_split_k_cross_thread.tir";
+        let o = tirc(&["run", file, "-s", "split_k", "-D", &d, "--target", "sim", "--json"]);
+        assert_eq!(code(&o), 0, "K = {k}: {}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains("\"status\": \"ok\""), "K = {k}: {}", stdout(&o));
+    }
+}

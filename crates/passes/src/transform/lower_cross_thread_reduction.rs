@@ -28,7 +28,9 @@
 //!    the start of their domains, with `v` replaced by `B_red[s, 0]`: the
 //!    init (when the reduction starts here) and one update; every thread
 //!    does when `C` is local (each thread's own copy). The parts of `B`'s
-//!    predicate that speak of the reduced loops are left to step 1.
+//!    predicate that speak of the reduced loops are left to step 1, as is
+//!    a condition around the whole update (`if g: C[i] = C[i] op v`, as
+//!    `rfactor` guards a partial block whose split does not divide).
 //!
 //! Each copy is an ordinary loop nest: run as written, with thread loops as
 //! plain loops, it computes what `B` did; once `extract_launch` merges the
@@ -95,7 +97,15 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     let err = |m: String| Diagnostic::new(format!("cross-thread reduction of block `{name}`: {m}"));
     let path = root.loops_above(name).unwrap_or_default();
     let r = root.blocks().into_iter().find(|r| r.block.name == name).cloned().ok_or_else(|| err("not found".into()))?;
-    let red_r = reducer(&r.block.body, r.block.init.as_ref()).ok_or_else(|| {
+    // An update under a condition of its own (`rfactor`'s partial block,
+    // whose reduction a split does not divide, guards its update in the
+    // body so that every partial result is initialized): each thread
+    // accumulates only where it holds, in step 1.
+    let (update_body, guard) = match &r.block.body {
+        Stmt::If { cond, then, orelse: None } => (&**then, Some(cond.clone())),
+        body => (body, None),
+    };
+    let red_r = reducer(update_body, r.block.init.as_ref()).ok_or_else(|| {
         err("its update is not `C[..] = C[..] op v` with op one of + * min max (or several such, each of its own buffer and reading none of the others), nor a selection of one partial result as an argmax's (`Select(cond, C[..], v)` for every output, the init constants)".into())
     })?;
     let outs: Vec<&Buffer> = red_r.outs.iter().map(|(b, _)| b).collect();
@@ -223,7 +233,10 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
             iv.var = nv.clone();
         }
     }
-    let update = red_r.assign(&acc_at, red_r.apply(&acc_loads, &red_r.elems), &format!("{name}_in"));
+    let mut update = red_r.assign(&acc_at, red_r.apply(&acc_loads, &red_r.elems), &format!("{name}_in"));
+    if let Some(g) = &guard {
+        update = Stmt::if_then(g.clone(), update);
+    }
     b1.body = substitute_stmt(&update, &fresh);
     let (reads, writes) = infer_block_regions(&b1);
     b1.reads = reads;
