@@ -152,6 +152,15 @@ impl FuncResolver<'_> {
     /// `strides=` must be those of a compact row-major buffer, the only
     /// layout tirc has (an empty list means the same).
     pub(crate) fn check_strides(&mut self, e: &ast::Expr, shape: &[Expr]) -> R<()> {
+        self.check_strides_of(e, shape, &(0..shape.len()).collect::<Vec<_>>(), false)
+    }
+
+    /// `strides=` of a view that walks dimensions `dims` of a compact
+    /// row-major buffer of shape `shape`: the strides of those dimensions
+    /// (a window `T.match_buffer(A[i, 4:8], (4,), strides=[1])` of a
+    /// (4, 8) buffer, or `A[i:i + 1, 4:8]` as (1, 4) with strides (8, 1),
+    /// as TVM prints a window).
+    pub(crate) fn check_strides_of(&mut self, e: &ast::Expr, shape: &[Expr], dims: &[usize], window: bool) -> R<()> {
         let items: Vec<&ast::Expr> = match &e.kind {
             ExprKind::Tuple(v) | ExprKind::List(v) => v.iter().collect(),
             _ => vec![e],
@@ -174,8 +183,9 @@ impl FuncResolver<'_> {
                 _ => None,
             }
         }
-        let compact: Vec<Expr> = (0..shape.len())
-            .map(|d| {
+        let compact: Vec<Expr> = dims
+            .iter()
+            .map(|&d| {
                 shape[d + 1..].iter().fold(Expr::int(1), |acc, x| match acc.as_int() {
                     Some(1) => x.clone(),
                     _ => Expr::folded(crate::BinOp::Mul, acc, x.clone()),
@@ -189,8 +199,13 @@ impl FuncResolver<'_> {
         let same = |g: &Expr, c: &Expr| matches!((product(g), product(c)), (Some(x), Some(y)) if x == y);
         if given.len() != compact.len() || given.iter().zip(&compact).any(|(g, c)| !same(g, c)) {
             let want: Vec<String> = compact.iter().map(crate::printer::print_expr).collect();
-            return Err(Diagnostic::at(e.span, "tirc supports compact row-major buffers only")
-                .help(format!("the strides of this shape are ({}), or leave `strides=` out", want.join(", "))));
+            let (what, of) = if window {
+                ("a window's strides are those of the buffer it looks into", "the dimensions it walks")
+            } else {
+                ("tirc supports compact row-major buffers only", "this shape")
+            };
+            return Err(Diagnostic::at(e.span, what)
+                .help(format!("the strides of {of} are ({}), or leave `strides=` out", want.join(", "))));
         }
         Ok(())
     }

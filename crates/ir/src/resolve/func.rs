@@ -283,7 +283,15 @@ impl FuncResolver<'_> {
     /// extents.
     fn match_region(&mut self, name: &str, region: &ast::Expr, rest: &[Arg], span: Span) -> R<Binding> {
         let r = self.region(region)?;
-        let view = self.buffer_decl(name, rest, span, r.buffer.scope())?;
+        // A window's strides are those of the buffer it looks into, checked
+        // below once the dimensions it walks are known.
+        let strides = rest.iter().find_map(|a| match a {
+            Arg::Keyword(k, e) if k.name == "strides" => Some(e),
+            _ => None,
+        });
+        let others: Vec<Arg> =
+            rest.iter().filter(|a| !matches!(a, Arg::Keyword(k, _) if k.name == "strides")).cloned().collect();
+        let view = self.buffer_decl(name, &others, span, r.buffer.scope())?;
         let shape: Vec<Option<i64>> = view.shape().iter().map(|e| e.as_int()).collect();
         let extents: Vec<Option<i64>> = r.region.iter().map(|x| x.extent.as_int()).collect();
         let fits = |dims: &[usize]| {
@@ -310,6 +318,9 @@ impl FuncResolver<'_> {
                 span,
                 format!("`{name}` is {} but `{}` is {}", view.dtype(), r.buffer.name(), r.buffer.dtype()),
             ));
+        }
+        if let Some(st) = strides {
+            self.check_strides_of(st, r.buffer.shape(), &dims, true)?;
         }
         Ok(Binding::Region { base: r.buffer, mins: r.region.into_iter().map(|x| x.min).collect(), dims })
     }
