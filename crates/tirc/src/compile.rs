@@ -547,6 +547,18 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
             }
         })
         .collect();
+    for (b, r) in transform::lower_blocks::unpadded_global_buffers(&scheduled) {
+        let d = Diagnostic::warning(format!(
+            "block `{}` asks to pad `{}` (buffer_dim_align), which is in global memory: it keeps its compact layout",
+            r.block.name,
+            b.name()
+        ))
+        .help("padding applies to shared and local buffers: cache the buffer there (cache_read/cache_write) and pad the cache");
+        warnings.push(match r.block.span.or(original.span) {
+            Some(s) => d.or_at(s).label("this block"),
+            None => d,
+        });
+    }
     let ctx = transform::PassContext { target: req.target.clone() };
     for f in funcs {
         let mut after = Vec::new();

@@ -20,7 +20,7 @@
 use tirc_ir::buffer::DIM_ALIGN_KEY as KEY;
 use tirc_ir::region::block_buffers;
 use tirc_ir::subst::{replace_buffers_stmt, substitute_stmt};
-use tirc_ir::{Attr, BlockRealize, Buffer, BufferId, Diagnostic, DimAlign, Expr, IterKind, PrimFunc, Stmt, Var};
+use tirc_ir::{Attr, BlockRealize, Buffer, BufferId, Diagnostic, DimAlign, Expr, IterKind, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let aligned = aligned_buffers(&f)?;
@@ -70,8 +70,13 @@ fn aligned_buffers(f: &PrimFunc) -> Result<Vec<(Buffer, Buffer)>, Diagnostic> {
             };
             let b =
                 written(r, index).ok_or_else(|| bad(format!("names write buffer {index}, which the block lacks")))?;
-            if f.params.contains(&b) {
-                return Err(bad(format!("pads `{}`, a parameter, whose layout is the caller's", b.name())));
+            // Padding never changes what a kernel computes. A buffer in
+            // global memory keeps the compact layout its caller (or
+            // tirc's runtime, for an intermediate) gives it: the request
+            // is left out, and `unpadded_global_buffers` names it for a
+            // warning.
+            if b.scope() == Scope::Global || f.params.contains(&b) {
+                continue;
             }
             let ndim = b.ndim() as i64;
             let axis = if axis < 0 { axis + ndim } else { axis };
@@ -153,6 +158,28 @@ fn carried(f: &PrimFunc) -> Vec<(BufferId, Vec<Var>)> {
             match out.iter_mut().find(|(id, _)| *id == b.id()) {
                 Some((_, l)) => l.extend(loops.iter().filter(|x| !l.contains(x)).cloned().collect::<Vec<_>>()),
                 None => out.push((b.id(), loops.clone())),
+            }
+        }
+    }
+    out
+}
+
+/// The buffers in global memory that a block's `buffer_dim_align`
+/// annotation asks to pad (TVM's own tests pad a global intermediate),
+/// with the block: the padding is not applied (see `aligned_buffers`).
+pub fn unpadded_global_buffers(f: &PrimFunc) -> Vec<(Buffer, BlockRealize)> {
+    let mut out = Vec::new();
+    for r in f.body.blocks() {
+        let Some((_, Attr::List(entries))) = r.block.annotations.iter().find(|(k, _)| k == KEY) else { continue };
+        for e in entries {
+            let index = match e {
+                Attr::List(v) => v.first().and_then(Attr::as_int),
+                _ => None,
+            };
+            if let Some(b) = index.and_then(|i| written(r, i)) {
+                if b.scope() == Scope::Global && !out.iter().any(|(x, _): &(Buffer, _)| *x == b) {
+                    out.push((b, r.clone()));
+                }
             }
         }
     }
