@@ -2,13 +2,15 @@
 //! private to a thread.
 //!
 //! A block whose position depends on a loop bound to a thread axis (its
-//! bindings use that loop's variable) touches the elements of a local
-//! buffer that belong to that thread. Every other block that touches the
-//! buffer must then run under a loop bound to the same axis too; one that
-//! does not (a write-back placed by `reverse_compute_at` above the thread
-//! loop, say) would read elements that other threads hold in their own
-//! registers, and get garbage. The function is refused, naming the buffer,
-//! both blocks and the axis.
+//! bindings use that loop's variable) and that writes a local buffer
+//! writes the elements that belong to that thread. Every other block that
+//! reads the buffer must then run under a loop bound to the same axis too;
+//! one that does not (a write-back placed by `reverse_compute_at` above the
+//! thread loop, say) would read elements that other threads hold in their
+//! own registers, and get garbage. The function is refused, naming the
+//! buffer, both blocks and the axis. A block outside the thread loops that
+//! only writes the buffer is fine: every thread runs it whole (a producer
+//! computed into each thread's registers before the loop that reads it).
 //!
 //! Under the same thread loops, the blocks must also agree on which thread
 //! holds which element: a thread that reads an element only other threads
@@ -18,6 +20,7 @@
 //! every access is enumerated and such a read refused.
 
 use std::collections::{HashMap, HashSet};
+use tirc_ir::region::block_buffers;
 use tirc_ir::subst::substitute;
 use tirc_ir::{BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, ThreadTag, Var};
 
@@ -37,10 +40,16 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     collect(&f.body, &mut Vec::new(), &mut Vec::new(), &mut uses);
     for (b, u) in &uses {
         for (tag, var) in &u.around {
-            if !u.block.iter_values.iter().any(|v| v.uses(var)) {
+            // Only what a thread writes of its own is private: a block
+            // outside the thread loops runs whole in every thread, so what
+            // it writes every thread holds (a producer computed into each
+            // thread's registers before the thread loop that reads it).
+            if !u.block.iter_values.iter().any(|v| v.uses(var)) || !block_buffers(u.block, false).contains(b) {
                 continue;
             }
-            let outside = uses.iter().find(|(c, w)| c == b && !w.around.iter().any(|(t, _)| t == tag));
+            let outside = uses.iter().find(|(c, w)| {
+                c == b && !w.around.iter().any(|(t, _)| t == tag) && block_buffers(w.block, true).contains(b)
+            });
             if let Some((_, w)) = outside {
                 return Err(Diagnostic::new(format!(
                     "local buffer `{}` is touched per thread of {} by block `{}`, but block `{}` touches it outside every loop bound to {}: local memory is private to each thread, so it would read what other threads hold",
@@ -104,7 +113,11 @@ fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<(), Diagnostic> {
     for (u, acc) in &all {
         for (elem, thread, write) in acc {
             let Some(w) = writers.get(elem.as_slice()) else { continue };
-            if !*write && !w.contains(thread.as_slice()) {
+            // A writer under fewer thread loops runs in every thread of
+            // the others' axes: its write is the reader's own where the
+            // axes it is under agree.
+            let own = |wt: &&[(u8, i64)]| wt.iter().all(|x| thread.contains(x));
+            if !*write && !w.iter().any(own) {
                 let who: Vec<String> =
                     thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
                 let at: Vec<String> = elem.iter().map(i64::to_string).collect();
