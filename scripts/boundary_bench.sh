@@ -4,17 +4,18 @@
 # Usage: scripts/boundary_bench.sh [TIRC] [SCHEDULES...]
 #   SHAPES="M,N,K ..." overrides the shapes. step1's tile is one row of 1024
 #   columns, so its multiples keep M and K (2000x2048x2000 for 2000^3);
-#   step6_async runs with STAGES=2, and with COMPUTE_FIRST=1 too.
+#   step6_async runs with STAGES=2, and with VEC=2 too (8-byte copies,
+#   which rows of an odd length keep one row in two).
 set -u
 T=${1:-./target/release/tirc}
 shift || true
 SCHEDULES=${*:-"step4 step6 step6_async"}
-DEFAULT="4096,4096,4096 4000,4000,4000 4097,4097,4097 2048,2048,2048 2000,2000,2000 1024,1088,1024 992,1088,992 1000,1100,999 8192,8192,8192 8191,8191,8191"
+DEFAULT="4096,4096,4096 4000,4000,4000 4097,4097,4097 2048,2048,2048 2000,2000,2000 1024,1088,1024 992,1088,992 1000,1100,999 1024,1120,1024 8192,8192,8192 8191,8191,8191"
 STEP1="4096,4096,4096 4097,4097,4097 4097,4096,4097 2000,2000,2000 2000,2048,2000 1000,1100,999 1000,1024,999 8191,8191,8191 8191,8192,8191"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for s in $SCHEDULES; do
   variants="-"
-  [ "$s" = step6_async ] && variants="-p:STAGES=2 -p:STAGES=2:-p:COMPUTE_FIRST=1"
+  [ "$s" = step6_async ] && variants="-p:STAGES=2 -p:STAGES=2:-p:VEC=2"
   shapes=${SHAPES:-$DEFAULT}
   [ "$s" = step1 ] && shapes=${SHAPES:-$STEP1}
   for v in $variants; do
