@@ -173,6 +173,8 @@ struct Piece<'a> {
 /// Formats `src`. Errors are the file's lexical errors (the formatter
 /// reads only files that lex), or a token that would not survive.
 pub fn format(src: &str) -> Result<String, Vec<ParseError>> {
+    let normalized = crate::lexer::normalize_line_ends(src);
+    let src: &str = &normalized;
     let lexed = tokenize(src);
     if !lexed.errors.is_empty() {
         return Err(lexed.errors);

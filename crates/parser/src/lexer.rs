@@ -608,8 +608,32 @@ impl Layer<'_> {
     }
 }
 
+/// `src` with each carriage return that no line feed follows (old Mac line
+/// ends, which Python reads as line ends) turned into a line feed: the
+/// same length, so spans into one are spans into the other. Without it a
+/// file of such lines was one line, a comment if it started with one.
+pub fn normalize_line_ends(src: &str) -> std::borrow::Cow<'_, str> {
+    let lone = |(i, _): &(usize, &str)| !src[i + 1..].starts_with('\n');
+    if !src.match_indices('\r').any(|m| lone(&m)) {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let mut out = String::with_capacity(src.len());
+    let mut rest = src.char_indices().peekable();
+    while let Some((_, c)) = rest.next() {
+        if c == '\r' && rest.peek().is_none_or(|&(_, d)| d != '\n') {
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Splits `src` into tokens, with `Newline`, `Indent` and `Dedent` tokens.
+/// A lone carriage return ends a line (`normalize_line_ends`).
 pub fn tokenize(src: &str) -> Lexed {
+    let normalized = normalize_line_ends(src);
+    let src: &str = &normalized;
     let mut layer = Layer {
         src,
         out: Lexed::default(),

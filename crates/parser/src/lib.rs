@@ -69,6 +69,8 @@ pub fn parse(src: &str) -> Result<Module, Vec<ParseError>> {
 
 /// [`parse`], on the calling thread.
 fn parse_here(src: &str) -> Result<Module, Vec<ParseError>> {
+    let normalized = lexer::normalize_line_ends(src);
+    let src: &str = &normalized;
     let lexed = lexer::tokenize(src);
     let mut raw: Vec<RawError> = Vec::new();
     let tokens = lexed.tokens.iter().map(|t| Ok::<_, ()>((t.span.start, t.tok.clone(), t.span.end)));

@@ -292,3 +292,19 @@ fn elif_chain_nests_in_orelse() {
     let want = "(if a\n  (= x 1)\nelse\n  (if b\n    (= x 2)\n  else\n    (= x 3)\n  )\n)\n";
     assert_eq!(sexpr::module(&m), want);
 }
+
+/// A lone carriage return ends a line, as in Python: a file of old Mac line
+/// ends parses as the same file with line feeds, and formats to it (it was
+/// one line, a comment when the file began with one, and `fmt --write`
+/// emptied the file).
+#[test]
+fn a_lone_carriage_return_ends_a_line() {
+    let lf = "# a comment\n@T.prim_func\ndef f(A: T.Buffer((8,), \"float32\")):\n    for i in range(8):\n        A[i] = 1.0\n";
+    let cr = lf.replace('\n', "\r");
+    let (a, b) = (tirc_parser::parse(lf), tirc_parser::parse(&cr));
+    let (a, b) = (a.expect("LF parses"), b.expect("CR parses"));
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    let formatted = tirc_parser::layout::format(&cr).expect("CR formats");
+    assert_eq!(formatted, tirc_parser::layout::format(lf).expect("LF formats"));
+    assert!(formatted.contains("def f"), "{formatted}");
+}
