@@ -101,12 +101,28 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         // = f % K`) reordered with another loop of the reduction: an
         // element's steps no longer start at its init (`vk == 0`), which
         // then wipes the steps before it.
+        // Loops not given keep their places, so a given loop can pass one
+        // that is not (`reorder(jk1, i)` on `i, jk0, jk1` gives `jk1, jk0,
+        // i`): every pair of the nest whose order changes counts.
         if r.block.init.is_some() {
             let feeds = |l: &Var, kind: IterKind| {
                 r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == kind && v.uses(l))
             };
-            let reducing: Vec<&Var> = order.iter().filter(|l| feeds(l, IterKind::Reduce)).collect();
-            if let Some(m) = reducing.iter().find(|l| feeds(l, IterKind::Spatial)).filter(|_| reducing.len() > 1) {
+            let mut given = order.iter();
+            let after: Vec<&Var> = chain
+                .iter()
+                .map(|c| if order.contains(&c.var) { given.next().unwrap_or(&c.var) } else { &c.var })
+                .collect();
+            let place = |v: &Var| after.iter().position(|a| *a == v);
+            let swapped = |a: &Var, b: &Var| place(a) > place(b);
+            let before: Vec<&Var> = chain.iter().map(|c| &c.var).filter(|v| feeds(v, IterKind::Reduce)).collect();
+            let fused = before.iter().enumerate().find_map(|(i, a)| {
+                before[i + 1..]
+                    .iter()
+                    .find(|b| swapped(a, b) && (feeds(a, IterKind::Spatial) || feeds(b, IterKind::Spatial)))
+                    .map(|b| if feeds(a, IterKind::Spatial) { *a } else { *b })
+            });
+            if let Some(m) = fused {
                 return Err(ScheduleError::new(format!(
                     "loop `{}` feeds both a spatial and a reduction variable of block `{}` (a fused loop): reordered with another loop of the reduction, an element's steps would not start at its init",
                     m.name(),
