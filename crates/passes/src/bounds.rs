@@ -83,6 +83,41 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
     }
 }
 
+/// [`relax`] under conditions that hold wherever `e` is evaluated (a
+/// block's `T.where`, split in its `and`-ed parts): a part `p < c` (or
+/// `p <= c`), `c` a constant below the largest value of `p`, where `e` is
+/// `p` plus terms of variables `p` does not use, caps `e` at those terms'
+/// largest value plus `c - 1`. A split that does not divide guards its
+/// inner loops so (`j1 * 3 + j2 < 16` under a tile of 16 split by 3, whose
+/// loops reach 18): the tile's region is then its 16 elements.
+pub fn relax_guarded(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Option<(Expr, Expr)> {
+    let (lo, mut hi) = relax(e, vars)?;
+    for g in guards {
+        let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), p, c) = g else { continue };
+        let Some(c) = c.as_int() else { continue };
+        let last = if *op == BinOp::Lt { c - 1 } else { c };
+        let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
+        if in_p.is_empty() || relax(p, vars).and_then(|(_, h)| h.as_int()).is_none_or(|h| h <= last) {
+            continue;
+        }
+        let rest = Analyzer::new().simplify(&(e.clone() - (**p).clone()));
+        if in_p.iter().any(|v| rest.uses(v)) {
+            continue;
+        }
+        let Some((_, rest_hi)) = relax(&rest, vars) else { continue };
+        let capped = Analyzer::new().simplify(&(rest_hi + Expr::int(last)));
+        // Keep the tighter of the two where they compare.
+        let tighter = match Analyzer::new().simplify(&(hi.clone() - capped.clone())).as_int() {
+            Some(d) => d > 0,
+            None => false,
+        };
+        if tighter {
+            hi = capped;
+        }
+    }
+    Some((lo, hi))
+}
+
 /// The smallest interval holding both, when their ends can be ordered.
 pub fn union(a: &(Expr, Expr), b: &(Expr, Expr)) -> Option<(Expr, Expr)> {
     union_in(&Analyzer::new(), a, b)

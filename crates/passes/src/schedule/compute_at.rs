@@ -47,7 +47,7 @@
 
 use super::{BlockRV, LoopRV, Result, Schedule, ScheduleError};
 use crate::arith::{all_of, Analyzer};
-use crate::bounds::{relax, union, Relaxed};
+use crate::bounds::{relax, relax_guarded, union, Relaxed};
 use crate::common::hazard::{check_passed, Moved};
 use crate::common::tree::{
     block_regions, child_blocks, fresh_loop_name, loop_starts, name_marker, nested_block_names, read_and_written,
@@ -284,16 +284,19 @@ fn move_to(
                 })
                 .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
                 .collect();
+            let guards = crate::arith::conjuncts(&b.predicate);
             let mut dims = Vec::new();
             accessed.push((
                 reg.buffer.clone(),
                 reg.region.iter().map(|rg| (substitute(&rg.min, &bind), substitute(&rg.extent, &bind))).collect(),
                 relaxed.clone(),
+                b.predicate.clone(),
             ));
             for rg in &reg.region {
                 let lo = substitute(&rg.min, &bind);
                 let hi = substitute(&(rg.min.clone() + rg.extent.clone() - Expr::int(1)), &bind);
-                let (Some((l0, _)), Some((_, h1))) = (relax(&lo, &relaxed), relax(&hi, &relaxed)) else {
+                let (Some((l0, _)), Some((_, h1))) = (relax(&lo, &relaxed), relax_guarded(&hi, &relaxed, &guards))
+                else {
                     return Err(ScheduleError::new(format!(
                         "cannot bound the region of `{}` that block `{}` accesses",
                         reg.buffer.name(),
@@ -652,7 +655,9 @@ fn joined_range(n: i64, q: &(Expr, Expr), m: &(Expr, Expr), an: &Analyzer) -> Op
 
 /// A buffer, the region of it a block accesses (`(min, extent)` in terms of
 /// loops) and the loops that run over their ranges in one iteration.
-type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>);
+/// A buffer's region a block accesses, the loops relaxed for it, and the
+/// block's predicate (over the loops).
+type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>, Expr);
 
 /// `(written, total)` where the accesses `writes` (a region in terms of
 /// loops, and the loops of one iteration that run over their ranges) leave
@@ -668,11 +673,12 @@ fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)]) -> Opt
     let total =
         bounds.iter().try_fold(1i64, |a, (lo, hi)| a.checked_mul((hi - lo + 1).max(0)).filter(|t| *t <= LIMIT))?;
     let mut seen = std::collections::HashSet::new();
-    for (_, region, relaxed) in writes {
-        // Only the loops the region depends on are run.
+    for (_, region, relaxed, predicate) in writes {
+        // Only the loops the region or the predicate depends on are run;
+        // where the predicate is false nothing is written.
         let used: Vec<(Var, i64, i64)> = relaxed
             .iter()
-            .filter(|(v, _, _)| region.iter().any(|(m, e)| m.uses(v) || e.uses(v)))
+            .filter(|(v, _, _)| predicate.uses(v) || region.iter().any(|(m, e)| m.uses(v) || e.uses(v)))
             .map(|(v, m, e)| Some((v.clone(), eval(m, &fixed)?, eval(e, &fixed)?)))
             .collect::<Option<_>>()?;
         let runs = used.iter().try_fold(1i64, |a, l| a.checked_mul(l.2.max(0)).filter(|t| *t <= LIMIT))?;
@@ -681,8 +687,10 @@ fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)]) -> Opt
             let value =
                 |v: &Var| used.iter().zip(&at).find(|(l, _)| &l.0 == v).map(|(l, k)| l.1 + k).or_else(|| fixed(v));
             let mut point: Vec<(i64, i64)> = Vec::new();
+            let runs_here = eval(predicate, &value)? != 0;
             for (m, e) in region.iter() {
-                point.push((eval(m, &value)?, eval(e, &value)?));
+                // (An empty box where the predicate is false.)
+                point.push(if runs_here { (eval(m, &value)?, eval(e, &value)?) } else { (0, 0) });
             }
             let size = point.iter().try_fold(1i64, |a, (_, e)| a.checked_mul((*e).max(0)).filter(|t| *t <= LIMIT))?;
             for k in 0..size {
