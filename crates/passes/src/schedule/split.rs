@@ -14,6 +14,9 @@
 //!    more (a factor that does not divide it), every block under the loop
 //!    gets the predicate `T.where(<old index> < extent)`, so the extra
 //!    iterations do nothing.
+//! 5. For an int32 loop, the factors multiply to at most 2^31 - 1: the new
+//!    loops' index, `outer * inner + ..`, is an int32 too, and past that it
+//!    wraps below the guard (TVM's loops keep the split loop's type).
 
 use super::{LoopRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{fresh_loop_name, get_loop, replace_loop};
@@ -56,6 +59,15 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
                     lp.name()
                 ))
                 .help("use None for one factor to let it be inferred"));
+            }
+            // 5. The loops' variables keep the loop's type: their product
+            // must fit it, or the index they make wraps past the guard.
+            if l.var.dtype() == DType::I32 && product > i64::from(i32::MAX) {
+                return Err(ScheduleError::new(format!(
+                    "the factors {sizes:?} multiply to {product}, more than the int32 variable of loop `{}` can count",
+                    lp.name()
+                ))
+                .help("give factors whose product fits an int32 (at most 2147483647)"));
             }
             (sizes.into_iter().map(Expr::int).collect(), product > extent)
         }
