@@ -295,6 +295,9 @@ template <int N> __device__ __forceinline__ void tirc_cp_async_zfill(void* dst, 
 ";
 
 /// Emits the kernel of a lowered function.
+/// The local memory a CUDA thread may have.
+const MAX_LOCAL_BYTES: i64 = 512 * 1024;
+
 pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let launch = launch_config(f);
     let big = f.params.iter().any(|b| b.num_elements().is_some_and(|n| n > i32::MAX as i64));
@@ -378,6 +381,25 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
             }
         }
     });
+    // A thread's local memory is at most 512 KiB on every GPU CUDA runs
+    // (the simulator would try to allocate it for every thread).
+    let mut too_large = None;
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            let bytes = buffer.num_elements().map(|n| n.saturating_mul(buffer.dtype().bytes() as i64));
+            if buffer.scope() == Scope::Local && bytes.is_some_and(|n| n > MAX_LOCAL_BYTES) && too_large.is_none() {
+                too_large = Some((buffer.clone(), bytes.unwrap_or(0)));
+            }
+        }
+    });
+    if let Some((b, bytes)) = too_large {
+        return Err(Diagnostic::new(format!(
+            "local buffer `{}` takes {bytes} bytes a thread, more than the {} KiB of local memory a CUDA thread may have",
+            b.name(),
+            MAX_LOCAL_BYTES / 1024
+        ))
+        .help("keep a thread's tile small (registers hold a few hundred values), or use shared or global memory"));
+    }
     for b in &global_allocs {
         let n = g.buf_name(b);
         // A size of run-time sizes is known when they are bound
