@@ -612,3 +612,13 @@ fn a_guarded_partial_block_reduces_across_threads() {
         assert!(stdout(&o).contains("\"status\": \"ok\""), "K = {k}: {}", stdout(&o));
     }
 }
+
+/// `check --run` shows a failure at the test sizes with its span, as `tirc
+/// run` does, after the schedule's one-line summary.
+#[test]
+fn check_run_shows_the_span_of_a_failure() {
+    let o = tirc(&["check", "--run", "tests/data/sizes/empty_loop.tir"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("error: `n` is a size known only at run time"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("empty_loop.tir:6:5"), "{}", stderr(&o));
+}

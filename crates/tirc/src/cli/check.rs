@@ -111,16 +111,24 @@ fn simulate_at(a: &Args, src: &str, defines: &[(String, i64)]) -> u8 {
     for (name, req) in requests {
         let shown: Vec<String> = req.params.iter().map(|(k, v)| format!(" -p {k}={v}")).collect();
         let label = format!("{name}{} {at}", shown.join(""));
-        let outcome = compile_module(module.clone(), &req)
+        let compiled = compile_module(module.clone(), &req)
             .and_then(|c| c.bind_sizes(defines))
             // Scalar parameters (`alpha: T.float32`) take a value drawn
             // from the seed, as `tirc run` gives them without a -D.
-            .map(|c| c.bind_scalars(defines, &[], a.seed))
-            .map_err(|d| d.message)
-            .and_then(|c| {
-                let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
-                crate::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, a.seed)
-            });
+            .map(|c| c.bind_scalars(defines, &[], a.seed));
+        let c = match compiled {
+            Ok(c) => c,
+            Err(d) => {
+                // The line, then the diagnostic with its span, as `tirc
+                // run` shows it.
+                failed = true;
+                println!("{label}: error: {}", d.message);
+                report(&a.file, src, &[d]);
+                continue;
+            }
+        };
+        let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+        let outcome = crate::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, a.seed);
         match outcome {
             Ok((e, tol)) if e.rel_err <= tol && e.non_finite == 0 => {
                 println!("{label}: ok, rel_err {:.3e} (tolerance {tol:.0e})", e.rel_err)
