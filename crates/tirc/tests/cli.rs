@@ -622,3 +622,17 @@ fn check_run_shows_the_span_of_a_failure() {
     assert!(stdout(&o).contains("error: `n` is a size known only at run time"), "{}", stdout(&o));
     assert!(stderr(&o).contains("empty_loop.tir:6:5"), "{}", stderr(&o));
 }
+
+/// `tune --target sim` checks at a -D given over the file's test size, and
+/// refuses a bad one at its use, as `run` does (it tuned at the test size
+/// whatever -D said).
+#[test]
+fn tune_on_the_simulator_takes_the_sizes_given() {
+    let file = "tests/data/tune/copy_sizes.tir";
+    let o = tirc(&["tune", file, "-s", "threads", "--target", "sim", "-D", "M=7"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("M=7"), "{}", stdout(&o));
+    let o = tirc(&["tune", file, "-s", "threads", "--target", "sim", "-D", "M=0"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("a buffer extent must be positive"), "{}", stderr(&o));
+}

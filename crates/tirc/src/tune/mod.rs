@@ -113,6 +113,9 @@ pub(crate) fn defines(o: &Options) -> Vec<(String, i64)> {
         Target::Sim => test_sizes(&o.src),
         Target::Cuda => vec![],
     };
+    // A -D replaces the test size of its name (a module constant given
+    // twice would keep the first).
+    defines.retain(|(k, _)| !o.defines.iter().any(|(d, _)| d == k));
     defines.extend(o.defines.iter().cloned());
     defines
 }
