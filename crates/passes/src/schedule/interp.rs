@@ -301,7 +301,9 @@ impl Interp<'_> {
             ExprKind::Unary { op, operand } => {
                 let v = self.expr(operand)?;
                 match (op, v) {
-                    (ast::UnaryOp::Neg, Value::Int(i)) => Ok(Value::Int(-i)),
+                    (ast::UnaryOp::Neg, Value::Int(i)) => {
+                        i.checked_neg().map(Value::Int).ok_or_else(|| Diagnostic::at(e.span, "integer overflow"))
+                    }
                     (ast::UnaryOp::Pos, Value::Int(i)) => Ok(Value::Int(i)),
                     (ast::UnaryOp::Neg, Value::Float(x)) => Ok(Value::Float(-x)),
                     (ast::UnaryOp::Pos, Value::Float(x)) => Ok(Value::Float(x)),
@@ -503,7 +505,7 @@ impl Interp<'_> {
                     B::Sub => x.checked_sub(y),
                     B::Mul => x.checked_mul(y),
                     B::FloorDiv | B::Mod if y == 0 => return Err(Diagnostic::at(span, "division by zero")),
-                    B::FloorDiv => Some(tirc_ir::expr::floor_div(x, y)),
+                    B::FloorDiv => x.checked_div(y).map(|_| tirc_ir::expr::floor_div(x, y)),
                     B::Mod => Some(tirc_ir::expr::floor_mod(x, y)),
                     B::Pow if (0..63).contains(&y) => x.checked_pow(y as u32),
                     _ => return Err(Diagnostic::at(span, "this operator is not supported in a schedule")),
