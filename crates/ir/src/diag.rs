@@ -92,6 +92,9 @@ impl Diagnostic {
 
     /// Renders the diagnostic against the source text, without colours.
     pub fn render(&self, file_name: &str, src: &str) -> String {
+        // Lines as the parser counted them (a lone carriage return ends one).
+        let normalized = tirc_parser::lexer::normalize_line_ends(src);
+        let src: &str = &normalized;
         // miette lays a source line out in full (and fails on lines of some
         // megabytes): past a few thousand characters, the short form with
         // line and column says more than a snippet could.

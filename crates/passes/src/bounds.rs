@@ -83,6 +83,16 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
     }
 }
 
+/// A condition `p < c` or `p <= c`, `c` a constant: `p` and the largest
+/// value it allows.
+pub fn upper_bound(g: &Expr) -> Option<(&Expr, i64)> {
+    match g {
+        Expr::Binary(BinOp::Lt, p, c) => Some((p, c.as_int()?.checked_sub(1)?)),
+        Expr::Binary(BinOp::Le, p, c) => Some((p, c.as_int()?)),
+        _ => None,
+    }
+}
+
 /// [`relax`] under conditions that hold wherever `e` is evaluated (a
 /// block's `T.where`, split in its `and`-ed parts): a part `p < c` (or
 /// `p <= c`), `c` a constant below the largest value of `p`, where `e` is
@@ -93,14 +103,12 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
 pub fn relax_guarded(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Option<(Expr, Expr)> {
     let (lo, mut hi) = relax(e, vars)?;
     for g in guards {
-        let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), p, c) = g else { continue };
-        let Some(c) = c.as_int() else { continue };
-        let last = if *op == BinOp::Lt { c - 1 } else { c };
+        let Some((p, last)) = upper_bound(g) else { continue };
         let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
         if in_p.is_empty() || relax(p, vars).and_then(|(_, h)| h.as_int()).is_none_or(|h| h <= last) {
             continue;
         }
-        let rest = Analyzer::new().simplify(&(e.clone() - (**p).clone()));
+        let rest = Analyzer::new().simplify(&(e.clone() - p.clone()));
         if in_p.iter().any(|v| rest.uses(v)) {
             continue;
         }

@@ -654,8 +654,7 @@ fn joined_range(n: i64, q: &(Expr, Expr), m: &(Expr, Expr), an: &Analyzer) -> Op
 }
 
 /// A buffer, the region of it a block accesses (`(min, extent)` in terms of
-/// loops) and the loops that run over their ranges in one iteration.
-/// A buffer's region a block accesses, the loops relaxed for it, and the
+/// loops), the loops that run over their ranges in one iteration, and the
 /// block's predicate (over the loops).
 type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>, Expr);
 
@@ -674,11 +673,18 @@ fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)]) -> Opt
         bounds.iter().try_fold(1i64, |a, (lo, hi)| a.checked_mul((hi - lo + 1).max(0)).filter(|t| *t <= LIMIT))?;
     let mut seen = std::collections::HashSet::new();
     for (_, region, relaxed, predicate) in writes {
-        // Only the loops the region or the predicate depends on are run;
-        // where the predicate is false nothing is written.
+        // Only the loops the region depends on are run. Where the predicate
+        // is false nothing is written; it is read only where it speaks of
+        // those loops alone and can be evaluated (else every point counts).
+        let in_region = |v: &Var| region.iter().any(|(m, e)| m.uses(v) || e.uses(v));
+        let predicate = if relaxed.iter().all(|(v, _, _)| !predicate.uses(v) || in_region(v)) {
+            predicate.clone()
+        } else {
+            Expr::bool(true)
+        };
         let used: Vec<(Var, i64, i64)> = relaxed
             .iter()
-            .filter(|(v, _, _)| predicate.uses(v) || region.iter().any(|(m, e)| m.uses(v) || e.uses(v)))
+            .filter(|(v, _, _)| in_region(v))
             .map(|(v, m, e)| Some((v.clone(), eval(m, &fixed)?, eval(e, &fixed)?)))
             .collect::<Option<_>>()?;
         let runs = used.iter().try_fold(1i64, |a, l| a.checked_mul(l.2.max(0)).filter(|t| *t <= LIMIT))?;
@@ -687,7 +693,7 @@ fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)]) -> Opt
             let value =
                 |v: &Var| used.iter().zip(&at).find(|(l, _)| &l.0 == v).map(|(l, k)| l.1 + k).or_else(|| fixed(v));
             let mut point: Vec<(i64, i64)> = Vec::new();
-            let runs_here = eval(predicate, &value)? != 0;
+            let runs_here = eval(&predicate, &value).is_none_or(|p| p != 0);
             for (m, e) in region.iter() {
                 // (An empty box where the predicate is false.)
                 point.push(if runs_here { (eval(m, &value)?, eval(e, &value)?) } else { (0, 0) });

@@ -38,18 +38,34 @@ const MAX_ENUMERATED: i64 = 1 << 18;
 pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut uses: Vec<(Buffer, Use)> = Vec::new();
     collect(&f.body, &mut Vec::new(), &mut Vec::new(), &mut uses);
+    // Buffers written outside a thread loop that some block writes per
+    // thread under it: allowed only where every access can be enumerated
+    // (`owners_agree` then sees whose copy each read finds).
+    let mut must_enumerate: Vec<(&Buffer, &Use, &Use, ThreadTag)> = Vec::new();
     for (b, u) in &uses {
         for (tag, var) in &u.around {
-            // Only what a thread writes of its own is private: a block
-            // outside the thread loops runs whole in every thread, so what
-            // it writes every thread holds (a producer computed into each
-            // thread's registers before the thread loop that reads it).
-            if !u.block.iter_values.iter().any(|v| v.uses(var)) || !block_buffers(u.block, false).contains(b) {
+            if !u.block.iter_values.iter().any(|v| v.uses(var)) {
                 continue;
             }
-            let outside = uses.iter().find(|(c, w)| {
-                c == b && !w.around.iter().any(|(t, _)| t == tag) && block_buffers(w.block, true).contains(b)
-            });
+            let outside_of = |w: &Use| !w.around.iter().any(|(t, _)| t == tag);
+            // A block outside the thread loops runs whole in every thread:
+            // what it only writes, every thread holds (a producer computed
+            // into each thread's registers before the thread loop that
+            // reads it), unless a thread's own write comes after it and
+            // another thread reads that element: left to `owners_agree`.
+            // A block under the thread loop that only reads finds in its
+            // own copy what the blocks outside wrote whole.
+            if !block_buffers(u.block, false).contains(b) {
+                continue;
+            }
+            let reads = |w: &Use| block_buffers(w.block, true).contains(b);
+            let outside = uses.iter().find(|(c, w)| c == b && outside_of(w) && reads(w));
+            if outside.is_none() {
+                if let Some((_, w)) = uses.iter().find(|(c, w)| c == b && outside_of(w)) {
+                    must_enumerate.push((b, u, w, *tag));
+                }
+                continue;
+            }
             if let Some((_, w)) = outside {
                 return Err(Diagnostic::new(format!(
                     "local buffer `{}` is touched per thread of {} by block `{}`, but block `{}` touches it outside every loop bound to {}: local memory is private to each thread, so it would read what other threads hold",
@@ -77,7 +93,19 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     for b in buffers {
         let mine: Vec<&Use> = uses.iter().filter(|(c, _)| c == b).map(|(_, u)| u).collect();
         if mine.len() > 1 && mine.iter().any(|u| !u.around.is_empty()) {
-            owners_agree(b, &mine)?;
+            let checked = owners_agree(b, &mine)?;
+            if let (false, Some((_, u, w, tag))) = (checked, must_enumerate.iter().find(|(x, ..)| *x == b)) {
+                return Err(Diagnostic::new(format!(
+                    "local buffer `{}` is written per thread of {} by block `{}` and whole by block `{}` outside every loop bound to {}, and tirc cannot tell which copy each read finds: local memory is private to each thread",
+                    b.name(),
+                    tag.name(),
+                    u.block.block.name,
+                    w.block.block.name,
+                    tag.name()
+                ))
+                .help("give the loops that place these blocks constant bounds, or use shared memory")
+                .or_at_ir(w.block.block.span, "this block writes it outside the loop"));
+            }
         }
     }
     Ok(())
@@ -92,14 +120,15 @@ type Writers<'a> = HashMap<&'a [i64], HashSet<&'a [(u8, i64)]>>;
 
 /// Every element of `b` a thread reads is one that thread writes, where
 /// some thread writes it (a read of what no block writes is not this
-/// check's business). Blocks whose accesses cannot be enumerated are left
-/// alone.
-fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<(), Diagnostic> {
+/// check's business), or one that only blocks under fewer thread loops
+/// write (every thread runs those whole). Blocks whose accesses cannot be
+/// enumerated are left alone: the result says whether they all could.
+fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<bool, Diagnostic> {
     let mut all: Vec<(&Use, Vec<Access>)> = Vec::new();
     for u in uses {
         match accesses(b, u) {
             Some(a) => all.push((u, a)),
-            None => return Ok(()),
+            None => return Ok(false),
         }
     }
     let mut writers: Writers = HashMap::new();
@@ -116,8 +145,11 @@ fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<(), Diagnostic> {
             // A writer under fewer thread loops runs in every thread of
             // the others' axes: its write is the reader's own where the
             // axes it is under agree.
+            // (Where another thread also writes it per thread, which copy
+            // is the last is not the same in every thread: the read is the
+            // thread's own only if it writes the element itself.)
             let own = |wt: &&[(u8, i64)]| wt.iter().all(|x| thread.contains(x));
-            if !*write && !w.iter().any(own) {
+            if !*write && !w.contains(thread.as_slice()) && !w.iter().all(own) {
                 let who: Vec<String> =
                     thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
                 let at: Vec<String> = elem.iter().map(i64::to_string).collect();
@@ -133,7 +165,7 @@ fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<(), Diagnostic> {
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The accesses of `b` by block `u`, by enumeration of the loops that

@@ -27,7 +27,7 @@
 
 use crate::bounds::{relax, to_range_in, union_in, Relaxed};
 use tirc_ir::structural_eq::same_expr;
-use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 /// The largest extent a per-thread tile takes beyond its buffer's.
 const MAX_LOCAL_TILE: i64 = 1024;
@@ -296,9 +296,7 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
 fn narrow_by_guards(indices: &[Expr], guards: &[Expr], mut relaxed: Vec<Relaxed>) -> (Vec<Expr>, Vec<Relaxed>) {
     let mut indices = indices.to_vec();
     for (n, g) in guards.iter().enumerate() {
-        let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), e, c) = g else { continue };
-        let Some(c) = c.as_int() else { continue };
-        let last = if *op == BinOp::Lt { c - 1 } else { c };
+        let Some((e, last)) = crate::bounds::upper_bound(g) else { continue };
         if !relaxed.iter().any(|(v, _, _)| e.uses(v)) || !indices.iter().any(|i| contains(i, e)) {
             continue;
         }
@@ -306,6 +304,7 @@ fn narrow_by_guards(indices: &[Expr], guards: &[Expr], mut relaxed: Vec<Relaxed>
         if hi.as_int().is_none_or(|h| h <= last) {
             continue;
         }
+        // (`last` is below `hi`, so `last + 1` fits.)
         let t = Var::new(format!("guarded_{n}"), e.dtype());
         indices = indices.iter().map(|i| replace(i, e, &Expr::Var(t.clone()))).collect();
         relaxed.push((t, lo.clone(), Expr::int(last + 1) - lo));

@@ -101,8 +101,15 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     // whose reduction a split does not divide, guards its update in the
     // body so that every partial result is initialized): each thread
     // accumulates only where it holds, in step 1.
+    // (A guard that reads memory, the output's partial value say, is not
+    // such a condition.)
+    let reads_memory = |e: &Expr| {
+        let mut found = false;
+        e.walk(&mut |x| found |= matches!(x, Expr::Load(..) | Expr::Call(..)));
+        found
+    };
     let (update_body, guard) = match &r.block.body {
-        Stmt::If { cond, then, orelse: None } => (&**then, Some(cond.clone())),
+        Stmt::If { cond, then, orelse: None } if !reads_memory(cond) => (&**then, Some(cond.clone())),
         body => (body, None),
     };
     let red_r = reducer(update_body, r.block.init.as_ref()).ok_or_else(|| {
