@@ -146,7 +146,28 @@ fn sync(s: &Stmt, st: &mut State, cx: &Cx) -> Stmt {
             Stmt::Allocate { buffer: buffer.clone(), body: Box::new(sync(body, st, cx)) }
         }
         Stmt::Let { var, value, body } => {
-            Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(sync(body, st, cx)) }
+            // The value is read before the body runs: a barrier goes before
+            // the `let` when it reads what another thread wrote.
+            let mut r = HashSet::new();
+            value.walk(&mut |y| {
+                if let Expr::Load(b, _) = y {
+                    if cx.tracked(b) {
+                        r.insert(b.clone());
+                    }
+                }
+            });
+            let barrier = r.iter().any(|b| st.written.contains(b));
+            if barrier {
+                st.written.clear();
+                st.read.clear();
+            }
+            st.read.extend(r);
+            let s = Stmt::Let { var: var.clone(), value: value.clone(), body: Box::new(sync(body, st, cx)) };
+            if barrier {
+                Stmt::seq(vec![Stmt::Barrier, s])
+            } else {
+                s
+            }
         }
         Stmt::For(l) if enter(l, cx) => {
             let mut first = st.clone();
