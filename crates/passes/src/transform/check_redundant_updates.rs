@@ -83,11 +83,12 @@ fn walk(
             }
         }
         Stmt::Store { buffer, indices, value } if matches!(buffer.scope(), Scope::Global | Scope::Shared) => {
+            // Through the lets (`cse_var_1: T.int32 = threadIdx_x`, as TVM's
+            // common-subexpression pass prints; `t = S[i] + x; S[i] = t`),
+            // the value, indices and conditions.
+            let value = tirc_ir::subst::substitute(value, lets);
             let mut reads = false;
             value.walk(&mut |e| reads |= matches!(e, Expr::Load(b, _) if b.key() == buffer.key()));
-            // Through the lets (`cse_var_1: T.int32 = threadIdx_x`, as TVM's
-            // common-subexpression pass prints), indices and conditions too.
-            let value = tirc_ir::subst::substitute(value, lets);
             let indices: Vec<Expr> = indices.iter().map(|i| tirc_ir::subst::substitute(i, lets)).collect();
             let conds: Vec<Expr> = conds.iter().map(|c| tirc_ir::subst::substitute(c, lets)).collect();
             for (v, name, extent) in threads.iter() {
