@@ -81,8 +81,47 @@ pub fn reverse_compute_at(
     preserve_unit_loops: bool,
     index: i64,
 ) -> Result<()> {
+    let before = sch.func.body.clone();
     move_to(sch, block, lp, false, preserve_unit_loops, index, None)?;
+    if let Some((runs, total)) = missed_iterations(&sch.func.body, block) {
+        sch.func.body = before;
+        return Err(ScheduleError::new(format!(
+            "under loop `{}`, block `{block}` would run {runs} of its {total} iterations: the loop covers only what its producers write, and the consumer's other elements would never be computed",
+            lp.name()
+        ))
+        .help("move the consumer under a loop whose iterations reach every element it writes, or pad its producer"));
+    }
     Ok(())
+}
+
+/// How many of block `name`'s iterations its loops run (where its predicate
+/// holds), and how many its domain has, when the first is fewer; None
+/// where they cannot be counted (a bound not constant, or more than 2^20
+/// iterations) or every iteration runs. A consumer moved by
+/// `reverse_compute_at` gets loops over the region its producers write in
+/// one iteration, which need not reach every element it computes (`B[i] =
+/// P[i] if i < 5 else 0` over 8 elements under the 5 of `P`).
+fn missed_iterations(root: &Stmt, name: &str) -> Option<(u64, u64)> {
+    const LIMIT: i64 = 1 << 20;
+    let r = root.find_block(name)?;
+    let total = r
+        .block
+        .iter_vars
+        .iter()
+        .try_fold(1i64, |a, iv| a.checked_mul(iv.dom.extent.as_int()?).filter(|t| *t <= LIMIT))?;
+    let loops: Vec<(Var, i64, i64)> = root
+        .loops_above(name)?
+        .iter()
+        .map(|l| Some((l.var.clone(), l.min.as_int()?, l.extent.as_int()?)))
+        .collect::<Option<_>>()?;
+    let mut seen = std::collections::HashSet::new();
+    crate::common::tree::run_block_iterations(r, &loops, LIMIT, &mut |vals, on| {
+        if on {
+            seen.insert(vals.to_vec());
+        }
+        Some(())
+    })?;
+    ((seen.len() as i64) < total).then_some((seen.len() as u64, total as u64))
 }
 
 /// `compute_at(block, lp)` for the copy that `cache_read` makes of `src`
