@@ -29,11 +29,14 @@
 //!    is `C = C + e`, and `e` is a product (casts allowed) with a factor
 //!    read along `k` from a padded copy, whose new elements are zero.
 //! 6. Each grown loop runs this block only.
+//! 7. No other block of the nest that holds the block writes a buffer that
+//!    gets a padded copy before the nest.
 
 use super::cache::{copy_block_nest, root_stmts, set_root, top_level_owner};
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use crate::common::tree::{block_and_buffer_names, fresh_name};
 use tirc_ir::printer::print_expr;
+use tirc_ir::region::block_buffers;
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::replace_buffers_stmt;
 use tirc_ir::{BinOp, Block, Buffer, Expr, For, IterKind, Range, Stmt, Var};
@@ -173,6 +176,22 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     }
     if grown.is_empty() {
         return Ok(());
+    }
+    // 7. The padded copies of the inputs run before the nest that holds the
+    // block: what a block of that nest writes is not written yet there.
+    let nest = root_stmts(&sch.func.body).into_iter().find(|s| s.find_block(block).is_some());
+    for (buf, _, _) in accesses.iter().filter(|(b, vars, _)| b != out && vars.iter().any(grows)) {
+        let writer = nest.as_ref().and_then(|n| {
+            n.blocks().into_iter().find(|w| w.block.name != *block && block_buffers(w, false).contains(buf)).cloned()
+        });
+        if let Some(w) = writer {
+            return Err(ScheduleError::new(format!(
+                "block `{}` writes `{}` in the nest of block `{block}`: its padded copy, made before that nest, would read it unwritten",
+                w.block.name,
+                buf.name()
+            ))
+            .help("pad before compute_at moves the producer into the nest"));
+        }
     }
     // The padded buffers: those accessed along a grown variable.
     let mut taken = block_and_buffer_names(&sch.func);
