@@ -86,6 +86,9 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
     let mut inner_ivs: Vec<IterVar> = Vec::new();
     let mut inner_values: Vec<Expr> = Vec::new();
     let mut sub: Vec<(Var, Expr)> = Vec::new();
+    // Each variable's binding, and the same in the outer block's variable
+    // and the inner loops (`i_0 * 8 + i_1 * 4 + i_2` as `vi_o * 4 + i_2`).
+    let mut rebound: Vec<(Expr, Expr)> = Vec::new();
     for (iv, e) in realize.block.iter_vars.iter().zip(&realize.iter_values) {
         let t = iv.var.dtype();
         let (outer, inner, e_in) = divide(e, &inner_loops).ok_or_else(|| {
@@ -115,6 +118,7 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
         };
         let unit_outer = outer_extent.as_int() == Some(1);
         let vo = Var::new(format!("{}_o", iv.var.name()), t);
+        rebound.push((e.clone(), Expr::var(&vo) * Expr::Int(e_in, t) + inner.clone()));
         outer_ivs.push(IterVar { var: vo.clone(), dom: Range::new(Expr::Int(0, t), outer_extent), kind: iv.kind });
         outer_values.push(outer);
         let replacement = if e_in == 1 {
@@ -157,7 +161,30 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
             _ => None,
         })
         .collect();
-    let inner_pred: Vec<Expr> = inner_pred.iter().map(|c| substitute(c, &loop_to_outer)).collect();
+    let an = Analyzer::new();
+    let inner_pred: Vec<Expr> = inner_pred
+        .iter()
+        .map(|c| {
+            // A bound on a whole binding (`i_0 * 8 + i_1 * 4 + i_2 < 13`, a
+            // split's guard) is said of the outer block's variable.
+            if let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), lhs, rhs) = c {
+                let same = |b: &Expr| an.simplify(&((**lhs).clone() - b.clone())).as_int() == Some(0);
+                if let Some((_, new)) = rebound.iter().find(|(b, _)| same(b)) {
+                    return Expr::binary(*op, new.clone(), (**rhs).clone());
+                }
+            }
+            substitute(c, &loop_to_outer)
+        })
+        .collect();
+    // What still names a loop above the block cannot be said inside it.
+    let above: Vec<Var> = sch.func.body.loops_above(&name).unwrap_or_default().iter().map(|l| l.var.clone()).collect();
+    if let Some(v) = above.iter().find(|v| inner_pred.iter().any(|c| c.uses(v)) && !is_inner_var(&inner_loops, v)) {
+        return Err(ScheduleError::unsupported(format!(
+            "the predicate of block `{name}` ties its inner loops to loop `{}` above the new block, which the \
+             inner block could not name",
+            v.name()
+        )));
+    }
 
     // The inner block: the body in the new variables, without the init.
     let taken = block_and_buffer_names(&sch.func);
@@ -379,6 +406,10 @@ fn only_vars(e: &Expr, ls: &[For]) -> bool {
 
 /// A block realize with its read and write regions inferred (and
 /// simplified: an inner variable's lowest value, 0, leaves `+ 0`).
+fn is_inner_var(inner_loops: &[For], v: &Var) -> bool {
+    inner_loops.iter().any(|l| l.var == *v)
+}
+
 fn with_regions(mut block: Block, iter_values: Vec<Expr>, predicate: Expr) -> BlockRealize {
     let (reads, writes) = infer_block_regions(&block);
     let a = Analyzer::new();
