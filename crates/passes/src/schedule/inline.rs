@@ -291,20 +291,21 @@ fn replace_load(e: &Expr, b: &Buffer, value: &Expr) -> Expr {
 }
 
 /// Every block reading `b` gets its loads rewritten by `f` and its regions
-/// inferred again.
+/// inferred again, inner blocks first, so that a block around them (one
+/// `blockize` made) infers its regions from theirs, without `b`.
 fn rewrite_blocks_reading(s: &Stmt, b: &Buffer, f: &dyn Fn(&Expr) -> Expr) -> Stmt {
-    s.rewrite(&mut |x| match x {
-        Stmt::Block(r) if r.block.name != "root" && block_buffers(r, true).contains(b) => {
-            let mut r = (**r).clone();
+    match s.map_children(|c| rewrite_blocks_reading(c, b, f)) {
+        Stmt::Block(r) if r.block.name != "root" && block_buffers(&r, true).contains(b) => {
+            let mut r = *r;
             r.block.body = r.block.body.map_exprs(&mut |e| f(e));
             r.block.init = r.block.init.as_ref().map(|i| i.map_exprs(&mut |e| f(e)));
             let (rd, wr) = infer_block_regions(&r.block);
             r.block.reads = rd;
             r.block.writes = wr;
-            Some(Stmt::Block(Box::new(r)))
+            Stmt::Block(Box::new(r))
         }
-        _ => None,
-    })
+        s => s,
+    }
 }
 
 /// The body without the block and without loops left empty by it.
