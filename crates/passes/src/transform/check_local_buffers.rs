@@ -68,7 +68,7 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
             }
             if let Some((_, w)) = outside {
                 return Err(Diagnostic::new(format!(
-                    "local buffer `{}` is touched per thread of {} by block `{}`, but block `{}` touches it outside every loop bound to {}: local memory is private to each thread, so it would read what other threads hold",
+                    "local buffer `{}` is written per thread of {} by block `{}`, but block `{}` reads it outside every loop bound to {}: local memory is private to each thread, so it would read what other threads hold",
                     b.name(),
                     tag.name(),
                     u.block.block.name,
@@ -80,7 +80,7 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
                     w.block.block.name,
                     tag.name()
                 ))
-                .or_at_ir(w.block.block.span, "this block touches it outside the loop"));
+                .or_at_ir(w.block.block.span, "this block reads it outside the loop"));
             }
         }
     }
