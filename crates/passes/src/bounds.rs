@@ -11,6 +11,7 @@
 //! these.
 
 use crate::arith::Analyzer;
+use tirc_ir::structural_eq::same_expr;
 use tirc_ir::{BinOp, Expr, Range, Var};
 
 /// A variable and the range it runs over: `min .. min + extent`.
@@ -94,36 +95,69 @@ pub fn upper_bound(g: &Expr) -> Option<(&Expr, i64)> {
 }
 
 /// [`relax`] under conditions that hold wherever `e` is evaluated (a
-/// block's `T.where`, split in its `and`-ed parts): a part `p < c` (or
-/// `p <= c`), `c` a constant below the largest value of `p`, where `e` is
-/// `p` plus terms of variables `p` does not use, caps `e` at those terms'
-/// largest value plus `c - 1`. A split that does not divide guards its
-/// inner loops so (`j1 * 3 + j2 < 16` under a tile of 16 split by 3, whose
-/// loops reach 18): the tile's region is then its 16 elements.
+/// block's `T.where` or the `if`s around an access, split in their
+/// `and`-ed parts). A part `p < c` (or `p <= c`), `c` a constant below the
+/// largest value of `p`, narrows `e` two ways:
+/// - where `p` occurs in `e` as it is written, it stands for a new
+///   variable that runs only up to `c - 1`: the fused copy of a 32×32 tile
+///   split by 32 × 32 × 4 threads (4096 slots for 1024 elements, under
+///   `f < 1024`) indexes `(f // 32, f % 32)`, 32 rows, not 128;
+/// - where `e` is `p` plus terms of variables `p` does not use, `e` is
+///   capped at those terms' largest value plus `c - 1`: a tile of 16 split
+///   by 3 (`j1 * 3 + j2 < 16`, loops reaching 18) gives its 16 elements.
+///
+/// Guards of any other form, or whose bound is not a constant, are left
+/// out (the interval stays as large as without them).
 pub fn relax_guarded(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Option<(Expr, Expr)> {
-    let (lo, mut hi) = relax(e, vars)?;
+    let mut e = e.clone();
+    let mut vars = vars.to_vec();
+    for (n, g) in guards.iter().enumerate() {
+        let Some((p, last)) = upper_bound(g) else { continue };
+        if !vars.iter().any(|(v, _, _)| p.uses(v)) || !contains(&e, p) {
+            continue;
+        }
+        let Some((lo, hi)) = relax(p, &vars) else { continue };
+        if hi.as_int().is_none_or(|h| h <= last) {
+            continue;
+        }
+        // (`last` is below `hi`, so `last + 1` fits.)
+        let t = Var::new(format!("guarded_{n}"), p.dtype());
+        e = replace(&e, p, &Expr::Var(t.clone()));
+        vars.push((t, lo.clone(), Expr::int(last + 1) - lo));
+    }
+    let (lo, mut hi) = relax(&e, &vars)?;
     for g in guards {
         let Some((p, last)) = upper_bound(g) else { continue };
         let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
-        if in_p.is_empty() || relax(p, vars).and_then(|(_, h)| h.as_int()).is_none_or(|h| h <= last) {
+        if in_p.is_empty() || relax(p, &vars).and_then(|(_, h)| h.as_int()).is_none_or(|h| h <= last) {
             continue;
         }
         let rest = Analyzer::new().simplify(&(e.clone() - p.clone()));
         if in_p.iter().any(|v| rest.uses(v)) {
             continue;
         }
-        let Some((_, rest_hi)) = relax(&rest, vars) else { continue };
+        let Some((_, rest_hi)) = relax(&rest, &vars) else { continue };
         let capped = Analyzer::new().simplify(&(rest_hi + Expr::int(last)));
         // Keep the tighter of the two where they compare.
-        let tighter = match Analyzer::new().simplify(&(hi.clone() - capped.clone())).as_int() {
-            Some(d) => d > 0,
-            None => false,
-        };
-        if tighter {
+        if Analyzer::new().simplify(&(hi.clone() - capped.clone())).as_int().is_some_and(|d| d > 0) {
             hi = capped;
         }
     }
     Some((lo, hi))
+}
+
+fn contains(e: &Expr, part: &Expr) -> bool {
+    let mut found = false;
+    e.walk(&mut |x| found |= same_expr(x, part));
+    found
+}
+
+/// `e` with every occurrence of `part` replaced by `by`.
+fn replace(e: &Expr, part: &Expr, by: &Expr) -> Expr {
+    if same_expr(e, part) {
+        return by.clone();
+    }
+    e.map_children(|c| replace(c, part, by))
 }
 
 /// The smallest interval holding both, when their ends can be ordered.

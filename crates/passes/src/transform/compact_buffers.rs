@@ -25,8 +25,7 @@
 //! across loops (`facts.carried`, from `lower_blocks`) is allocated outside
 //! them.
 
-use crate::bounds::{relax, to_range_in, union_in, Relaxed};
-use tirc_ir::structural_eq::same_expr;
+use crate::bounds::{relax_guarded, to_range_in, union_in, Relaxed};
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 /// The largest extent a per-thread tile takes beyond its buffer's.
@@ -207,9 +206,8 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
             .map(|(_, l)| (l.var.clone(), l.min.clone(), l.extent.clone()))
             .chain(outer_threads.iter().cloned())
             .collect();
-        let (indices, relaxed) = narrow_by_guards(&a.indices, &a.guards, relaxed);
-        for (d, idx) in indices.iter().enumerate() {
-            let r = relax(idx, &relaxed);
+        for (d, idx) in a.indices.iter().enumerate() {
+            let r = relax_guarded(idx, &relaxed, &a.guards);
             if n == 0 {
                 region.push(r);
             } else {
@@ -281,49 +279,6 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
             _ => None,
         }),
     }
-}
-
-/// An access's indices and relaxed variables, narrowed by the conditions
-/// it runs under: for a guard `e < c` (or `e <= c`) with `c` a constant
-/// below the largest value `e` takes over the relaxed loops, every
-/// occurrence of `e` in the indices stands for a new variable that runs
-/// only up to `c - 1`. A split that does not divide (the fused copy of a
-/// 32×32 tile split by 32 × 32 × 4 threads, 4096 slots for 1024 elements)
-/// guards its iterations so, and the indices are taken of that same sum
-/// (`(f // 32, f % 32)` under `f < 1024`): the tile is 32 rows, not 128.
-/// Guards of any other form, or whose bound is not a constant, are left
-/// out (the region stays as large as without them).
-fn narrow_by_guards(indices: &[Expr], guards: &[Expr], mut relaxed: Vec<Relaxed>) -> (Vec<Expr>, Vec<Relaxed>) {
-    let mut indices = indices.to_vec();
-    for (n, g) in guards.iter().enumerate() {
-        let Some((e, last)) = crate::bounds::upper_bound(g) else { continue };
-        if !relaxed.iter().any(|(v, _, _)| e.uses(v)) || !indices.iter().any(|i| contains(i, e)) {
-            continue;
-        }
-        let Some((lo, hi)) = relax(e, &relaxed) else { continue };
-        if hi.as_int().is_none_or(|h| h <= last) {
-            continue;
-        }
-        // (`last` is below `hi`, so `last + 1` fits.)
-        let t = Var::new(format!("guarded_{n}"), e.dtype());
-        indices = indices.iter().map(|i| replace(i, e, &Expr::Var(t.clone()))).collect();
-        relaxed.push((t, lo.clone(), Expr::int(last + 1) - lo));
-    }
-    (indices, relaxed)
-}
-
-fn contains(e: &Expr, part: &Expr) -> bool {
-    let mut found = false;
-    e.walk(&mut |x| found |= same_expr(x, part));
-    found
-}
-
-/// `e` with every occurrence of `part` replaced by `by`.
-fn replace(e: &Expr, part: &Expr, by: &Expr) -> Expr {
-    if same_expr(e, part) {
-        return by.clone();
-    }
-    e.map_children(|c| replace(c, part, by))
 }
 
 fn retarget(e: &Expr, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
