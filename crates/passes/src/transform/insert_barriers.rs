@@ -10,9 +10,12 @@
 //! are the same for every thread and whose body both writes and reads some
 //! shared buffer is entered: its body is walked twice, the second time with
 //! what the end of the body left, so that a conflict between the end of one
-//! iteration and the start of the next gets its barrier too. Other
-//! statements are taken whole — in particular conditionals, so that no
-//! barrier lands where only some threads would reach it. A buffer is
+//! iteration and the start of the next gets its barrier too. A conditional
+//! whose test is the same for every thread (no thread index, no value
+//! derived from one, no load) is entered too, each branch walked from the
+//! state before it. Other statements are taken whole — in particular
+//! conditionals that depend on the thread, so that no barrier lands where
+//! only some threads would reach it. A buffer is
 //! tracked as a whole, so two threads touching different words of one
 //! buffer still get a barrier between them. Asynchronous copies
 //! (`T.cp_async`) write when issued and again, as far as other threads can
@@ -38,7 +41,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     // Multi-buffered tiles of a software pipeline got their barriers there.
     let skip = std::mem::take(&mut f.facts.pipeline_synced);
     let globals = if threads.is_empty() { HashSet::new() } else { exchanged_globals(&body, &threads) };
-    let cx = Cx { threads, skip, globals };
+    let varying = varying_vars(&body, &threads);
+    let cx = Cx { skip, globals, varying };
     let mut st = State::default();
     f.body = Stmt::with_launch_head(heads, sync(&body, &mut st, &cx));
     Ok(f)
@@ -55,11 +59,13 @@ struct State {
 }
 
 struct Cx {
-    threads: Vec<Var>,
     /// Buffers whose barriers another pass placed.
     skip: Vec<BufferId>,
     /// Global buffers that pass values between threads.
     globals: HashSet<BufferId>,
+    /// The thread indices and the variables whose values may differ from
+    /// one thread to another (a `let` of one, a loop bounded by one).
+    varying: Vec<Var>,
 }
 
 impl Cx {
@@ -169,6 +175,17 @@ fn sync(s: &Stmt, st: &mut State, cx: &Cx) -> Stmt {
                 s
             }
         }
+        Stmt::If { cond, then, orelse } if uniform(cond, cx) => {
+            // Every thread takes the same branch: barriers may go inside.
+            let before = st.clone();
+            let then = Box::new(sync(then, st, cx));
+            let mut other = before;
+            let orelse = orelse.as_ref().map(|e| Box::new(sync(e, &mut other, cx)));
+            st.written.extend(other.written);
+            st.read.extend(other.read);
+            st.pending.extend(other.pending);
+            Stmt::If { cond: cond.clone(), then, orelse }
+        }
         Stmt::For(l) if enter(l, cx) => {
             let mut first = st.clone();
             let _ = sync(&l.body, &mut first, cx);
@@ -224,11 +241,49 @@ fn sync(s: &Stmt, st: &mut State, cx: &Cx) -> Stmt {
 /// Whether to walk into a loop: its bounds are uniform across threads and
 /// its body both writes and reads some shared buffer.
 fn enter(l: &tirc_ir::For, cx: &Cx) -> bool {
-    if uses_any(&l.min, &cx.threads) || uses_any(&l.extent, &cx.threads) {
+    if uses_any(&l.min, &cx.varying) || uses_any(&l.extent, &cx.varying) {
         return false;
     }
     let (r, w) = accesses(&l.body, cx);
     r.intersection(&w).next().is_some()
+}
+
+/// Whether every thread computes the same value of `cond`: it reads no
+/// memory and no variable that may differ between threads.
+fn uniform(cond: &Expr, cx: &Cx) -> bool {
+    let mut loads = false;
+    cond.walk(&mut |e| loads |= matches!(e, Expr::Load(..)));
+    !loads && !uses_any(cond, &cx.varying)
+}
+
+/// The thread indices and every variable bound from one of them or from a
+/// load, directly or through other such variables: `let` values and loop
+/// bounds, to a fixed point.
+fn varying_vars(body: &Stmt, threads: &[Var]) -> Vec<Var> {
+    let mut varying = threads.to_vec();
+    loop {
+        let mut added = Vec::new();
+        let depends = |e: &Expr, varying: &[Var]| {
+            let mut loads = false;
+            e.walk(&mut |x| loads |= matches!(x, Expr::Load(..)));
+            loads || uses_any(e, varying)
+        };
+        body.walk(&mut |s| match s {
+            Stmt::Let { var, value, .. } if !varying.contains(var) && depends(value, &varying) => {
+                added.push(var.clone())
+            }
+            Stmt::For(l)
+                if !varying.contains(&l.var) && (depends(&l.min, &varying) || depends(&l.extent, &varying)) =>
+            {
+                added.push(l.var.clone())
+            }
+            _ => {}
+        });
+        if added.is_empty() {
+            return varying;
+        }
+        varying.extend(added);
+    }
 }
 
 fn uses_any(e: &Expr, vars: &[Var]) -> bool {
