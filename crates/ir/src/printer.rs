@@ -556,6 +556,9 @@ impl Printer {
                 DType::Bool => format!("T.bool({})", if *v != 0 { "True" } else { "False" }),
                 DType::Int(32) if *v >= 0 || prec <= 6 => v.to_string(),
                 DType::Int(32) => format!("({v})"),
+                // 2^63 is not a literal of 64 bits: the least int64 is
+                // written as the difference that makes it.
+                t if *v == i64::MIN => format!("T.{t}(-9223372036854775807 - 1)"),
                 t => format!("T.{t}({v})"),
             },
             Expr::Float(v, t) => format!("T.{t}({})", python_float(*v)),

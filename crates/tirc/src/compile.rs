@@ -198,6 +198,17 @@ impl Compiled {
         }
         let specialized = self.original.specialize(&values);
         check_bound(&specialized).map_err(|m| at(Diagnostic::new(m)))?;
+        // An access that these sizes take outside its buffer (`B[i]` for i
+        // up to n - 1, with `B` of 8 elements), named with the sizes.
+        tirc_ir::resolve::check_bound_accesses(&specialized).map_err(|mut d| {
+            let given: Vec<String> = values.iter().map(|(v, x)| format!("{} = {x}", v.name())).collect();
+            d.message = format!("with {}, {}", given.join(", "), d.message);
+            if d.span.is_some() {
+                d
+            } else {
+                at(d)
+            }
+        })?;
         self.original = specialized;
         self.scheduled = self.scheduled.specialize(&values);
         self.intermediates = self.intermediates.iter().map(|b| b.specialize(&values)).collect();

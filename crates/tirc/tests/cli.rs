@@ -636,3 +636,31 @@ fn tune_on_the_simulator_takes_the_sizes_given() {
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("a buffer extent must be positive"), "{}", stderr(&o));
 }
+
+/// An access that the run-time sizes take outside its buffer is named at
+/// its block (or function) with the sizes, on every target, before any
+/// launch: the simulator would have found it without a span, and the GPU
+/// would have read past the buffer.
+#[test]
+fn accesses_outside_a_buffer_at_these_sizes_are_named() {
+    let f = "tests/data/sizes/outside_at_run_time.tir";
+    let o = tirc(&["run", f, "--func", "loop", "--target", "sim", "-D", "n=100"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("with n = 100, block `b` accesses `B[vi]`, whose index in dimension 0 runs from 0 to 99")
+            && e.contains("outside its extent 8")
+            && e.contains("outside_at_run_time.tir:10:"),
+        "{e}"
+    );
+    let o = tirc(&["run", f, "--func", "loop", "--target", "sim", "-D", "n=8"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("check: ok"), "{}", stdout(&o));
+    let o = tirc(&["run", f, "--func", "past_end", "--target", "sim", "-D", "n=3"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("with n = 3, function `past_end` accesses `A[3]`") && e.contains("outside_at_run_time.tir:15:"),
+        "{e}"
+    );
+}

@@ -809,6 +809,107 @@ fn is_block_alloc(s: &ast::Stmt) -> bool {
     matches!(dotted(func).as_deref(), Some("T.alloc_buffer" | "T.sblock_alloc_buffer"))
 }
 
+/// Every unguarded access of every block of `f` stays inside its buffer,
+/// as `check_access_bounds` checks each block while the text is read, for
+/// a function whose sizes only became constants afterwards (run-time sizes
+/// bound to their values: `for i in range(n): B[i]` with `B` of 8
+/// elements at n = 100). Blocks under a condition or with a predicate are
+/// not checked; neither are indices that are not affine in loops of
+/// constant range. The error is at the block.
+pub fn check_bound_accesses(f: &crate::func::PrimFunc) -> Result<(), Diagnostic> {
+    /// The accesses of `s` outside nested blocks, `who` (a block, or the
+    /// function) at `span`.
+    fn check(
+        s: &Stmt,
+        ranges: &[LoopSpan],
+        bind: &[(Var, Expr)],
+        who: &str,
+        span: Option<Span>,
+        found: &mut Option<Diagnostic>,
+    ) {
+        unguarded_accesses(s, &mut ranges.to_vec(), &mut |buf, idx, ranges| {
+            if found.is_some() {
+                return;
+            }
+            for (d, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
+                let Some(n) = n.as_int() else { continue };
+                let at = crate::expr::fold_constants(&crate::subst::substitute(x, bind));
+                let Some((lo, hi)) = affine_bounds(&at, ranges) else { continue };
+                if lo < 0 || hi >= n {
+                    let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
+                    let msg = format!(
+                        "{who} accesses `{}[{}]`, whose index in dimension {d} runs from {lo} to {hi}, outside its extent {n}",
+                        buf.name(),
+                        shown.join(", ")
+                    );
+                    let d = match span {
+                        Some(sp) => Diagnostic::at(sp, msg),
+                        None => Diagnostic::new(msg),
+                    };
+                    *found = Some(d.help(
+                        "keep the index inside the buffer at every size, or guard the access (`T.where`, `T.if_then_else`)",
+                    ));
+                    return;
+                }
+            }
+        });
+    }
+    fn walk(
+        s: &Stmt,
+        ranges: &mut Vec<LoopSpan>,
+        bind: &[(Var, Expr)],
+        cx: (&str, Option<Span>),
+        found: &mut Option<Diagnostic>,
+    ) {
+        if found.is_some() {
+            return;
+        }
+        match s {
+            Stmt::If { .. } => {}
+            Stmt::Store { .. } => check(s, ranges, bind, cx.0, cx.1, found),
+            Stmt::For(l) => {
+                let pushed = match (l.min.as_int(), l.extent.as_int()) {
+                    (Some(m), Some(e)) if e > 0 => {
+                        ranges.push((l.var.clone(), m, m + e - 1));
+                        true
+                    }
+                    _ => false,
+                };
+                walk(&l.body, ranges, bind, cx, found);
+                if pushed {
+                    ranges.pop();
+                }
+            }
+            Stmt::Block(r) => {
+                if r.predicate.as_bool() != Some(true) {
+                    return;
+                }
+                // The block's variables as expressions of the loops around
+                // it, through the bindings of the blocks around it.
+                let mut inner: Vec<(Var, Expr)> = r
+                    .block
+                    .iter_vars
+                    .iter()
+                    .zip(&r.iter_values)
+                    .map(|(iv, v)| (iv.var.clone(), crate::subst::substitute(v, bind)))
+                    .collect();
+                inner.extend(bind.iter().cloned());
+                let b = &r.block;
+                let who = format!("block `{}`", b.name);
+                let span = b.span.or(cx.1);
+                for body in b.init.iter().chain(std::iter::once(&b.body)) {
+                    walk(body, ranges, &inner, (&who, span), found);
+                }
+            }
+            _ => s.for_each_child(|c| walk(c, ranges, bind, cx, found)),
+        }
+    }
+    let mut found = None;
+    let who = format!("function `{}`", f.name);
+    walk(&f.body, &mut Vec::new(), &[], (&who, f.span), &mut found);
+    found.map_or(Ok(()), Err)
+}
+
 /// A loop variable and its least and greatest values.
 type LoopSpan = (Var, i64, i64);
 /// Called on a buffer access with its indices and the loops around it.
