@@ -239,6 +239,23 @@ pub fn random_in(t: DType, n: usize, lo: i64, hi: i64, rng: &mut Rng) -> Result<
 
 /// Poison: NaN for floats, a large sentinel for integers, so that an element
 /// the kernel never writes cannot pass the comparison.
+/// The payload, in mantissa bits 29 to 50, of the NaN that stands for
+/// memory nothing wrote in the float64 reference ([`undefined`]): bits that
+/// arithmetic carries from a NaN operand to its result, and a float32 round
+/// trip keeps, so that a result computed from such memory is known by it.
+const UNDEFINED_PAYLOAD: u64 = 0x2B_5AD5;
+
+/// A NaN marking memory that nothing wrote: what the reference's
+/// intermediates and the simulator's allocations start as.
+pub fn undefined() -> f64 {
+    f64::from_bits(0x7FF8_0000_0000_0000 | (UNDEFINED_PAYLOAD << 29))
+}
+
+/// Whether `x` is [`undefined`], or a value computed from it.
+pub fn is_undefined(x: f64) -> bool {
+    x.is_nan() && (x.to_bits() >> 29) & 0x3F_FFFF == UNDEFINED_PAYLOAD
+}
+
 pub fn poison(d: &mut HostData) {
     fn fill<T: Elem>(v: &mut [T]) {
         v.iter_mut().for_each(|x| *x = T::POISON)
@@ -298,6 +315,17 @@ pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_computed_from_undefined_memory_is_known() {
+        // As the simulator computes: on values known only at run time.
+        let u = std::hint::black_box(undefined());
+        assert!(is_undefined(u));
+        assert!(!is_undefined(f64::NAN) && !is_undefined(f64::INFINITY - f64::INFINITY));
+        for x in [u + 1.0, 2.0 * u, -u, (u as f32) as f64, (u * 3.0).sqrt(), 1.5 - u] {
+            assert!(is_undefined(x), "{:x}", x.to_bits());
+        }
+    }
 
     /// Values past 1e154, whose squares overflow, still give a relative
     /// error (it was NaN).

@@ -211,7 +211,11 @@ pub fn reference_sim_observed(
     let plan = reference::plan(f, true).map_err(|d| d.message)?;
     let mut bufs = widen(inputs, f)?;
     for b in &plan.intermediates {
-        bufs.push(HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize)?);
+        let n = b.num_elements().unwrap_or(0) as usize;
+        bufs.push(match b.dtype() {
+            tirc_ir::DType::Float(64) => HostData::F64(vec![tirc_exec::data::undefined(); n]),
+            t => HostData::poisoned(t, n)?,
+        });
     }
     // The reference's threads are copies of one sequential program run in
     // lockstep: they share no memory but its global buffers, whose
@@ -220,6 +224,20 @@ pub fn reference_sim_observed(
     let opts = sim::SimOptions { f64_storage: true, ignore_races: true, ..Default::default() };
     for k in &plan.kernels {
         sim::run_observed(k, &mut bufs, opts, progress).map_err(|e| format!("simulating the reference: {e}"))?;
+    }
+    // An output computed from memory nothing wrote (a shared tile read
+    // where no thread of the block stored) is undefined: NaN in the
+    // reference and in the kernel alike, which would compare as equal.
+    for ((b, d), w) in f.params.iter().zip(&bufs).zip(written(f)) {
+        if !w {
+            continue;
+        }
+        if let Some(i) = d.to_f64().iter().position(|x| tirc_exec::data::is_undefined(*x)) {
+            return Err(format!(
+                "the function computes `{}` at element {i} from memory that nothing wrote: what it computes there is undefined: nothing to check",
+                b.name()
+            ));
+        }
     }
     Ok(Reference { values: bufs.iter().map(|d| d.to_f64()).collect(), intermediates: plan.intermediates })
 }

@@ -459,9 +459,10 @@ impl<'p> Machine<'p> {
                 let m = &mut self.mems[*mem];
                 m.swizzle = swizzle;
                 // Uninitialised memory reads as NaN, so that a read of
-                // something never written cannot go unnoticed.
+                // something never written cannot go unnoticed; a NaN of its
+                // own, so that a result computed from it is known as such.
                 m.data.clear();
-                m.data.resize(size, f64::NAN);
+                m.data.resize(size, crate::data::undefined());
                 m.per_thread = per_thread;
                 m.threads = self.n;
                 m.shared = shared;

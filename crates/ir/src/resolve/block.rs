@@ -192,6 +192,9 @@ impl FuncResolver<'_> {
             // A plain loop variable with constant bounds and no `T.where`:
             // every value the loop takes must lie in the domain.
             let Some(lr) = v.as_var().and_then(|x| self.loop_range_of(&Expr::Var(x.clone()))) else {
+                if predicate.as_bool() == Some(true) {
+                    self.check_binding_range(iv, v, span)?;
+                }
                 continue;
             };
             let (Some(lo), Some(ext), Some(dlo), Some(dext)) =
@@ -212,6 +215,47 @@ impl FuncResolver<'_> {
                 )
                 .help("make the domain match the loop, or guard the block with `T.where`"));
             }
+        }
+        Ok(())
+    }
+
+    /// A block variable bound to an expression of loops of constant range
+    /// (with no `T.where`) takes only values in its domain: the least and
+    /// greatest values of an affine binding, or every value of one that is
+    /// not affine where its loops make at most 4096 points. TVM's own
+    /// `v0 * v0 + v1` under a domain of 14 reaches 28.
+    fn check_binding_range(&self, iv: &IterVar, v: &Expr, span: Span) -> R<()> {
+        let (Some(dlo), Some(dext)) = (iv.dom.min.as_int(), iv.dom.extent.as_int()) else {
+            return Ok(());
+        };
+        let mut ranges: Vec<LoopSpan> = Vec::new();
+        for (x, r) in self.loop_ranges.iter().rev() {
+            if !v.uses(x) || ranges.iter().any(|(y, ..)| y == x) {
+                continue;
+            }
+            let (Some(m), Some(e)) = (r.min.as_int(), r.extent.as_int()) else { return Ok(()) };
+            if e < 1 {
+                return Ok(());
+            }
+            ranges.push((x.clone(), m, m + e - 1));
+        }
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let bounds = affine_bounds(v, &ranges).or_else(|| enumerated_bounds(v, &ranges, 4096));
+        let Some((lo, hi)) = bounds else { return Ok(()) };
+        if lo < dlo || hi >= dlo + dext {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "block variable `{}` has domain {dlo}..{}, but its binding `{}` takes values {lo}..{}",
+                    iv.var.name(),
+                    dlo + dext,
+                    crate::printer::print_expr(v),
+                    hi + 1
+                ),
+            )
+            .help("make the domain cover the binding, or guard the block with `T.where`"));
         }
         Ok(())
     }
@@ -908,6 +952,33 @@ pub fn check_bound_accesses(f: &crate::func::PrimFunc) -> Result<(), Diagnostic>
     let who = format!("function `{}`", f.name);
     walk(&f.body, &mut Vec::new(), &[], (&who, f.span), &mut found);
     found.map_or(Ok(()), Err)
+}
+
+/// The least and greatest values of `e` over every point of `ranges`, where
+/// they number at most `limit` and `e` folds to a constant at each.
+fn enumerated_bounds(e: &Expr, ranges: &[LoopSpan], limit: i64) -> Option<(i64, i64)> {
+    let mut points: i64 = 1;
+    for (_, lo, hi) in ranges {
+        points = points.checked_mul(hi - lo + 1).filter(|p| *p <= limit)?;
+    }
+    let mut at: Vec<i64> = ranges.iter().map(|(_, lo, _)| *lo).collect();
+    let (mut least, mut greatest) = (i64::MAX, i64::MIN);
+    for _ in 0..points {
+        let bind: Vec<(Var, Expr)> =
+            ranges.iter().zip(&at).map(|((x, ..), v)| (x.clone(), Expr::Int(*v, x.dtype()))).collect();
+        let x = crate::expr::fold_constants(&crate::subst::substitute(e, &bind)).as_int()?;
+        least = least.min(x);
+        greatest = greatest.max(x);
+        // The next point, the last range fastest.
+        for (k, (_, lo, hi)) in ranges.iter().enumerate().rev() {
+            if at[k] < *hi {
+                at[k] += 1;
+                break;
+            }
+            at[k] = *lo;
+        }
+    }
+    Some((least, greatest))
 }
 
 /// A loop variable and its least and greatest values.
