@@ -87,3 +87,40 @@ fn layout_formatting_keeps_meaning_and_comments_and_is_idempotent() {
         }
     }
 }
+
+/// The canonical form keeps the signature as written: size and scalar
+/// parameters stay parameters, in their places, and a buffer shaped by a
+/// size parameter listed before it stays a `T.Buffer` (they were moved
+/// into the body as `n = T.int32()`, with the buffers as handles, which
+/// changed the parameter list and left `off` defined by nothing).
+#[test]
+fn canonical_form_keeps_size_and_scalar_parameters() {
+    let src = r#"@T.prim_func
+def f(n: T.int32, A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32"), off: T.int32, alpha: T.float32):
+    for i in range(n - 1):
+        with T.block("B"):
+            vi = T.axis.spatial(n - 1, i)
+            B[vi] = A[vi + off] * alpha
+"#;
+    let once = format(src);
+    assert!(
+        once.contains("def f(n: T.int32, A: T.Buffer((n,), \"float32\"), B: T.Buffer((n,), \"float32\"), off: T.int32, alpha: T.float32):"),
+        "{once}"
+    );
+    assert!(!once.contains("T.int32()"), "{once}");
+    assert_eq!(format(&once), once);
+    // A size declared in the body, and one listed after the buffer it
+    // shapes, keep the handle form that declares it first.
+    let src = r#"@T.prim_func
+def g(a: T.handle, k: T.int32):
+    m = T.int32()
+    A = T.match_buffer(a, (m, k), "float32")
+    for i, j in T.grid(m, k):
+        with T.block("A"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            A[vi, vj] = T.float32(1)
+"#;
+    let once = format(src);
+    assert!(once.contains("def g(var_A: T.handle, k: T.int32):") && once.contains("    m = T.int32()\n"), "{once}");
+    assert_eq!(format(&once), once);
+}

@@ -93,6 +93,7 @@ fn an_unbound_variable_and_an_unallocated_buffer_are_internal_errors() {
         sizes: vec![],
         scalars: vec![],
         attrs: vec![],
+        signature: vec![],
         body,
         span: None,
         facts: Default::default(),

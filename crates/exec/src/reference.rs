@@ -64,6 +64,7 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
             sizes: f.sizes.clone(),
             scalars: f.scalars.clone(),
             attrs: vec![],
+            signature: vec![],
             body: root_block(item, vec![]),
             span: f.span,
             facts: Default::default(),

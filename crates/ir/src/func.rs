@@ -28,6 +28,11 @@ pub struct PrimFunc {
     /// by-value argument of every kernel, after its sizes.
     pub scalars: Vec<Var>,
     pub attrs: Annotations,
+    /// The parameters in the order the source listed them, so that the
+    /// printer writes the signature back as it was (`def f(n: T.int32, A:
+    /// T.Buffer((n,), ...), off: T.int32)`); empty for a function made
+    /// otherwise, printed as its buffers, then its scalars.
+    pub signature: Vec<Param>,
     pub body: Stmt,
     /// The function's name in the source, where an error found while
     /// lowering it is reported when no loop or block it concerns has a span
@@ -35,6 +40,15 @@ pub struct PrimFunc {
     pub span: Option<ast::Span>,
     /// What a lowering pass tells a later one; not part of the printed IR.
     pub facts: PassFacts,
+}
+
+/// A parameter of the source's signature: an index into the function's
+/// `params`, `sizes` or `scalars`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    Buffer(usize),
+    Size(usize),
+    Scalar(usize),
 }
 
 /// What one lowering pass tells a later one about the function's buffers,
@@ -89,9 +103,11 @@ impl PrimFunc {
         let body = crate::subst::replace_buffers_stmt(&body, &buffers);
         let body = body.map_buffers(&mut |b| buffers.iter().find(|(x, _)| x == b).map(|(_, y)| y.clone()));
         let swap = |b: &Buffer| buffers.iter().find(|(x, _)| x == b).map_or(b.clone(), |(_, y)| y.clone());
+        let bound = |v: &Var| map.iter().any(|(x, _)| x == v);
         PrimFunc {
             params: self.params.iter().map(swap).collect(),
-            sizes: self.sizes.iter().filter(|v| !map.iter().any(|(x, _)| x == *v)).cloned().collect(),
+            sizes: self.sizes.iter().filter(|v| !bound(v)).cloned().collect(),
+            signature: self.signature_without(|p| matches!(p, Param::Size(i) if self.sizes.get(i).is_some_and(bound))),
             body,
             ..self.clone()
         }
@@ -110,11 +126,41 @@ impl PrimFunc {
         if map.is_empty() {
             return self.clone();
         }
+        let bound = |v: &Var| map.iter().any(|(x, _)| x == v);
         PrimFunc {
             body: self.body.map_exprs(&mut |e| substitute(e, &map)),
-            scalars: self.scalars.iter().filter(|v| !map.iter().any(|(x, _)| x == *v)).cloned().collect(),
+            scalars: self.scalars.iter().filter(|v| !bound(v)).cloned().collect(),
+            signature: self
+                .signature_without(|p| matches!(p, Param::Scalar(i) if self.scalars.get(i).is_some_and(bound))),
             ..self.clone()
         }
+    }
+
+    /// The signature with the parameters `gone` says are removed, the
+    /// indices after each renumbered.
+    fn signature_without(&self, gone: impl Fn(Param) -> bool) -> Vec<Param> {
+        let removed: Vec<Param> = self.signature.iter().copied().filter(|p| gone(*p)).collect();
+        let before = |p: Param| {
+            removed
+                .iter()
+                .filter(|r| std::mem::discriminant(*r) == std::mem::discriminant(&p) && index(**r) < index(p))
+                .count()
+        };
+        fn index(p: Param) -> usize {
+            match p {
+                Param::Buffer(i) | Param::Size(i) | Param::Scalar(i) => i,
+            }
+        }
+        self.signature
+            .iter()
+            .copied()
+            .filter(|p| !gone(*p))
+            .map(|p| match p {
+                Param::Buffer(i) => Param::Buffer(i - before(p)),
+                Param::Size(i) => Param::Size(i - before(p)),
+                Param::Scalar(i) => Param::Scalar(i - before(p)),
+            })
+            .collect()
     }
 
     /// The block named `name`, if there is one.

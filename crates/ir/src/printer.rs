@@ -205,23 +205,68 @@ impl Printer {
     }
 
     fn func(&mut self, f: &PrimFunc) {
-        // As TVM prints a function of run-time sizes: a buffer whose shape
-        // names a size is a handle, matched after the sizes are declared.
-        let sizes: Vec<String> = f.sizes.iter().map(|v| format!("{} = T.{}()", self.var(v), v.dtype())).collect();
-        let mut params = Vec::new();
-        let mut matched = Vec::new();
-        for b in &f.params {
-            let name = self.buf(b);
-            let decl = self.buffer_decl(b);
-            if b.shape().iter().any(|e| f.sizes.iter().any(|v| e.uses(v))) {
-                params.push(format!("var_{name}: T.handle"));
-                matched.push(format!("{name} = T.match_buffer(var_{name}, {decl})"));
-            } else {
-                params.push(format!("{name}: T.Buffer({decl})"));
+        use crate::func::Param;
+        // The parameters in the source's order (a size or a scalar given as
+        // a parameter stays one), then any the signature does not name (a
+        // pass's additions), buffers before scalars.
+        let mut order: Vec<Param> = f
+            .signature
+            .iter()
+            .copied()
+            .filter(|p| match *p {
+                Param::Buffer(i) => i < f.params.len(),
+                Param::Size(i) => i < f.sizes.len(),
+                Param::Scalar(i) => i < f.scalars.len(),
+            })
+            .collect();
+        for (i, _) in f.params.iter().enumerate() {
+            if !order.contains(&Param::Buffer(i)) {
+                order.push(Param::Buffer(i));
             }
         }
-        for v in &f.scalars {
-            params.push(format!("{}: T.{}", self.var(v), v.dtype()));
+        for (i, _) in f.scalars.iter().enumerate() {
+            if !order.contains(&Param::Scalar(i)) {
+                order.push(Param::Scalar(i));
+            }
+        }
+        // As TVM prints a function of run-time sizes: the sizes that are no
+        // parameter are declared first in the body, and a buffer whose shape
+        // names one of them (or a size parameter listed after it) is a
+        // handle, matched after the declarations.
+        let sizes: Vec<String> = f
+            .sizes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !order.contains(&Param::Size(*i)))
+            .map(|(_, v)| format!("{} = T.{}()", self.var(v), v.dtype()))
+            .collect();
+        let mut params = Vec::new();
+        let mut matched = Vec::new();
+        let mut listed: Vec<&crate::expr::Var> = Vec::new();
+        for p in order {
+            match p {
+                Param::Buffer(i) => {
+                    let b = &f.params[i];
+                    let name = self.buf(b);
+                    let decl = self.buffer_decl(b);
+                    let unlisted = |e: &Expr| f.sizes.iter().any(|v| e.uses(v) && !listed.contains(&v));
+                    if b.shape().iter().any(unlisted) {
+                        params.push(format!("var_{name}: T.handle"));
+                        matched.push(format!("{name} = T.match_buffer(var_{name}, {decl})"));
+                    } else {
+                        params.push(format!("{name}: T.Buffer({decl})"));
+                    }
+                }
+                Param::Size(i) => {
+                    let v = &f.sizes[i];
+                    params.push(format!("{}: T.{}", self.var(v), v.dtype()));
+                    listed.push(v);
+                }
+                Param::Scalar(i) => {
+                    let v = &f.scalars[i];
+                    params.push(format!("{}: T.{}", self.var(v), v.dtype()));
+                }
+            }
         }
         self.line(0, "@T.prim_func");
         self.line(0, &format!("def {}({}):", f.name, params.join(", ")));

@@ -11,7 +11,7 @@ use crate::buffer::{Buffer, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::dtype::DType;
 use crate::expr::{Expr, Range, Var};
-use crate::func::PrimFunc;
+use crate::func::{Param, PrimFunc};
 use crate::stmt::{Annotations, Attr, Block, BlockRealize, For, ForKind, Stmt, ThreadTag};
 use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
@@ -156,14 +156,28 @@ pub(crate) fn resolve_prim_func(
     // Handles take the buffer `T.match_buffer` gave them; size parameters
     // are gone, specialized to their values.
     let mut out_params = Vec::new();
+    let mut signature = Vec::new();
     for (p, b) in params.iter().zip(bufs) {
         match b {
             Some(b)
                 if (is_size_annotation(p.annotation.as_ref()) || scalar_type(p.annotation.as_ref()).is_some())
-                    && b.name().is_empty() => {}
-            Some(b) => out_params.push(b),
+                    && b.name().is_empty() =>
+            {
+                if let Some(i) = r.size_vars.iter().position(|v| v.name() == p.name.name) {
+                    signature.push(Param::Size(i));
+                } else if let Some(i) = r.scalar_vars.iter().position(|v| v.name() == p.name.name) {
+                    signature.push(Param::Scalar(i));
+                }
+            }
+            Some(b) => {
+                signature.push(Param::Buffer(out_params.len()));
+                out_params.push(b)
+            }
             None => match r.handles.iter().find(|(n, _)| *n == p.name.name) {
-                Some((_, Some(b))) => out_params.push(b.clone()),
+                Some((_, Some(b))) => {
+                    signature.push(Param::Buffer(out_params.len()));
+                    out_params.push(b.clone())
+                }
                 _ => r.errors.push(
                     Diagnostic::at(p.span, format!("handle `{}` is never matched to a buffer", p.name.name))
                         .help(format!("add `X = T.match_buffer({}, (shape), \"float32\")`", p.name.name)),
@@ -194,6 +208,7 @@ pub(crate) fn resolve_prim_func(
         sizes: r.size_vars,
         scalars: r.scalar_vars,
         attrs: r.attrs,
+        signature,
         body,
         span: Some(name.span),
         facts: Default::default(),

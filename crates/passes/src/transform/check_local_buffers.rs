@@ -1,9 +1,11 @@
 //! A check of the scheduled function before lowering: local memory is
 //! private to a thread.
 //!
-//! A block whose position depends on a loop bound to a thread axis (its
-//! bindings use that loop's variable) and that writes a local buffer
-//! writes the elements that belong to that thread. Every other block that
+//! A block whose position depends on a loop bound to a thread axis (the
+//! bindings of its spatial variables use that loop's variable) and that
+//! writes a local buffer writes the elements that belong to that thread.
+//! (A reduction variable bound to the threads does not count: the
+//! cross-thread reduction leaves the total in every thread's copy.) Every other block that
 //! reads the buffer must then run under a loop bound to the same axis too;
 //! one that does not (a write-back placed by `reverse_compute_at` above the
 //! thread loop, say) would read elements that other threads hold in their
@@ -21,6 +23,7 @@
 
 use std::collections::{HashMap, HashSet};
 use tirc_ir::region::block_buffers;
+use tirc_ir::stmt::IterKind;
 use tirc_ir::subst::substitute;
 use tirc_ir::{BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, ThreadTag, Var};
 
@@ -44,7 +47,18 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut must_enumerate: Vec<(&Buffer, &Use, &Use, ThreadTag)> = Vec::new();
     for (b, u) in &uses {
         for (tag, var) in &u.around {
-            if !u.block.iter_values.iter().any(|v| v.uses(var)) {
+            // Only the block's spatial variables place its writes: a
+            // reduction variable bound to the threads is a cross-thread
+            // reduction, which leaves the total in every thread's copy of a
+            // local output (`lower_cross_thread_reduction`), so that every
+            // thread may read it after the loop (TVM's GEMV and RMSNorm).
+            let spatial_uses = u
+                .block
+                .iter_values
+                .iter()
+                .zip(&u.block.block.iter_vars)
+                .any(|(v, iv)| iv.kind != IterKind::Reduce && v.uses(var));
+            if !spatial_uses {
                 continue;
             }
             let outside_of = |w: &Use| !w.around.iter().any(|(t, _)| t == tag);

@@ -65,6 +65,7 @@ pub fn split_kernels(f: &PrimFunc) -> (Vec<PrimFunc>, Vec<Buffer>) {
                 sizes: f.sizes.clone(),
                 scalars: f.scalars.clone(),
                 attrs: f.attrs.clone(),
+                signature: f.signature.clone(),
                 body: root_block(item, used),
                 span: f.span,
                 facts: f.facts.clone(),
