@@ -441,6 +441,33 @@ impl FuncResolver<'_> {
                 let v = self.expr(v)?;
                 Ok(if v.dtype() == t { v } else { Expr::Cast(t, Box::new(v)) })
             }
+            // TVM's printer writes an operation as a call where the
+            // operator would fold it (`T.Add(x, 0)`, `T.Mul(0, 16)`): read
+            // as the operator it names.
+            "Add" | "Sub" | "Mul" | "Div" | "FloorDiv" | "FloorMod" | "LT" | "LE" | "GT" | "GE" | "EQ" | "NE"
+            | "And" | "Or" => {
+                arity(2)?;
+                let (a, b) = (Box::new(pos[0].clone()), Box::new(pos[1].clone()));
+                let bin = |op| ExprKind::Binary { op, lhs: a.clone(), rhs: b.clone() };
+                let cmp = |op| ExprKind::Compare { first: a.clone(), rest: vec![(op, (*b).clone())] };
+                let kind = match name {
+                    "Add" => bin(ast::BinOp::Add),
+                    "Sub" => bin(ast::BinOp::Sub),
+                    "Mul" => bin(ast::BinOp::Mul),
+                    "Div" => bin(ast::BinOp::Div),
+                    "FloorDiv" => bin(ast::BinOp::FloorDiv),
+                    "FloorMod" => bin(ast::BinOp::Mod),
+                    "LT" => cmp(ast::CmpOp::Lt),
+                    "LE" => cmp(ast::CmpOp::Le),
+                    "GT" => cmp(ast::CmpOp::Gt),
+                    "GE" => cmp(ast::CmpOp::Ge),
+                    "EQ" => cmp(ast::CmpOp::Eq),
+                    "NE" => cmp(ast::CmpOp::Ne),
+                    "And" => ExprKind::BoolOp { op: ast::BoolOp::And, operands: vec![(*a).clone(), (*b).clone()] },
+                    _ => ExprKind::BoolOp { op: ast::BoolOp::Or, operands: vec![(*a).clone(), (*b).clone()] },
+                };
+                self.expr(&ast::Expr { kind, span })
+            }
             "max" | "min" | "floordiv" | "floormod" | "truncdiv" => {
                 arity(2)?;
                 let a = self.expr(pos[0])?;
