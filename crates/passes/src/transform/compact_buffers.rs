@@ -86,6 +86,14 @@ fn collect(s: &Stmt, b: &Buffer, cx: &mut Context, out: &mut Vec<Access>) {
             collect(&l.body, b, cx, out);
             cx.loops.pop();
         }
+        // A launch of a thread index (lowered text, `T.launch_thread`) is a
+        // loop bound to it.
+        Stmt::Launch { var, tag, extent, body } => {
+            exprs(extent, cx, out);
+            cx.loops.push(launch_loop(var, tag, extent));
+            collect(body, b, cx, out);
+            cx.loops.pop();
+        }
         Stmt::If { cond, then, orelse } => {
             exprs(cond, cx, out);
             let parts = crate::arith::conjuncts(cond);
@@ -136,6 +144,21 @@ fn collect(s: &Stmt, b: &Buffer, cx: &mut Context, out: &mut Vec<Access>) {
     }
 }
 
+/// The loop a launch of `var` stands for (its body left out): bound to
+/// the launch's index, over its extent, as the loops of a schedule are
+/// before `extract_launch` turns them into launches.
+fn launch_loop(var: &Var, tag: &tirc_ir::ThreadTag, extent: &Expr) -> For {
+    For {
+        var: var.clone(),
+        min: Expr::int(0),
+        extent: extent.clone(),
+        kind: ForKind::ThreadBinding(*tag),
+        annotations: Vec::new(),
+        body: Stmt::NoOp,
+        span: None,
+    }
+}
+
 /// The body of `b`'s allocation and the loops around the allocation,
 /// outermost first.
 fn find_allocation(s: &Stmt, b: &Buffer, loops: &mut Vec<For>) -> Option<(Stmt, Vec<For>)> {
@@ -144,6 +167,12 @@ fn find_allocation(s: &Stmt, b: &Buffer, loops: &mut Vec<For>) -> Option<(Stmt, 
         Stmt::For(l) => {
             loops.push((**l).clone());
             let r = find_allocation(&l.body, b, loops);
+            loops.pop();
+            r
+        }
+        Stmt::Launch { var, tag, extent, body } => {
+            loops.push(launch_loop(var, tag, extent));
+            let r = find_allocation(body, b, loops);
             loops.pop();
             r
         }
