@@ -237,7 +237,12 @@ pub fn analyze(l: &For, doubled: &[BufferId]) -> Result<Plan, Diagnostic> {
         }
         // Across stages: one writer, whose value the others read in the
         // same iteration, after it.
-        let carried = writers.len() > 1 || users.iter().any(|&j| j < writers[0] && acc[j].0.contains(b));
+        // (Its writer reading it before writing it, as an accumulator
+        // `C[i] = C[i] + ..` does, carries it too: with versions, an
+        // iteration would add to the copy of two iterations before.)
+        let carried = writers.len() > 1
+            || users.iter().any(|&j| j < writers[0] && acc[j].0.contains(b))
+            || first_access_reads(&stmts[writers[0]], b) == Some(true);
         if carried {
             return Err(err(format!(
                 "`{}` is written by more than one statement or read before it is written, so it carries values from one iteration to the next; the statements that use it are in different stages",
@@ -361,5 +366,87 @@ impl AsyncPlan {
                 Some(after_in_its_iteration + (d - 1) * per_iteration + before_here)
             })
             .min()
+    }
+}
+
+/// How a statement first touches a buffer, along each path through it.
+#[derive(Clone, Copy, PartialEq)]
+enum First {
+    /// Some path reads it before any write.
+    Read,
+    /// Every path writes it before reading it.
+    Write,
+    /// Some paths write it first, the others do not touch it.
+    SomeWrite,
+    /// No path touches it.
+    Nothing,
+}
+
+/// `a` then `b`, in program order.
+fn then_first(a: First, b: First) -> First {
+    match (a, b) {
+        (First::Read | First::Write, _) => a,
+        // The paths that did not write meet `b`.
+        (First::SomeWrite, First::Read) => First::Read,
+        (First::SomeWrite, First::Write) => First::Write,
+        (First::SomeWrite, _) => First::SomeWrite,
+        (First::Nothing, _) => b,
+    }
+}
+
+/// Whether some path through `s` reads `b` before writing it (what an
+/// earlier iteration left is used): `Some(true)`; `Some(false)` when every
+/// path that touches it writes first; `None` when `s` does not touch it. A
+/// store's indices and value are read before it writes.
+fn first_access_reads(s: &Stmt, b: &Buffer) -> Option<bool> {
+    match first_access(s, b) {
+        First::Read => Some(true),
+        First::Write | First::SomeWrite => Some(false),
+        First::Nothing => None,
+    }
+}
+
+fn first_access(s: &Stmt, b: &Buffer) -> First {
+    let loads = |e: &tirc_ir::Expr| {
+        let mut found = false;
+        e.walk(&mut |x| found |= matches!(x, tirc_ir::Expr::Load(lb, _) if lb == b));
+        found
+    };
+    let read_or = |read: bool, rest: First| if read { First::Read } else { rest };
+    match s {
+        Stmt::Store { buffer, indices, value } => {
+            read_or(indices.iter().any(loads) || loads(value), if buffer == b { First::Write } else { First::Nothing })
+        }
+        Stmt::Seq(v) => v.iter().fold(First::Nothing, |acc, c| then_first(acc, first_access(c, b))),
+        Stmt::For(l) => {
+            let body = first_access(&l.body, b);
+            // A loop that may run no iteration writes on some paths only.
+            let body =
+                if body == First::Write && l.extent.as_int().is_none_or(|e| e < 1) { First::SomeWrite } else { body };
+            read_or(loads(&l.min) || loads(&l.extent), body)
+        }
+        Stmt::If { cond, then, orelse } => {
+            let a = first_access(then, b);
+            let c = orelse.as_ref().map_or(First::Nothing, |e| first_access(e, b));
+            let both = match (a, c) {
+                (First::Read, _) | (_, First::Read) => First::Read,
+                (First::Write, First::Write) => First::Write,
+                (First::Nothing, First::Nothing) => First::Nothing,
+                _ => First::SomeWrite,
+            };
+            read_or(loads(cond), both)
+        }
+        Stmt::Let { value, body, .. } => read_or(loads(value), first_access(body, b)),
+        Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => first_access(body, b),
+        other => {
+            // Anything else (a tensor-core operation, a block): reads if
+            // any of its expressions or its parts reads `b`.
+            let mut read = false;
+            other.for_each_expr(|e| read |= loads(e));
+            other.walk(&mut |x| x.for_each_expr(|e| read |= loads(e)));
+            let mut touched = false;
+            other.walk(&mut |x| touched |= matches!(x, Stmt::Store { buffer, .. } if buffer == b));
+            read_or(read, if touched { First::Write } else { First::Nothing })
+        }
     }
 }

@@ -44,6 +44,25 @@ pub fn decompose(root: &Stmt, block: &str, at: &Var) -> Result<(Stmt, String)> {
     }
     // 4.
     let inner = &path[idx..];
+    // A loop under the init's place that no variable of the block depends
+    // on repeats the whole reduction (`compute_at` under a consumer's
+    // loop, copied by `rfactor`): its reduction starts again in each
+    // iteration, which an init hoisted above it would do only once.
+    // (A loop bound to threads runs its repetitions side by side, not one
+    // after another: left to the checks of races.)
+    let repeats = |l: &&&For| {
+        !spatial_uses(&l.var)
+            && !reduce_uses(&l.var)
+            && l.extent.as_int() != Some(1)
+            && !matches!(l.kind, tirc_ir::ForKind::ThreadBinding(_))
+    };
+    if let Some(rep) = inner.iter().find(repeats) {
+        return Err(ScheduleError::new(format!(
+            "loop `{}` repeats the whole reduction of block `{block}` (no variable of the block depends on it): an init hoisted above it would run once for all its repetitions",
+            rep.var.name()
+        ))
+        .help(format!("decompose at a loop inside `{}`", rep.var.name())));
+    }
     if let Some(both) = inner.iter().find(|l| spatial_uses(&l.var) && reduce_uses(&l.var)) {
         return Err(ScheduleError::new(format!(
             "loop `{}` feeds both a spatial and a reduction variable of block `{block}`",

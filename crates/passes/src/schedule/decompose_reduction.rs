@@ -10,7 +10,9 @@
 //!    inside it; otherwise the init would run again for each iteration of
 //!    an outer reduction loop and lose the partial sums.
 //! 4. No loop from that loop down to the block feeds both a spatial and a
-//!    reduction variable.
+//!    reduction variable, and none feeds no variable of the block (a loop
+//!    that repeats the whole reduction, whose every repetition starts it
+//!    again).
 //! 5. Each part of the block's predicate speaks of reduction loops only, or
 //!    of none of them.
 //! 6. No other block under the loop reads or writes what the init writes

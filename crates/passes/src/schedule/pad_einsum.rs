@@ -31,6 +31,8 @@
 //! 6. Each grown loop runs this block only.
 //! 7. No other block of the nest that holds the block writes a buffer that
 //!    gets a padded copy before the nest.
+//! 8. No other block of that nest reads the output, when it gets a padded
+//!    copy copied back after the nest.
 
 use super::cache::{copy_block_nest, root_stmts, set_root, top_level_owner};
 use super::{BlockRV, Result, Schedule, ScheduleError};
@@ -191,6 +193,22 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
                 buf.name()
             ))
             .help("pad before compute_at moves the producer into the nest"));
+        }
+    }
+    // 8. The copy of the padded output back runs after that nest: no other
+    // block of it may read the output (a write-back `reverse_compute_at`
+    // placed inside it would read it not yet copied).
+    if accesses.iter().any(|(b, vars, _)| b == out && vars.iter().any(grows)) {
+        let reader = nest.as_ref().and_then(|n| {
+            n.blocks().into_iter().find(|w| w.block.name != *block && block_buffers(w, true).contains(out)).cloned()
+        });
+        if let Some(w) = reader {
+            return Err(ScheduleError::new(format!(
+                "block `{}` reads `{}` in the nest of block `{block}`: the padded result is copied back after that nest, so it would read it unwritten",
+                w.block.name,
+                out.name()
+            ))
+            .help("pad before reverse_compute_at moves the consumer into the nest"));
         }
     }
     // The padded buffers: those accessed along a grown variable.
