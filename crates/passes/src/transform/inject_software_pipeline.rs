@@ -242,6 +242,40 @@ fn expand(
     let is_async: Vec<bool> = (0..n).map(|j| async_stages.contains(&stages[j])).collect();
     let stmts: Vec<Stmt> =
         stmts.iter().zip(&is_async).map(|(s, a)| if *a { make_async(s) } else { s.clone() }).collect();
+    // A statement of an asynchronous stage that reads what its own copies
+    // made asynchronous write (a copy chained on a copy, in one nest) would
+    // read them before they land: nothing waits between the two.
+    for (s, _) in stmts.iter().zip(&is_async).filter(|(_, a)| **a) {
+        let mut landing: Vec<Buffer> = Vec::new();
+        s.walk(&mut |x| {
+            if let Stmt::Store { buffer, value: Expr::Call(Intrinsic::CpAsync, _), .. } = x {
+                if !landing.contains(buffer) {
+                    landing.push(buffer.clone());
+                }
+            }
+        });
+        let mut read = None;
+        s.walk(&mut |x| {
+            x.for_each_expr(|e| {
+                e.walk(&mut |y| {
+                    if let Expr::Load(b, _) = y {
+                        if read.is_none() && landing.contains(b) {
+                            read = Some(b.clone());
+                        }
+                    }
+                })
+            })
+        });
+        if let Some(b) = read {
+            return Err(Diagnostic::new(format!(
+                "software pipeline of loop `{}`: a statement of an asynchronous stage reads `{}`, which its own copies write asynchronously; nothing would wait for them in between",
+                l.var.name(),
+                b.name()
+            ))
+            .help("put the copy that reads it in a later stage, or leave its stage synchronous")
+            .or_at_ir(l.span, "this loop"));
+        }
+    }
     let mut in_order: Vec<usize> = (0..n).collect();
     in_order.sort_by_key(|&j| order[j]);
     let plan = AsyncPlan::new(&in_order, &stages, &is_async, &acc);
