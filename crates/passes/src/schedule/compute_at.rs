@@ -306,6 +306,13 @@ fn move_to(
     // the loops: a consumer moved after its producers must find every
     // element of its box written there (below).
     let mut accessed: Vec<Access> = Vec::new();
+    // For a producer: the part of each consumer's predicate that speaks of
+    // the loops at and around `lp` only (a non-dividing split's guard on a
+    // tile, `i_1_0 * 2 + i_1_1 < 1`): where no consumer runs in an
+    // iteration, neither may the producer (two tiles of a reduction would
+    // otherwise both compute, and race on, the rows past the edge). `None`
+    // once a consumer runs in every iteration.
+    let mut consumer_guards: Option<Vec<Expr>> = Some(Vec::new());
     for b in &under {
         let bpath = root.loops_above(&b.block.name).unwrap_or_default();
         let at = bpath.iter().position(|x| &x.var == lp).unwrap_or(0);
@@ -324,6 +331,22 @@ fn move_to(
                 .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
                 .collect();
             let guards = crate::arith::conjuncts(&b.predicate);
+            if producer && b.block.name != block {
+                let outer: Vec<Expr> = guards
+                    .iter()
+                    .filter(|c| {
+                        !relaxed.iter().any(|(v, _, _)| c.uses(v)) && !bpath[at + 1..].iter().any(|x| c.uses(&x.var))
+                    })
+                    .cloned()
+                    .collect();
+                consumer_guards = match (consumer_guards.take(), outer.is_empty()) {
+                    (Some(mut all), false) => {
+                        all.push(crate::arith::all_of(outer));
+                        Some(all)
+                    }
+                    _ => None,
+                };
+            }
             let mut dims = Vec::new();
             accessed.push((
                 reg.buffer.clone(),
@@ -516,6 +539,10 @@ fn move_to(
             loops.push((v, extent));
         }
         values.push(value);
+    }
+    if let Some(g) = consumer_guards.filter(|g| !g.is_empty()) {
+        let any = g.into_iter().reduce(|a, b| Expr::binary(BinOp::Or, a, b)).unwrap_or_else(|| Expr::bool(true));
+        preds.push(any);
     }
     let mut moved = r.clone();
     moved.iter_values = values;
