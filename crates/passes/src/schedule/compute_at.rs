@@ -306,12 +306,14 @@ fn move_to(
     // the loops: a consumer moved after its producers must find every
     // element of its box written there (below).
     let mut accessed: Vec<Access> = Vec::new();
-    // For a producer: the part of each consumer's predicate that speaks of
-    // the loops at and around `lp` only (a non-dividing split's guard on a
-    // tile, `i_1_0 * 2 + i_1_1 < 1`): where no consumer runs in an
-    // iteration, neither may the producer (two tiles of a reduction would
-    // otherwise both compute, and race on, the rows past the edge). `None`
-    // once a consumer runs in every iteration.
+    // The part of each other block's predicate that speaks of the loops at
+    // and around `lp` only (a non-dividing split's guard on a tile,
+    // `i_1_0 * 2 + i_1_1 < 1`): where none of the blocks the moved one
+    // feeds (compute_at) or reads from (reverse_compute_at) runs in an
+    // iteration, neither may it. A producer would otherwise compute, and
+    // race on, the rows of the next tile; a consumer would copy a local
+    // tile nothing wrote over valid elements. `None` once such a block
+    // runs in every iteration.
     let mut consumer_guards: Option<Vec<Expr>> = Some(Vec::new());
     for b in &under {
         let bpath = root.loops_above(&b.block.name).unwrap_or_default();
@@ -331,7 +333,7 @@ fn move_to(
                 .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
                 .collect();
             let guards = crate::arith::conjuncts(&b.predicate);
-            if producer && b.block.name != block {
+            if b.block.name != block {
                 let outer: Vec<Expr> = guards
                     .iter()
                     .filter(|c| {
