@@ -11,7 +11,9 @@
 //! each thread writes the same value, as a copy done in full by every
 //! thread does — unless the value depends on that thread index (`B[0, j]
 //! = A[tx, j]`): then the threads write different values to one element,
-//! and which lands is a race, also refused. Run after the pipeline, when
+//! and which lands is a race, also refused. So is an update whose index
+//! names the thread but provably sends two threads to one element
+//! (`s[threadIdx_x // 2] += ..`). Run after the pipeline, when
 //! accumulators that could live
 //! in registers (`promote_accumulators`) do: the refusal names the buffer
 //! and the axis.
@@ -23,13 +25,22 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     walk(&f.body, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut found);
     match found {
         None => Ok(()),
-        Some((buffer, axis, false)) => Err(Diagnostic::new(format!(
+        Some((buffer, axis, Race::Store)) => Err(Diagnostic::new(format!(
             "the kernel stores into `{buffer}` a value that depends on {axis} at an element that does not: every \
              thread along {axis} writes its own value to the same element, and which one lands is a race"
         ))
         .help(format!("index `{buffer}` by the loop bound to {axis}, or keep that loop serial"))
         .or_at_ir(f.span, "in this function")),
-        Some((buffer, axis, true)) => Err(Diagnostic::new(format!(
+        Some((buffer, axis, Race::SharedIndex)) => Err(Diagnostic::new(format!(
+            "the kernel updates `{buffer}` (reads the element it writes) from several threads along {axis} at \
+             once: its index sends two threads to the same element"
+        ))
+        .help(
+            "keep the accumulator in registers (cache_write to \"local\" under the thread loops), or bind the loops \
+             so that each thread updates elements of its own",
+        )
+        .or_at_ir(f.span, "in this function")),
+        Some((buffer, axis, Race::Update)) => Err(Diagnostic::new(format!(
             "the kernel updates `{buffer}` (reads the element it writes) from several threads along {axis} at \
              once: the element's index does not name {axis} and no guard keeps the update to one thread (no loop \
              bound to {axis} runs the block that updates it, or a condition lets several threads through)"
@@ -42,9 +53,19 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     }
 }
 
-/// A store found racing: the buffer, the thread axis, and whether it is an
-/// update (reads what it writes) rather than a plain store.
-type Found = Option<(String, String, bool)>;
+/// A store found racing: the buffer, the thread axis, and how.
+type Found = Option<(String, String, Race)>;
+
+enum Race {
+    /// A plain store of a value that depends on the thread, to an element
+    /// that does not.
+    Store,
+    /// An update (reads what it writes) of an element that does not depend
+    /// on the thread.
+    Update,
+    /// An update whose index sends two threads to one element.
+    SharedIndex,
+}
 
 fn walk(
     s: &Stmt,
@@ -93,7 +114,14 @@ fn walk(
             let conds: Vec<Expr> = conds.iter().map(|c| tirc_ir::subst::substitute(c, lets)).collect();
             for (v, name, extent) in threads.iter() {
                 if !indices.iter().any(|i| i.uses(v)) && several_pass(v, *extent, &conds) && (reads || value.uses(v)) {
-                    *found = Some((buffer.name().to_string(), name.clone(), reads));
+                    let race = if reads { Race::Update } else { Race::Store };
+                    *found = Some((buffer.name().to_string(), name.clone(), race));
+                    return;
+                }
+                // An update whose index names the thread but maps two
+                // threads to one element (`s[threadIdx_x // 2]`).
+                if reads && indices.iter().any(|i| i.uses(v)) && two_threads_meet(v, *extent, &indices, &conds) {
+                    *found = Some((buffer.name().to_string(), name.clone(), Race::SharedIndex));
                     return;
                 }
             }
@@ -162,4 +190,26 @@ fn several_pass(v: &Var, extent: Option<i64>, conds: &[Expr]) -> bool {
         }
     }
     hi - lo > 1
+}
+
+/// Whether thread 0 and another thread `t` along `v` (`t` < 64) both pass
+/// `conds` and provably update the same element: each index, with `v` at
+/// 0 and at `t`, simplifies to one expression. Unprovable pairs do not
+/// count, so that nothing is refused on a guess.
+fn two_threads_meet(v: &Var, extent: Option<i64>, indices: &[Expr], conds: &[Expr]) -> bool {
+    let Some(extent) = extent else { return false };
+    let an = crate::arith::Analyzer::new();
+    let at = |e: &Expr, t: i64| an.simplify(&tirc_ir::subst::substitute(e, &[(v.clone(), Expr::Int(t, v.dtype()))]));
+    let passes = |t: i64| conds.iter().all(|c| !c.uses(v) || an.prove(&at(c, t)) == Some(true));
+    if !passes(0) {
+        return false;
+    }
+    let first: Vec<Expr> = indices.iter().map(|i| at(i, 0)).collect();
+    (1..extent.min(64)).any(|t| {
+        passes(t)
+            && indices.iter().zip(&first).all(|(i, f)| {
+                let d = an.simplify(&(at(i, t) - f.clone()));
+                d.as_int() == Some(0)
+            })
+    })
 }
