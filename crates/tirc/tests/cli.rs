@@ -664,3 +664,20 @@ fn accesses_outside_a_buffer_at_these_sizes_are_named() {
         "{e}"
     );
 }
+
+/// TVM 0.27 prints a buffer parameter shaped by a size before the size is
+/// declared (`def f(A: T.Buffer(("n + 1", n), "float32")): n = T.int32()`,
+/// a quoted extent where it introduces the size): read, and run at a size
+/// given by -D.
+#[test]
+fn tvm_0_27_symbolic_buffer_parameters_run() {
+    let f = "tests/data/tvm/symbolic_shapes_quoted.tir";
+    for (func, size) in [("declared_in_body", "n=5"), ("size_parameter_after", "m=6")] {
+        let o = tirc(&["run", f, "--func", func, "--target", "sim", "-D", size]);
+        assert_eq!(code(&o), 0, "{func}: {}", stderr(&o));
+        assert!(stdout(&o).contains("check: ok"), "{func}: {}", stdout(&o));
+    }
+    let o = tirc(&["run", f, "--func", "declared_in_body", "--target", "sim"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("`n` is a size known only at run time"), "{}", stderr(&o));
+}

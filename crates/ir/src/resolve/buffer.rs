@@ -8,7 +8,7 @@ use crate::buffer::{Buffer, DimAlign, Scope};
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::dtype::DType;
 use crate::expr::Expr;
-use tirc_parser::ast::{self, Arg, ExprKind, Span};
+use tirc_parser::ast::{self, Arg, ExprKind, Span, StmtKind};
 
 impl FuncResolver<'_> {
     /// Reads `(shape, dtype, scope=.., data=..)` into a new buffer.
@@ -218,7 +218,13 @@ impl FuncResolver<'_> {
         let mut out = Vec::new();
         let mut elements: i64 = 1;
         for it in items {
-            let v = self.expr(it)?;
+            // TVM 0.27 quotes a shape expression that declares a size
+            // (`T.Buffer(("n + 1", n))`): read as the expression.
+            let quoted = match &it.kind {
+                ExprKind::Str(text) => Some(parse_quoted_expr(text, it.span)?),
+                _ => None,
+            };
+            let v = self.expr(quoted.as_ref().unwrap_or(it))?;
             match v.as_int() {
                 Some(n) if n > 0 => {
                     elements = match elements.checked_mul(n) {
@@ -385,4 +391,73 @@ fn same_count(a: &Buffer, b: &Buffer) -> bool {
         let at: Vec<(crate::expr::Var, Expr)> = vars.iter().map(|x| (x.clone(), Expr::Int(v, x.dtype()))).collect();
         matches!((count(a, &at), count(b, &at)), (Some(x), Some(y)) if x == y)
     })
+}
+
+/// The expression a quoted shape extent holds (`"n + 1"`, as TVM 0.27
+/// prints an extent that declares a size), every part of it at the
+/// string's span.
+pub(crate) fn parse_quoted_expr(text: &str, span: Span) -> R<ast::Expr> {
+    let bad = || Diagnostic::at(span, format!("`{text}` is not an expression"));
+    if text.contains('\n') {
+        return Err(bad());
+    }
+    let module = tirc_parser::parse(&format!("__shape = {text}\n")).map_err(|_| bad())?;
+    let [st] = &module.body[..] else { return Err(bad()) };
+    let StmtKind::Assign { value, .. } = &st.kind else { return Err(bad()) };
+    let mut e = value.clone();
+    restamp(&mut e, span);
+    Ok(e)
+}
+
+/// `e` with every span set to `span`.
+fn restamp(e: &mut ast::Expr, span: Span) {
+    e.span = span;
+    let arg = |a: &mut Arg| match a {
+        Arg::Positional(x) | Arg::Star(x) | Arg::DoubleStar(x) => restamp(x, span),
+        Arg::Keyword(_, x) => restamp(x, span),
+    };
+    match &mut e.kind {
+        ExprKind::Attribute { value, .. } => restamp(value, span),
+        ExprKind::Call { func, args } => {
+            restamp(func, span);
+            args.iter_mut().for_each(arg);
+        }
+        ExprKind::Subscript { value, indices } => {
+            restamp(value, span);
+            indices.iter_mut().for_each(|x| restamp(x, span));
+        }
+        ExprKind::Slice { lo, hi, step } => {
+            for x in [lo, hi, step].into_iter().flatten() {
+                restamp(x, span);
+            }
+        }
+        ExprKind::Tuple(v) | ExprKind::List(v) => v.iter_mut().for_each(|x| restamp(x, span)),
+        ExprKind::Starred(x) => restamp(x, span),
+        ExprKind::Dict(v) => v.iter_mut().for_each(|(a, b)| {
+            restamp(a, span);
+            restamp(b, span);
+        }),
+        ExprKind::Unary { operand, .. } => restamp(operand, span),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            restamp(lhs, span);
+            restamp(rhs, span);
+        }
+        ExprKind::Compare { first, rest } => {
+            restamp(first, span);
+            rest.iter_mut().for_each(|(_, x)| restamp(x, span));
+        }
+        ExprKind::BoolOp { operands, .. } => operands.iter_mut().for_each(|x| restamp(x, span)),
+        ExprKind::IfExp { cond, then, orelse } => {
+            restamp(cond, span);
+            restamp(then, span);
+            restamp(orelse, span);
+        }
+        ExprKind::Lambda { body, .. } => restamp(body, span),
+        ExprKind::Name(_)
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bool(_)
+        | ExprKind::None => {}
+    }
 }

@@ -74,6 +74,11 @@ pub(crate) struct FuncResolver<'a> {
     /// Stand-ins for parameters whose declaration was in error: their uses
     /// are not checked, so that one mistake is reported once.
     pub poisoned: Vec<Buffer>,
+    /// Sizes declared in the body (`n = T.int32()`) that the parameters'
+    /// shapes name, declared before the parameters as TVM 0.27 prints them
+    /// (`def f(A: T.Buffer((n, 128), "float32")): n = T.int32()`): their
+    /// declaration in the body is then already done.
+    pub(crate) predeclared: Vec<String>,
 }
 
 /// Resolves a `@T.prim_func`. `sizes` gives the values of its size
@@ -107,7 +112,42 @@ pub(crate) fn resolve_prim_func(
         axis_spans: vec![],
         block_vars: vec![],
         poisoned: vec![],
+        predeclared: vec![],
     };
+    // Sizes the body declares and the parameters' shapes already name.
+    let mut named = Vec::new();
+    for p in params {
+        if let Some(a) = &p.annotation {
+            names_in(a, &mut named);
+        }
+    }
+    for st in body {
+        let StmtKind::Assign { targets, value } = &st.kind else { continue };
+        let ([t], ExprKind::Call { func, args }) = (&targets[..], &value.kind) else { continue };
+        let (ExprKind::Name(n), Some(f)) = (&t.kind, dotted(func)) else { continue };
+        if is_size_declaration(&f, args) && named.contains(n) && !params.iter().any(|p| &p.name.name == n) {
+            match r.size_variable(n, size_declaration_dtype(&f, args), st.span) {
+                Ok(()) => r.predeclared.push(n.clone()),
+                Err(e) => r.errors.push(e),
+            }
+        }
+    }
+    // A size parameter that an earlier parameter's shape names (TVM's
+    // `def f(A: T.Buffer(("n",), "float32"), n: T.int32)`).
+    for (k, p) in params.iter().enumerate() {
+        let mut earlier = Vec::new();
+        for q in &params[..k] {
+            if let Some(a) = &q.annotation {
+                names_in(a, &mut earlier);
+            }
+        }
+        if is_size_annotation(p.annotation.as_ref()) && earlier.contains(&p.name.name) {
+            match r.size_variable(&p.name.name, size_dtype(p.annotation.as_ref()), p.span) {
+                Ok(()) => r.predeclared.push(p.name.name.clone()),
+                Err(e) => r.errors.push(e),
+            }
+        }
+    }
     let mut bufs = Vec::new();
     for p in params {
         match r.param(p) {
@@ -117,7 +157,9 @@ pub(crate) fn resolve_prim_func(
             }
             Ok(None) if is_size_annotation(p.annotation.as_ref()) => {
                 let dtype = size_dtype(p.annotation.as_ref());
-                if let Err(e) = r.size_variable(&p.name.name, dtype, p.span) {
+                if let Some(i) = r.predeclared.iter().position(|n| *n == p.name.name) {
+                    r.predeclared.remove(i);
+                } else if let Err(e) = r.size_variable(&p.name.name, dtype, p.span) {
                     r.errors.push(e);
                 }
                 bufs.push(Some(Buffer::new("", DType::I32, vec![], Scope::Global)));
@@ -850,6 +892,10 @@ impl FuncResolver<'_> {
                 };
                 let f = dotted(func).unwrap_or_default();
                 if is_size_declaration(&f, args) {
+                    if let Some(i) = self.predeclared.iter().position(|n| n == name) {
+                        self.predeclared.remove(i);
+                        return Ok(Stmt::NoOp);
+                    }
                     let dtype = size_declaration_dtype(&f, args);
                     self.size_variable(name, dtype, s.span)?;
                     return Ok(Stmt::NoOp);
@@ -1254,6 +1300,24 @@ fn scalar_type(ann: Option<&ast::Expr>) -> Option<DType> {
 }
 
 /// `T.int32()`, `T.int64()`, or TVM's older `T.var("int32")`.
+/// Every name in `e`, those of quoted shape expressions (`"n + 1"`)
+/// included.
+fn names_in(e: &ast::Expr, out: &mut Vec<String>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Str(text) => {
+            if let Ok(x) = super::buffer::parse_quoted_expr(text, e.span) {
+                names_in(&x, out);
+            }
+        }
+        _ => {
+            for c in e.children() {
+                names_in(c, out);
+            }
+        }
+    }
+}
+
 fn is_size_declaration(f: &str, args: &[Arg]) -> bool {
     let int = |t: &str| DType::parse(t).is_some_and(|t| t.is_int() && t != DType::Bool);
     match (f.strip_prefix("T."), args) {
