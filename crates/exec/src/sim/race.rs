@@ -30,12 +30,26 @@ struct Word {
     writers: [u32; WRITERS],
     /// More threads wrote it than `writers` holds.
     overflow: bool,
+    /// Two writes of this epoch wrote different values (one thread's
+    /// included): a write may land after another thread's read.
+    mixed: bool,
+    /// A thread read it before this epoch's first write: that read saw the
+    /// value from before, which any write then changes.
+    read_stale: bool,
     readers: [u32; 2],
     /// What the writers wrote.
     value: f64,
 }
 
-const FRESH: Word = Word { epoch: 0, writers: [NONE; WRITERS], overflow: false, readers: [NONE; 2], value: 0.0 };
+const FRESH: Word = Word {
+    epoch: 0,
+    writers: [NONE; WRITERS],
+    overflow: false,
+    mixed: false,
+    read_stale: false,
+    readers: [NONE; 2],
+    value: 0.0,
+};
 
 impl Word {
     fn written(&self) -> bool {
@@ -94,9 +108,12 @@ impl RaceTable {
             *w = Word { epoch, ..FRESH };
         }
         if let Some(other) = w.other_writer(t) {
-            if !w.wrote(t) {
+            if !w.wrote(t) || w.mixed {
                 return Err(Conflict { thread: other, wrote: true });
             }
+        }
+        if !w.written() {
+            w.read_stale = true;
         }
         if w.readers[0] == NONE {
             w.readers[0] = t;
@@ -122,9 +139,12 @@ impl RaceTable {
                 return Err(Conflict { thread: other, wrote: true });
             }
         }
-        // Rewriting the value that was there since a write of this epoch
-        // changes nothing a reader could see.
-        if !same {
+        if w.written() && !same {
+            w.mixed = true;
+        }
+        // Rewriting the value that every write of this epoch wrote changes
+        // nothing a reader could see, unless one read before the first.
+        if !same || w.mixed || w.read_stale {
             if let Some(&r) = w.readers.iter().find(|&&r| r != NONE && r != t) {
                 return Err(Conflict { thread: r, wrote: false });
             }
@@ -207,6 +227,29 @@ mod tests {
         // The last writer was not recorded: its read is reported.
         assert_eq!(t.read(0, WRITERS as u32, 1), Err(Conflict { thread: 0, wrote: true }));
         assert_eq!(t.read(0, 1, 1), Ok(()));
+    }
+
+    #[test]
+    fn a_writer_of_two_values_makes_a_later_reader_race() {
+        // Thread 0 writes 1 then 2; thread 32 writes 2 and reads: thread
+        // 0's first store may land between thread 32's store and its load.
+        let mut t = RaceTable::default();
+        t.reset(1);
+        assert_eq!(t.write(0, 0, 1.0, 1), Ok(()));
+        assert_eq!(t.write(0, 0, 2.0, 1), Ok(()));
+        assert_eq!(t.write(0, 32, 2.0, 1), Ok(()));
+        assert_eq!(t.read(0, 32, 1), Err(Conflict { thread: 0, wrote: true }));
+    }
+
+    #[test]
+    fn a_same_value_write_after_a_stale_read_races() {
+        // Thread 32 reads the old value, then writes 2; thread 0's write of
+        // 2 may land before thread 32's read.
+        let mut t = RaceTable::default();
+        t.reset(1);
+        assert_eq!(t.read(0, 32, 1), Ok(()));
+        assert_eq!(t.write(0, 32, 2.0, 1), Ok(()));
+        assert_eq!(t.write(0, 0, 2.0, 1), Err(Conflict { thread: 32, wrote: false }));
     }
 
     #[test]

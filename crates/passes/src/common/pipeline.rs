@@ -399,14 +399,17 @@ fn then_first(a: First, b: First) -> First {
 /// path that touches it writes first; `None` when `s` does not touch it. A
 /// store's indices and value are read before it writes.
 fn first_access_reads(s: &Stmt, b: &Buffer) -> Option<bool> {
-    match first_access(s, b) {
+    match first_access(s, b, &mut Vec::new()) {
         First::Read => Some(true),
         First::Write | First::SomeWrite => Some(false),
         First::Nothing => None,
     }
 }
 
-fn first_access(s: &Stmt, b: &Buffer) -> First {
+/// `firsts`: the loops inside the statement around `s`, each at its first
+/// value: a test true there (a reduction's init, `if k == 0`) is taken on
+/// every path's first pass.
+fn first_access(s: &Stmt, b: &Buffer, firsts: &mut Vec<(Var, tirc_ir::Expr)>) -> First {
     let loads = |e: &tirc_ir::Expr| {
         let mut found = false;
         e.walk(&mut |x| found |= matches!(x, tirc_ir::Expr::Load(lb, _) if lb == b));
@@ -417,17 +420,25 @@ fn first_access(s: &Stmt, b: &Buffer) -> First {
         Stmt::Store { buffer, indices, value } => {
             read_or(indices.iter().any(loads) || loads(value), if buffer == b { First::Write } else { First::Nothing })
         }
-        Stmt::Seq(v) => v.iter().fold(First::Nothing, |acc, c| then_first(acc, first_access(c, b))),
+        Stmt::Seq(v) => v.iter().fold(First::Nothing, |acc, c| then_first(acc, first_access(c, b, firsts))),
         Stmt::For(l) => {
-            let body = first_access(&l.body, b);
+            firsts.push((l.var.clone(), l.min.clone()));
+            let body = first_access(&l.body, b, firsts);
+            firsts.pop();
             // A loop that may run no iteration writes on some paths only.
             let body =
                 if body == First::Write && l.extent.as_int().is_none_or(|e| e < 1) { First::SomeWrite } else { body };
             read_or(loads(&l.min) || loads(&l.extent), body)
         }
         Stmt::If { cond, then, orelse } => {
-            let a = first_access(then, b);
-            let c = orelse.as_ref().map_or(First::Nothing, |e| first_access(e, b));
+            let a = first_access(then, b, firsts);
+            let c = orelse.as_ref().map_or(First::Nothing, |e| first_access(e, b, firsts));
+            // True where every loop inside the statement starts: the first
+            // pass takes `then`.
+            let first = tirc_ir::expr::fold_constants(&tirc_ir::subst::substitute(cond, firsts));
+            if first.as_bool() == Some(true) && !loads(cond) {
+                return a;
+            }
             let both = match (a, c) {
                 (First::Read, _) | (_, First::Read) => First::Read,
                 (First::Write, First::Write) => First::Write,
@@ -436,8 +447,8 @@ fn first_access(s: &Stmt, b: &Buffer) -> First {
             };
             read_or(loads(cond), both)
         }
-        Stmt::Let { value, body, .. } => read_or(loads(value), first_access(body, b)),
-        Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => first_access(body, b),
+        Stmt::Let { value, body, .. } => read_or(loads(value), first_access(body, b, firsts)),
+        Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => first_access(body, b, firsts),
         other => {
             // Anything else (a tensor-core operation, a block): reads if
             // any of its expressions or its parts reads `b`.

@@ -316,8 +316,28 @@ fn collect<'a>(
                     local.push(&reg.buffer);
                 }
             }
+            // A thread loop that feeds only reduction variables of the block
+            // makes a cross-thread reduction, whose total every thread of
+            // that axis holds: the block counts as run by each of them
+            // whole, as one outside the loop is.
+            let reduced_only = |v: &Var| {
+                let kinds: Vec<bool> = r
+                    .block
+                    .iter_vars
+                    .iter()
+                    .zip(&r.iter_values)
+                    .filter(|(_, e)| e.uses(v))
+                    .map(|(iv, _)| iv.kind == IterKind::Reduce)
+                    .collect();
+                !kinds.is_empty() && kinds.iter().all(|k| *k)
+            };
+            let mine: Vec<(ThreadTag, Var)> = around.iter().filter(|(_, v)| !reduced_only(v)).cloned().collect();
+            // (Only for what the block writes: the reduction reads its
+            // per-thread inputs, an rfactor's partial results, per thread.)
             for b in local.into_iter().filter(|_| leaf) {
-                out.push((b.clone(), Use { block: r, around: around.clone(), loops: loops.clone() }));
+                let written = r.block.writes.iter().any(|w| &w.buffer == b);
+                let around = if written { mine.clone() } else { around.clone() };
+                out.push((b.clone(), Use { block: r, around, loops: loops.clone() }));
             }
             if let Some(i) = &r.block.init {
                 collect(i, around, loops, out);
