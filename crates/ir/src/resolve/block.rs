@@ -875,13 +875,7 @@ pub fn check_bound_accesses(f: &crate::func::PrimFunc) -> Result<(), Diagnostic>
             Stmt::If { .. } => {}
             Stmt::Store { .. } => check(s, ranges, bind, cx.0, cx.1, found),
             Stmt::For(l) => {
-                let pushed = match (l.min.as_int(), l.extent.as_int()) {
-                    (Some(m), Some(e)) if e > 0 => {
-                        ranges.push((l.var.clone(), m, m + e - 1));
-                        true
-                    }
-                    _ => false,
-                };
+                let pushed = push_range(l, ranges);
                 walk(&l.body, ranges, bind, cx, found);
                 if pushed {
                     ranges.pop();
@@ -985,19 +979,25 @@ fn unguarded_accesses(s: &Stmt, ranges: &mut Vec<(Var, i64, i64)>, f: &mut OnAcc
             expr(value, ranges, f);
         }
         Stmt::For(l) => {
-            let pushed = match (l.min.as_int(), l.extent.as_int()) {
-                (Some(m), Some(e)) if e > 0 => {
-                    ranges.push((l.var.clone(), m, m + e - 1));
-                    true
-                }
-                _ => false,
-            };
+            let pushed = push_range(l, ranges);
             unguarded_accesses(&l.body, ranges, f);
             if pushed {
                 ranges.pop();
             }
         }
         _ => s.for_each_child(|c| unguarded_accesses(c, ranges, f)),
+    }
+}
+
+/// Pushes the range of loop `l` onto `ranges` where it is constant and
+/// not empty; whether it did.
+fn push_range(l: &crate::stmt::For, ranges: &mut Vec<LoopSpan>) -> bool {
+    match (l.min.as_int(), l.extent.as_int()) {
+        (Some(m), Some(e)) if e > 0 => {
+            ranges.push((l.var.clone(), m, m + e - 1));
+            true
+        }
+        _ => false,
     }
 }
 
