@@ -408,42 +408,18 @@ impl FuncResolver<'_> {
     fn check_access_bounds(&self, block: &Block, values: &[Expr], span: Span) -> R<()> {
         let bind: Vec<(Var, Expr)> =
             block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
-        let mut ranges: Vec<(Var, i64, i64)> = self
+        let ranges: Vec<(Var, i64, i64)> = self
             .loop_ranges
             .iter()
             .filter_map(|(v, r)| Some((v.clone(), r.min.as_int()?, r.min.as_int()? + r.extent.as_int()? - 1)))
             .collect();
-        let mut found: Option<Diagnostic> = None;
         for s in block.init.iter().chain(std::iter::once(&block.body)) {
-            unguarded_accesses(s, &mut ranges, &mut |buf, idx, ranges| {
-                if found.is_some() {
-                    return;
-                }
-                for (d, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
-                    let Some(n) = n.as_int() else { continue };
-                    let at = crate::subst::substitute(x, &bind);
-                    let Some((lo, hi)) = affine_bounds(&at, ranges).or_else(|| enumerated_bounds(&at, ranges, 4096))
-                    else {
-                        continue;
-                    };
-                    if lo < 0 || hi >= n {
-                        let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
-                        found = Some(Diagnostic::at(
-                            span,
-                            format!(
-                                "block `{}` accesses `{}[{}]`, whose index in dimension {d} runs from {lo} to {hi}, outside its extent {n}",
-                                block.name,
-                                buf.name(),
-                                shown.join(", ")
-                            ),
-                        )
-                        .help("keep the index inside the buffer, or guard the access (`T.where`, `T.if_then_else`)"));
-                        return;
-                    }
-                }
-            });
+            if let Some(o) = access_outside(s, &ranges, &bind) {
+                return Err(Diagnostic::at(span, o.message(&format!("block `{}`", block.name)))
+                    .help("keep the index inside the buffer, or guard the access (`T.where`, `T.if_then_else`)"));
+            }
         }
-        found.map_or(Ok(()), Err)
+        Ok(())
     }
 
     pub(crate) fn loop_range_of(&self, e: &Expr) -> Option<Range> {
@@ -832,34 +808,16 @@ pub fn check_bound_accesses(f: &crate::func::PrimFunc) -> Result<(), Diagnostic>
         span: Option<Span>,
         found: &mut Option<Diagnostic>,
     ) {
-        unguarded_accesses(s, &mut ranges.to_vec(), &mut |buf, idx, ranges| {
-            if found.is_some() {
-                return;
-            }
-            for (d, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
-                let Some(n) = n.as_int() else { continue };
-                let at = crate::expr::fold_constants(&crate::subst::substitute(x, bind));
-                let Some((lo, hi)) = affine_bounds(&at, ranges).or_else(|| enumerated_bounds(&at, ranges, 4096)) else {
-                    continue;
-                };
-                if lo < 0 || hi >= n {
-                    let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
-                    let msg = format!(
-                        "{who} accesses `{}[{}]`, whose index in dimension {d} runs from {lo} to {hi}, outside its extent {n}",
-                        buf.name(),
-                        shown.join(", ")
-                    );
-                    let d = match span {
-                        Some(sp) => Diagnostic::at(sp, msg),
-                        None => Diagnostic::new(msg),
-                    };
-                    *found = Some(d.help(
-                        "keep the index inside the buffer at every size, or guard the access (`T.where`, `T.if_then_else`)",
-                    ));
-                    return;
-                }
-            }
-        });
+        if let Some(o) = access_outside(s, ranges, bind) {
+            let msg = o.message(who);
+            let d = match span {
+                Some(sp) => Diagnostic::at(sp, msg),
+                None => Diagnostic::new(msg),
+            };
+            *found = Some(d.help(
+                "keep the index inside the buffer at every size, or guard the access (`T.where`, `T.if_then_else`)",
+            ));
+        }
     }
     fn walk(
         s: &Stmt,
@@ -944,6 +902,49 @@ fn enumerated_bounds(e: &Expr, ranges: &[LoopSpan], limit: i64) -> Option<(i64, 
         }
     }
     Some((least, greatest))
+}
+
+/// An access found outside a dimension of its buffer.
+struct Outside {
+    /// The access as written: `A[0, vi]`.
+    access: String,
+    dim: usize,
+    lo: i64,
+    hi: i64,
+    extent: i64,
+}
+
+impl Outside {
+    fn message(&self, who: &str) -> String {
+        let Outside { access, dim, lo, hi, extent } = self;
+        format!("{who} accesses `{access}`, whose index in dimension {dim} runs from {lo} to {hi}, outside its extent {extent}")
+    }
+}
+
+/// The first unguarded access of `s` (`unguarded_accesses`) whose index,
+/// with `bind` put in, leaves a constant dimension of its buffer over the
+/// loops of `ranges` and those inside `s`: where the index is affine, or
+/// takes at most 4096 values.
+fn access_outside(s: &Stmt, ranges: &[LoopSpan], bind: &[(Var, Expr)]) -> Option<Outside> {
+    let mut found = None;
+    unguarded_accesses(s, &mut ranges.to_vec(), &mut |buf, idx, ranges| {
+        if found.is_some() {
+            return;
+        }
+        for (dim, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
+            let Some(extent) = n.as_int() else { continue };
+            let at = crate::expr::fold_constants(&crate::subst::substitute(x, bind));
+            let Some((lo, hi)) = affine_bounds(&at, ranges).or_else(|| enumerated_bounds(&at, ranges, 4096)) else {
+                continue;
+            };
+            if lo < 0 || hi >= extent {
+                let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
+                found = Some(Outside { access: format!("{}[{}]", buf.name(), shown.join(", ")), dim, lo, hi, extent });
+                return;
+            }
+        }
+    });
+    found
 }
 
 /// A loop variable and its least and greatest values.

@@ -314,7 +314,7 @@ fn move_to(
     // race on, the rows of the next tile; a consumer would copy a local
     // tile nothing wrote over valid elements. `None` once such a block
     // runs in every iteration.
-    let mut consumer_guards: Option<Vec<Expr>> = Some(Vec::new());
+    let mut other_guards: Option<Vec<Expr>> = Some(Vec::new());
     for b in &under {
         let bpath = root.loops_above(&b.block.name).unwrap_or_default();
         let at = bpath.iter().position(|x| &x.var == lp).unwrap_or(0);
@@ -341,7 +341,7 @@ fn move_to(
                     })
                     .cloned()
                     .collect();
-                consumer_guards = match (consumer_guards.take(), outer.is_empty()) {
+                other_guards = match (other_guards.take(), outer.is_empty()) {
                     (Some(mut all), false) => {
                         all.push(crate::arith::all_of(outer));
                         Some(all)
@@ -542,7 +542,7 @@ fn move_to(
         }
         values.push(value);
     }
-    if let Some(g) = consumer_guards.filter(|g| !g.is_empty()) {
+    if let Some(g) = other_guards.filter(|g| !g.is_empty()) {
         let any = g.into_iter().reduce(|a, b| Expr::binary(BinOp::Or, a, b)).unwrap_or_else(|| Expr::bool(true));
         preds.push(any);
     }

@@ -182,11 +182,14 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     // 7. The padded copies of the inputs run before the nest that holds the
     // block: what a block of that nest writes is not written yet there.
     let nest = root_stmts(&sch.func.body).into_iter().find(|s| s.find_block(block).is_some());
+    // Another block of that nest that reads (or writes) `buf`.
+    let other_in_nest = |reads: bool, buf: &Buffer| {
+        nest.as_ref().and_then(|n| {
+            n.blocks().into_iter().find(|w| w.block.name != *block && block_buffers(w, reads).contains(buf)).cloned()
+        })
+    };
     for (buf, _, _) in accesses.iter().filter(|(b, vars, _)| b != out && vars.iter().any(grows)) {
-        let writer = nest.as_ref().and_then(|n| {
-            n.blocks().into_iter().find(|w| w.block.name != *block && block_buffers(w, false).contains(buf)).cloned()
-        });
-        if let Some(w) = writer {
+        if let Some(w) = other_in_nest(false, buf) {
             return Err(ScheduleError::new(format!(
                 "block `{}` writes `{}` in the nest of block `{block}`: its padded copy, made before that nest, would read it unwritten",
                 w.block.name,
@@ -199,10 +202,7 @@ pub fn pad_einsum(sch: &mut Schedule, block: &BlockRV, padding: &[i64]) -> Resul
     // block of it may read the output (a write-back `reverse_compute_at`
     // placed inside it would read it not yet copied).
     if accesses.iter().any(|(b, vars, _)| b == out && vars.iter().any(grows)) {
-        let reader = nest.as_ref().and_then(|n| {
-            n.blocks().into_iter().find(|w| w.block.name != *block && block_buffers(w, true).contains(out)).cloned()
-        });
-        if let Some(w) = reader {
+        if let Some(w) = other_in_nest(true, out) {
             return Err(ScheduleError::new(format!(
                 "block `{}` reads `{}` in the nest of block `{block}`: the padded result is copied back after that nest, so it would read it unwritten",
                 w.block.name,

@@ -47,18 +47,9 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut must_enumerate: Vec<(&Buffer, &Use, &Use, ThreadTag)> = Vec::new();
     for (b, u) in &uses {
         for (tag, var) in &u.around {
-            // Only the block's spatial variables place its writes: a
-            // reduction variable bound to the threads is a cross-thread
-            // reduction, which leaves the total in every thread's copy of a
-            // local output (`lower_cross_thread_reduction`), so that every
-            // thread may read it after the loop (TVM's GEMV and RMSNorm).
-            let spatial_uses = u
-                .block
-                .iter_values
-                .iter()
-                .zip(&u.block.block.iter_vars)
-                .any(|(v, iv)| iv.kind != IterKind::Reduce && v.uses(var));
-            if !spatial_uses {
+            // (A thread loop that feeds only reduction variables of a block
+            // writing `b` is not in its `around`: see `collect`.)
+            if !u.block.iter_values.iter().any(|v| v.uses(var)) {
                 continue;
             }
             let outside_of = |w: &Use| !w.around.iter().any(|(t, _)| t == tag);
@@ -318,8 +309,10 @@ fn collect<'a>(
             }
             // A thread loop that feeds only reduction variables of the block
             // makes a cross-thread reduction, whose total every thread of
-            // that axis holds: the block counts as run by each of them
-            // whole, as one outside the loop is.
+            // that axis holds (`lower_cross_thread_reduction`): the block
+            // counts as run by each of them whole, as one outside the loop
+            // is, so that every thread may read it after the loop (TVM's
+            // GEMV and RMSNorm).
             let reduced_only = |v: &Var| {
                 let kinds: Vec<bool> = r
                     .block
