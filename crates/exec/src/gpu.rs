@@ -367,6 +367,62 @@ pub struct LoadedKernel {
     scalars: Vec<ByValue>,
     /// The kernel's scalar parameters, by name and type.
     scalar_types: Vec<(String, DType)>,
+    /// The tensor maps of its bulk tensor copies, passed after the scalars,
+    /// encoded at each launch from the addresses of the buffers they read.
+    tensor_maps: Vec<tirc_codegen::warp_specialized::TensorMap>,
+}
+
+/// The tensor map `m` over the buffer at device address `ptr`
+/// (`cuTensorMapEncodeTiled`): its dimensions and box innermost first,
+/// elements one apart, the swizzle of the tile it fills.
+fn encode_tensor_map(m: &tirc_codegen::warp_specialized::TensorMap, ptr: u64) -> Result<drv_sys::CUtensorMap, String> {
+    use drv_sys::CUtensorMapDataType_enum as T;
+    use drv_sys::CUtensorMapSwizzle_enum as S;
+    let dtype = match m.dtype {
+        DType::Float(16) => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::BFloat16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::Float(32) => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        DType::Float(64) => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        DType::Int(32) => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        DType::Int(64) => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
+        DType::Int(8) | DType::UInt(8) => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        DType::UInt(16) | DType::Int(16) => T::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        DType::UInt(32) => T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        t => return Err(format!("no tensor map for elements of {t}")),
+    };
+    let swizzle = match m.swizzle {
+        0 => S::CU_TENSOR_MAP_SWIZZLE_NONE,
+        32 => S::CU_TENSOR_MAP_SWIZZLE_32B,
+        64 => S::CU_TENSOR_MAP_SWIZZLE_64B,
+        128 => S::CU_TENSOR_MAP_SWIZZLE_128B,
+        n => return Err(format!("no tensor map swizzles by {n} bytes")),
+    };
+    let dims: Vec<u64> = m.shape.iter().rev().map(|&n| n as u64).collect();
+    let elem = m.dtype.bytes() as u64;
+    let strides: Vec<u64> = (1..dims.len()).map(|d| dims[..d].iter().product::<u64>() * elem).collect();
+    let boxed: Vec<u32> = m.boxed.iter().rev().map(|&n| n as u32).collect();
+    let ones = vec![1u32; dims.len()];
+    let mut map = std::mem::MaybeUninit::<drv_sys::CUtensorMap>::zeroed();
+    let r = unsafe {
+        drv_sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            dtype,
+            dims.len() as u32,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxed.as_ptr(),
+            ones.as_ptr(),
+            drv_sys::CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            drv_sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            drv_sys::CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if r != drv_sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("encoding the tensor map of shape {:?}, box {:?} failed: {r:?}", m.shape, m.boxed));
+    }
+    Ok(unsafe { map.assume_init() })
 }
 
 /// The size arguments of `k` for `values`, each checked against its type.
@@ -690,6 +746,7 @@ impl Gpu {
                 size_types: k.sizes.clone(),
                 scalars,
                 scalar_types: k.scalars.clone(),
+                tensor_maps: k.tensor_maps.clone(),
             })
         })
     }
@@ -760,6 +817,10 @@ impl Gpu {
 
     /// Enqueues one launch, without synchronizing.
     fn enqueue(&self, k: &LoadedKernel, bufs: &[&DeviceBuffer]) -> Result<(), String> {
+        if !k.tensor_maps.is_empty() {
+            let ptrs: Vec<u64> = bufs.iter().map(|b| self.device_ptr(b)).collect();
+            return unsafe { self.launch_on(k, &ptrs, self.stream.cu_stream()) };
+        }
         let mut args = self.stream.launch_builder(&k.func);
         for b in bufs.iter().copied().chain(&k.scratch) {
             args.arg(&b.slice);
@@ -824,8 +885,22 @@ impl Gpu {
         if ptrs.len() != k.num_params {
             return Err(format!("kernel {} takes {} buffers, {} given", k.name, k.num_params, ptrs.len()));
         }
-        guarded("launching a kernel", || {
+        guarded("launching a kernel", || unsafe { self.launch_on(k, ptrs, stream as drv_sys::CUstream) })
+    }
+
+    /// One launch of `k` with the buffers at `ptrs` (its parameters, in
+    /// order), its scratch, sizes, scalars and tensor maps, on `stream`.
+    ///
+    /// # Safety
+    /// As `launch_raw`.
+    unsafe fn launch_on(&self, k: &LoadedKernel, ptrs: &[u64], stream: drv_sys::CUstream) -> Result<(), String> {
+        {
             self.ctx.bind_to_thread().map_err(drv("binding the CUDA context"))?;
+            let mut maps = Vec::with_capacity(k.tensor_maps.len());
+            for m in &k.tensor_maps {
+                let ptr = *ptrs.get(m.param).ok_or("a tensor map of a parameter that is not given")?;
+                maps.push(encode_tensor_map(m, ptr)?);
+            }
             let mut values: Vec<u64> = ptrs.to_vec();
             let mut guards = Vec::new();
             for b in &k.scratch {
@@ -837,6 +912,7 @@ impl Gpu {
             let mut params: Vec<*mut std::ffi::c_void> =
                 values.iter_mut().map(|v| v as *mut u64 as *mut std::ffi::c_void).collect();
             params.extend(by_value.iter_mut().map(ByValue::as_param));
+            params.extend(maps.iter_mut().map(|m| m as *mut drv_sys::CUtensorMap as *mut std::ffi::c_void));
             let cfg = k.cfg;
             unsafe {
                 drv_result::launch_kernel(
@@ -844,12 +920,12 @@ impl Gpu {
                     cfg.grid_dim,
                     cfg.block_dim,
                     cfg.shared_mem_bytes,
-                    stream as drv_sys::CUstream,
+                    stream,
                     &mut params,
                 )
             }
             .map_err(|e| format!("launching kernel {} failed: {e}", k.name))
-        })
+        }
     }
 
     /// Runs `warmup` calls of `call`, synchronizes, then times `reps` calls,

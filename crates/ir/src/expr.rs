@@ -172,10 +172,19 @@ pub enum Intrinsic {
     /// the group it was committed in (`cp.async` on sm_80 and newer). Its
     /// value is its argument's.
     CpAsync,
+    /// `S[..] = T.tma_load(G[..], b_0, .., b_r-1, s_0, .., s_r-1)`: one bulk
+    /// tensor copy (Hopper's TMA, `cp.async.bulk.tensor`) of the box
+    /// `b_0 × .. × b_r-1` of `G` whose first element is `G[..]` into shared
+    /// memory, row-major from `S[..]`; `s_0, .., s_r-1` is `G`'s shape when
+    /// the copy was made (the tensor map's), outermost first, so that a
+    /// flattened `G`'s offset still gives the box's coordinates. Issued by
+    /// one thread for the whole block, in a warp-specialized loop
+    /// (`warp_specialize`); it lands when the loop's consumers wait for it.
+    TmaLoad,
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 37] = [
+    pub const ALL: [Intrinsic; 38] = [
         Intrinsic::Exp,
         Intrinsic::Log,
         Intrinsic::Sqrt,
@@ -213,6 +222,7 @@ impl Intrinsic {
         Intrinsic::Fmod,
         Intrinsic::Likely,
         Intrinsic::CpAsync,
+        Intrinsic::TmaLoad,
     ];
 
     /// The name after `T.` in TVMScript.
@@ -255,6 +265,7 @@ impl Intrinsic {
             Intrinsic::Fmod => "fmod",
             Intrinsic::Likely => "likely",
             Intrinsic::CpAsync => "cp_async",
+            Intrinsic::TmaLoad => "tma_load",
         }
     }
 

@@ -41,6 +41,21 @@ pub const MIN_BLOCKS_PER_SM: &str = "min_blocks_per_sm";
 /// the one it reads (codegen waits with `wgmma.wait_group 1` there, not 0).
 pub const WGMMA_IN_FLIGHT: &str = "tirc.wgmma_in_flight";
 
+/// The annotation of a warp-specialized loop (the pass `warp_specialize`),
+/// its value the versions of its tiles: code generation gives the kernel a
+/// producer warpgroup that issues the loop's bulk tensor copies
+/// (`T.tma_load`) up to that many iterations ahead of the block's threads,
+/// the two sides meeting at mbarriers.
+pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
+
+/// The threads of the producer warpgroup a warp-specialized kernel adds.
+pub const PRODUCER_THREADS: i64 = 128;
+
+/// The versions of the warp-specialized loop `l`'s tiles, if it is one.
+pub fn warp_specialized(l: &crate::For) -> Option<i64> {
+    l.annotations.iter().find(|(k, _)| k == WARP_SPECIALIZED).and_then(|(_, v)| v.as_int())
+}
+
 /// The batches of `wgmma` that may stay in flight across a barrier.
 pub fn wgmma_in_flight(f: &PrimFunc) -> i64 {
     f.attrs.iter().find(|(k, _)| k == WGMMA_IN_FLIGHT).and_then(|(_, v)| v.as_int()).unwrap_or(0)

@@ -89,8 +89,23 @@ pub(super) enum Node {
     Block(Box<BlockNode>),
     /// A warp-wide tensor-core operation (`tirc_ir::wmma`).
     Wmma(Box<WmmaNode>),
+    /// A bulk tensor copy (`T.tma_load`): issued once for the block, it
+    /// lands at once; the loop's mbarriers order it against the readers,
+    /// so it closes the race epoch before and after.
+    TmaLoad(Box<TmaNode>),
     /// An error reported when the statement runs.
     Fail(String),
+}
+
+/// `dst[dst_index..] = box of src from src_index`, the box `boxed` of a
+/// source of shape `shape` (outermost first), zeros past its edge.
+pub(super) struct TmaNode {
+    pub dst: usize,
+    pub dst_index: Index,
+    pub src: usize,
+    pub src_index: Index,
+    pub boxed: Vec<i64>,
+    pub shape: Vec<i64>,
 }
 
 /// A tensor-core operation: its tiles (`tiles[0]` written), the value a
@@ -331,6 +346,12 @@ impl Compiler {
             Stmt::Barrier => Node::Barrier,
             Stmt::AsyncCommit => Node::AsyncCommit,
             Stmt::AsyncWait(n) => Node::AsyncWait((*n).max(0) as usize),
+            Stmt::Store { buffer, indices, value: Expr::Call(Intrinsic::TmaLoad, args) } => {
+                match self.tma_load(buffer, indices, args) {
+                    Ok(n) => Node::TmaLoad(Box::new(n)),
+                    Err(e) => Node::Fail(e),
+                }
+            }
             Stmt::Store { buffer, indices, value } => {
                 let (value, cp_async) = match value {
                     Expr::Call(Intrinsic::CpAsync, args) if args.len() == 1 => (&args[0], true),
@@ -428,6 +449,26 @@ impl Compiler {
         let inner = self.allocate(rest, body);
         self.scope.pop();
         Node::Alloc { mem, body: Box::new(inner) }
+    }
+
+    fn tma_load(&mut self, dst: &Buffer, indices: &[Expr], args: &[Expr]) -> Result<TmaNode, String> {
+        let Some((Expr::Load(src, sidx), dims)) = args.split_first() else {
+            return Err("a tma_load without its source element".into());
+        };
+        let dims: Vec<i64> = dims.iter().filter_map(Expr::as_int).collect();
+        let (boxed, shape) = dims.split_at(dims.len() / 2);
+        let dst_mem = self.memory(dst)?;
+        if self.mems[dst_mem].scope != Scope::Shared {
+            return Err(format!("a bulk tensor copy into {}, which is not in shared memory", dst.name()));
+        }
+        Ok(TmaNode {
+            dst: dst_mem,
+            dst_index: self.index(dst, indices)?,
+            src: self.memory(src)?,
+            src_index: self.index(src, sidx)?,
+            boxed: boxed.to_vec(),
+            shape: shape.to_vec(),
+        })
     }
 
     fn index(&mut self, b: &Buffer, idx: &[Expr]) -> Result<Index, String> {

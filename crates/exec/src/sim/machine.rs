@@ -300,6 +300,38 @@ impl<'p> Machine<'p> {
                 self.stats.barriers += 1;
                 self.next_epoch();
             }
+            Node::TmaLoad(n) => {
+                let one = &act[..1];
+                let (mut d, mut s) = ([0i64], [0i64]);
+                self.index(&n.dst_index, one, &mut d)?;
+                self.index(&n.src_index, one, &mut s)?;
+                self.next_epoch();
+                let rank = n.shape.len();
+                let mut first = vec![0i64; rank];
+                let mut off = s[0];
+                for k in (0..rank).rev() {
+                    first[k] = off.rem_euclid(n.shape[k]);
+                    off = off.div_euclid(n.shape[k]);
+                }
+                let count: i64 = n.boxed.iter().product();
+                for e in 0..count {
+                    let (mut rest, mut flat, mut inside) = (e, 0i64, true);
+                    let mut local = vec![0i64; rank];
+                    for k in (0..rank).rev() {
+                        local[k] = rest % n.boxed[k];
+                        rest /= n.boxed[k];
+                    }
+                    for k in 0..rank {
+                        let c = first[k] + local[k];
+                        inside &= (0..n.shape[k]).contains(&c);
+                        flat = flat * n.shape[k] + c;
+                    }
+                    let v = if inside { self.mems[n.src].data[self.address(n.src, flat, act[0])?] } else { 0.0 };
+                    let a = self.address(n.dst, d[0] + e, act[0])?;
+                    self.mems[n.dst].data[a] = v;
+                }
+                self.next_epoch();
+            }
             Node::AsyncCommit => {
                 for &t in act {
                     let g = std::mem::take(&mut self.open[t as usize]);

@@ -139,7 +139,7 @@ pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
         Intrinsic::Copysign => x.copysign(y),
         // C's `fmod`: the remainder with the sign of `x`, as Rust's `%`.
         Intrinsic::Fmod => x % y,
-        Intrinsic::Likely | Intrinsic::CpAsync => x,
+        Intrinsic::Likely | Intrinsic::CpAsync | Intrinsic::TmaLoad => x,
     }
 }
 

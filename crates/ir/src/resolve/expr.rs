@@ -501,6 +501,31 @@ impl FuncResolver<'_> {
                 let q = Expr::folded(BinOp::Div, a.clone(), b.clone());
                 Ok(Expr::folded(BinOp::Sub, a, Expr::folded(BinOp::Mul, q, b)))
             }
+            // A bulk tensor copy as `warp_specialize` prints it: the first
+            // element of the source box, then the box and the source's
+            // shape, one integer per dimension each.
+            "tma_load" => {
+                let src = self.expr(pos.first().copied().ok_or_else(|| {
+                    Diagnostic::at(span, "`T.tma_load` needs the source element, the box and the shape")
+                })?)?;
+                if !matches!(src, Expr::Load(..)) {
+                    return Err(Diagnostic::at(pos[0].span, "`T.tma_load` copies from a buffer element, `G[..]`"));
+                }
+                let mut xs = vec![src];
+                for p in &pos[1..] {
+                    match self.expr(p)?.as_int() {
+                        Some(v) if v > 0 => xs.push(Expr::int(v)),
+                        _ => return Err(Diagnostic::at(p.span, "`T.tma_load`'s box and shape are positive integers")),
+                    }
+                }
+                if xs.len() < 3 || xs.len() % 2 == 0 {
+                    return Err(Diagnostic::at(
+                        span,
+                        "`T.tma_load` takes the source element, then as many box extents as shape extents",
+                    ));
+                }
+                Ok(Expr::Call(Intrinsic::TmaLoad, xs))
+            }
             // Tests of a float, written with comparisons: a NaN is the one
             // value not equal to itself, and no NaN is below infinity.
             "isnan" | "isinf" | "isfinite" => {

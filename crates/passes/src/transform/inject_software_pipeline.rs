@@ -104,7 +104,8 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
     let mut synced: Vec<BufferId> = Vec::new();
     let mut spared: Vec<BufferId> = Vec::new();
-    let mut body = visit(&f.body, &f.sizes, &doubled, &mut versioned, &mut synced, &mut spared)?;
+    let cx = Cx { sizes: &f.sizes, doubled: &doubled, ctx, params: &f.params };
+    let mut body = visit(&f.body, &cx, &mut versioned, &mut synced, &mut spared)?;
     // `insert_barriers` leaves these to the barriers placed here.
     f.facts.pipeline_synced.extend(synced);
     for id in &doubled {
@@ -154,15 +155,30 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
 /// while the current ones are multiplied, inside the loop that stages
 /// tiles in shared memory) is one statement of the outer loop's body, and
 /// each copy of it the outer expansion makes is then expanded in turn.
+/// What `visit` reads besides the statement.
+struct Cx<'a> {
+    sizes: &'a [Var],
+    doubled: &'a [BufferId],
+    ctx: &'a PassContext,
+    params: &'a [Buffer],
+}
+
 fn visit(
     s: &Stmt,
-    sizes: &[Var],
-    doubled: &[BufferId],
+    cx: &Cx,
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
     spared: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
+    let (sizes, doubled) = (cx.sizes, cx.doubled);
     let expanded = match s {
+        Stmt::For(l)
+            if l.annotations.iter().any(|(k, _)| k == STAGE)
+                && l.annotations.iter().any(|(k, _)| k == super::warp_specialize::WARP_SPECIALIZE) =>
+        {
+            let ws = super::warp_specialize::expand(l, &cx.ctx.target, cx.params, versioned, synced, spared);
+            return ws.map_err(|e| e.or_at_ir(l.span, "this loop"));
+        }
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {
             Some(expand(l, sizes, doubled, versioned, synced, spared).map_err(|e| e.or_at_ir(l.span, "this loop"))?)
         }
@@ -173,7 +189,7 @@ fn visit(
     };
     let s = expanded.as_ref().unwrap_or(s);
     let mut err = None;
-    let out = s.map_children(|c| match visit(c, sizes, doubled, versioned, synced, spared) {
+    let out = s.map_children(|c| match visit(c, cx, versioned, synced, spared) {
         Ok(x) => x,
         Err(e) => {
             err.get_or_insert(e);
@@ -417,7 +433,7 @@ fn expand(
 
 /// `b` with a leading dimension of `v` versions; the padding asked by
 /// storage_align stays on the same dimensions.
-fn with_versions(b: &Buffer, v: i64) -> Buffer {
+pub(super) fn with_versions(b: &Buffer, v: i64) -> Buffer {
     b.with(|node| {
         node.shape.insert(0, Expr::int(v));
         node.dim_align.iter_mut().for_each(|a| a.axis += 1);
@@ -425,7 +441,7 @@ fn with_versions(b: &Buffer, v: i64) -> Buffer {
 }
 
 /// Every access of `s` to a buffer of `map` gets the version index first.
-fn version(s: &Stmt, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> Expr) -> Stmt {
+pub(super) fn version(s: &Stmt, map: &[(Buffer, Buffer, i64)], slot: &dyn Fn(i64) -> Expr) -> Stmt {
     if map.is_empty() {
         return s.clone();
     }

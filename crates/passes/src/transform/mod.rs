@@ -29,6 +29,7 @@ pub mod split_kernels;
 pub mod unroll_loops;
 pub mod verify_ir;
 pub mod verify_local_indices;
+pub mod warp_specialize;
 pub mod zero_fill_tiles;
 
 use tirc_ir::target::Target;

@@ -5,7 +5,8 @@
 //! counting the sum of its parts and a plain statement one — is at most the
 //! limit in force: the value of a `pragma_auto_unroll_max_step` annotation
 //! on an enclosing loop, else `DEFAULT_MAX_STEP`. Loops the schedule already
-//! unrolled stay so. A loop whose variable indexes a local buffer is
+//! unrolled stay so; a warp-specialized loop (`warp_specialize`) is never
+//! unrolled automatically, its iterations being paced by its barriers. A loop whose variable indexes a local buffer is
 //! unrolled whatever its steps, so that the buffer can live in registers. Codegen writes `#pragma unroll` before each unrolled
 //! loop, so the CUDA compiler replicates the body, keeps per-thread arrays
 //! in registers, and shares loads between the copies (TVM's `UnrollLoop`
@@ -74,7 +75,12 @@ fn unroll(s: &Stmt, max_step: i64, forced: &[Var]) -> (Stmt, Option<i64>) {
             let mut l2 = (**l).clone();
             l2.body = body;
             let small = l.extent.as_int().is_some_and(|e| e <= MAX_AUTO_EXTENT);
-            if l.kind == ForKind::Serial && small && (steps.is_some_and(|n| n <= max_step) || forced.contains(&l.var)) {
+            let paced = tirc_ir::launch::warp_specialized(l).is_some();
+            if l.kind == ForKind::Serial
+                && small
+                && !paced
+                && (steps.is_some_and(|n| n <= max_step) || forced.contains(&l.var))
+            {
                 l2.kind = ForKind::Unrolled;
             }
             (Stmt::For(Box::new(l2)), steps)

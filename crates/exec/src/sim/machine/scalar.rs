@@ -68,9 +68,12 @@ impl Machine<'_> {
             }
             Node::Block(b) => self.block1(b, t)?,
             Node::Fail(m) => return Err(m.clone()),
-            Node::Barrier | Node::AsyncCommit | Node::AsyncWait(_) | Node::Alloc { .. } | Node::Wmma(_) => {
-                self.exec_columns(s, &[t])?
-            }
+            Node::Barrier
+            | Node::AsyncCommit
+            | Node::AsyncWait(_)
+            | Node::Alloc { .. }
+            | Node::Wmma(_)
+            | Node::TmaLoad(_) => self.exec_columns(s, &[t])?,
         }
         Ok(())
     }
