@@ -139,117 +139,109 @@ template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(
   return ((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
 }
 __device__ __forceinline__ void tirc_wgmma_m64n256k16_bf16_mn(float* c, unsigned long long da, unsigned long long db) { asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63]), "+f"(c[64]), "+f"(c[65]), "+f"(c[66]), "+f"(c[67]), "+f"(c[68]), "+f"(c[69]), "+f"(c[70]), "+f"(c[71]), "+f"(c[72]), "+f"(c[73]), "+f"(c[74]), "+f"(c[75]), "+f"(c[76]), "+f"(c[77]), "+f"(c[78]), "+f"(c[79]), "+f"(c[80]), "+f"(c[81]), "+f"(c[82]), "+f"(c[83]), "+f"(c[84]), "+f"(c[85]), "+f"(c[86]), "+f"(c[87]), "+f"(c[88]), "+f"(c[89]), "+f"(c[90]), "+f"(c[91]), "+f"(c[92]), "+f"(c[93]), "+f"(c[94]), "+f"(c[95]), "+f"(c[96]), "+f"(c[97]), "+f"(c[98]), "+f"(c[99]), "+f"(c[100]), "+f"(c[101]), "+f"(c[102]), "+f"(c[103]), "+f"(c[104]), "+f"(c[105]), "+f"(c[106]), "+f"(c[107]), "+f"(c[108]), "+f"(c[109]), "+f"(c[110]), "+f"(c[111]), "+f"(c[112]), "+f"(c[113]), "+f"(c[114]), "+f"(c[115]), "+f"(c[116]), "+f"(c[117]), "+f"(c[118]), "+f"(c[119]), "+f"(c[120]), "+f"(c[121]), "+f"(c[122]), "+f"(c[123]), "+f"(c[124]), "+f"(c[125]), "+f"(c[126]), "+f"(c[127]) : "l"(da), "l"(db), "r"(1) : "memory"); }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define TIRC_CP_ASYNC 1
-#endif
-template <int N> __device__ __forceinline__ void tirc_cp_async(void* dst, const void* src) {
-#ifdef TIRC_CP_ASYNC
-  unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
-  if constexpr (N == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" :: "r"(s), "l"(src), "n"(N) : "memory");
-  }
-#else
-  struct alignas(N) chunk { unsigned char b[N]; };
-  *static_cast<chunk*>(dst) = *static_cast<const chunk*>(src);
-#endif
+// A tensor map (CUtensorMap, 128 bytes), passed by value.
+struct __align__(64) tirc_tensor_map { unsigned long long opaque[16]; };
+__device__ __forceinline__ unsigned tirc_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void tirc_mbar_init(unsigned long long* b, unsigned n) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(tirc_smem(b)), "r"(n) : "memory");
 }
-__device__ __forceinline__ void tirc_cp_async_commit() {
-#ifdef TIRC_CP_ASYNC
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
+// Spins until the phase of parity `phase` of the barrier has completed.
+__device__ __forceinline__ void tirc_mbar_wait(unsigned long long* b, unsigned phase) {
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(tirc_smem(b)), "r"(phase) : "memory");
+  } while (!done);
 }
-template <int N> __device__ __forceinline__ void tirc_cp_async_wait() {
-#ifdef TIRC_CP_ASYNC
-  asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
-#endif
+__device__ __forceinline__ void tirc_mbar_arrive(unsigned long long* b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(tirc_smem(b)) : "memory");
+}
+// Announces bytes a copy of this phase will bring (without arriving).
+__device__ __forceinline__ void tirc_mbar_expect_bytes(unsigned long long* b, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(tirc_smem(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void tirc_mbar_fence_init() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// One bulk tensor copy of a box whose first element is at the coordinates
+// c (innermost dimension first), completing on barrier b.
+__device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* m, int c0, unsigned long long* b) {
+  asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];" :: "r"(tirc_smem(dst)), "l"((unsigned long long)m), "r"(c0), "r"(tirc_smem(b)) : "memory");
+}
+__device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* m, int c0, int c1, unsigned long long* b) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" :: "r"(tirc_smem(dst)), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(tirc_smem(b)) : "memory");
+}
+__device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* m, int c0, int c1, int c2, unsigned long long* b) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" :: "r"(tirc_smem(dst)), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(tirc_smem(b)) : "memory");
+}
+__device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* m, int c0, int c1, int c2, int c3, unsigned long long* b) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];" :: "r"(tirc_smem(dst)), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(tirc_smem(b)) : "memory");
+}
+__device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* m, int c0, int c1, int c2, int c3, int c4, unsigned long long* b) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" :: "r"(tirc_smem(dst)), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(tirc_smem(b)) : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(256) bgemm_kernel(const nv_bfloat16* __restrict__ A, const nv_bfloat16* __restrict__ B, float* __restrict__ C) {
+extern "C" __global__ void __launch_bounds__(384, 1) bgemm_kernel(const nv_bfloat16* __restrict__ A, const nv_bfloat16* __restrict__ B, float* __restrict__ C, const __grid_constant__ tirc_tensor_map tirc_tmap_0, const __grid_constant__ tirc_tensor_map tirc_tmap_1) {
   extern __shared__ __align__(1024) unsigned char tirc_dyn_smem[];
   nv_bfloat16* A_shared = reinterpret_cast<nv_bfloat16*>(tirc_dyn_smem + 0);
   nv_bfloat16* B_shared = reinterpret_cast<nv_bfloat16*>(tirc_dyn_smem + 65536);
   float C_warp[128];
-  #pragma unroll
-  for (int j_1_init_0 = 0; j_1_init_0 < 16; ++j_1_init_0) {
-    tirc_wgmma_commit();
+  __shared__ __align__(8) unsigned long long tirc_full[4], tirc_empty[4];
+  const int tirc_tid = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
+  if (tirc_tid == 0) {
+    for (int i = 0; i < 4; ++i) { tirc_mbar_init(&tirc_full[i], 1); tirc_mbar_init(&tirc_empty[i], 8); }
+    tirc_mbar_fence_init();
+  }
+  __syncthreads();
+  if (tirc_tid >= 256) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (tirc_tid == 256) {
+      unsigned tirc_empty_phase = 0u, tirc_used = 0u;
+      for (int k_0 = 0; k_0 < 64; ++k_0) {
+        const int tirc_s = (k_0 - 0) % 4;
+        if (tirc_used >> tirc_s & 1u) { tirc_mbar_wait(&tirc_empty[tirc_s], tirc_empty_phase >> tirc_s & 1u); tirc_empty_phase ^= 1u << tirc_s; }
+        tirc_used |= 1u << tirc_s;
+        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 16384u);
+        tirc_tma_load(A_shared + k_0 % 4 * 8192, &tirc_tmap_0, (int)(k_0 * 64), (int)(((int)(blockIdx.x)) / 128 * 1024 + ((int)(blockIdx.x)) % 8 * 128), &tirc_full[tirc_s]);
+        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 8192u);
+        tirc_tma_load(B_shared + k_0 % 4 * 16384, &tirc_tmap_1, (int)(((int)(blockIdx.x)) / 8 % 16 * 256), (int)(k_0 * 64), &tirc_full[tirc_s]);
+        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 8192u);
+        tirc_tma_load(B_shared + k_0 % 4 * 16384 + 4096, &tirc_tmap_1, (int)(((int)(blockIdx.x)) / 8 % 16 * 256 + 64), (int)(k_0 * 64), &tirc_full[tirc_s]);
+        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 8192u);
+        tirc_tma_load(B_shared + k_0 % 4 * 16384 + 8192, &tirc_tmap_1, (int)(((int)(blockIdx.x)) / 8 % 16 * 256 + 128), (int)(k_0 * 64), &tirc_full[tirc_s]);
+        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 8192u);
+        tirc_tma_load(B_shared + k_0 % 4 * 16384 + 12288, &tirc_tmap_1, (int)(((int)(blockIdx.x)) / 8 % 16 * 256 + 192), (int)(k_0 * 64), &tirc_full[tirc_s]);
+        tirc_mbar_arrive(&tirc_full[tirc_s]);
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    unsigned tirc_full_phase = 0u;
+    #pragma unroll
+    for (int j_1_init_0 = 0; j_1_init_0 < 16; ++j_1_init_0) {
+      tirc_wgmma_commit();
+      tirc_wgmma_wait<0>();
+      tirc_mma_fill(C_warp + j_1_init_0 * 8, 0.0f);
+      tirc_wgmma_fence();
+    }
+    for (int k_0 = 0; k_0 < 64; ++k_0) {
+      const int tirc_s_1 = (k_0 - 0) % 4;
+      tirc_mbar_wait(&tirc_full[tirc_s_1], tirc_full_phase >> tirc_s_1 & 1u);
+      tirc_full_phase ^= 1u << tirc_s_1;
+      tirc_wgmma_fence();
+      #pragma unroll
+      for (int k_1 = 0; k_1 < 4; ++k_1) {
+        tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + k_0 % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_0 % 4 * 16384 + k_1 * 1024, 8192));
+      }
+      tirc_wgmma_commit();
+      tirc_wgmma_wait<1>();
+      if (k_0 > 0) { __syncwarp(); if (tirc_tid % 32 == 0) tirc_mbar_arrive(&tirc_empty[(k_0 - 0 + 3) % 4]); }
+    }
     tirc_wgmma_wait<0>();
-    tirc_mma_fill(C_warp + j_1_init_0 * 8, 0.0f);
-    tirc_wgmma_fence();
-  }
-  tirc_wgmma_commit();
-  tirc_wgmma_wait<0>();
-  tirc_fence_proxy_async();
-  __syncthreads();
-  tirc_wgmma_fence();
-  #pragma unroll
-  for (int ax0_1_ax1_1_fused_0 = 0; ax0_1_ax1_1_fused_0 < 4; ++ax0_1_ax1_1_fused_0) {
-    tirc_cp_async<16>(A_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8);
-  }
-  #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1 = 0; ax0_1_ax1_1_fused_0_1 < 8; ++ax0_1_ax1_1_fused_0_1) {
-    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(((int)(threadIdx.x)) / 8 * 4096 + ax0_1_ax1_1_fused_0_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) % 8 * 8), B + ax0_1_ax1_1_fused_0_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ((int)(threadIdx.x)) * 8);
-  }
-  tirc_cp_async_commit();
-  #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_2 = 0; ax0_1_ax1_1_fused_0_2 < 4; ++ax0_1_ax1_1_fused_0_2) {
-    tirc_cp_async<16>(A_shared + tirc_swizzle<128, 2>(ax0_1_ax1_1_fused_0_2 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8 + 8192), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0_2 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ((int)(threadIdx.x)) % 8 * 8 + 64);
-  }
-  #pragma unroll
-  for (int ax0_1_ax1_1_fused_0_1_1 = 0; ax0_1_ax1_1_fused_0_1_1 < 8; ++ax0_1_ax1_1_fused_0_1_1) {
-    tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(((int)(threadIdx.x)) / 8 * 4096 + ax0_1_ax1_1_fused_0_1_1 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) % 8 * 8 + 16384), B + ax0_1_ax1_1_fused_0_1_1 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ((int)(threadIdx.x)) * 8 + 262144);
-  }
-  tirc_cp_async_commit();
-  for (int k_0 = 2; k_0 < 64; ++k_0) {
-    tirc_cp_async_wait<1>();
-    tirc_wgmma_commit();
-    tirc_wgmma_wait<1>();
-    tirc_fence_proxy_async();
-    __syncthreads();
-    tirc_wgmma_fence();
+    __syncwarp(); if (tirc_tid % 32 == 0) tirc_mbar_arrive(&tirc_empty[3]);
     #pragma unroll
-    for (int k_1 = 0; k_1 < 4; ++k_1) {
-      tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + (k_0 + 2) % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + (k_0 + 2) % 4 * 16384 + k_1 * 1024, 8192));
+    for (int ax1_0 = 0; ax1_0 < 16; ++ax1_0) {
+      tirc_wgmma_commit();
+      tirc_wgmma_wait<0>();
+      tirc_mma_store(C + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ((int)(threadIdx.y)) * 65536 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ax1_0 * 16, C_warp + ax1_0 * 8, 4096);
+      tirc_wgmma_fence();
     }
-    #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_3 = 0; ax0_1_ax1_1_fused_0_3 < 4; ++ax0_1_ax1_1_fused_0_3) {
-      tirc_cp_async<16>(A_shared + tirc_swizzle<128, 2>(k_0 % 4 * 8192 + ax0_1_ax1_1_fused_0_3 * 2048 + ((int)(threadIdx.y)) * 256 + ((int)(threadIdx.x)) * 8), A + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_1_ax1_1_fused_0_3 * 131072 + ((int)(threadIdx.y)) * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + k_0 * 64 + ((int)(threadIdx.x)) % 8 * 8);
-    }
-    #pragma unroll
-    for (int ax0_1_ax1_1_fused_0_1_2 = 0; ax0_1_ax1_1_fused_0_1_2 < 8; ++ax0_1_ax1_1_fused_0_1_2) {
-      tirc_cp_async<16>(B_shared + tirc_swizzle<128, 2>(k_0 % 4 * 16384 + ((int)(threadIdx.x)) / 8 * 4096 + ax0_1_ax1_1_fused_0_1_2 * 512 + ((int)(threadIdx.y)) * 64 + ((int)(threadIdx.x)) % 8 * 8), B + k_0 * 262144 + ax0_1_ax1_1_fused_0_1_2 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ((int)(threadIdx.x)) * 8);
-    }
-    tirc_cp_async_commit();
-  }
-  tirc_cp_async_wait<1>();
-  tirc_wgmma_commit();
-  tirc_wgmma_wait<1>();
-  tirc_fence_proxy_async();
-  __syncthreads();
-  tirc_wgmma_fence();
-  #pragma unroll
-  for (int k_1_1 = 0; k_1_1 < 4; ++k_1_1) {
-    tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + ((int)(threadIdx.y)) * 1024 + k_1_1 * 16 + 16384 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_1_1 * 1024 + 32768, 8192));
-  }
-  tirc_cp_async_commit();
-  tirc_cp_async_wait<1>();
-  tirc_wgmma_commit();
-  tirc_wgmma_wait<1>();
-  tirc_fence_proxy_async();
-  __syncthreads();
-  tirc_wgmma_fence();
-  #pragma unroll
-  for (int k_1_2 = 0; k_1_2 < 4; ++k_1_2) {
-    tirc_wgmma_m64n256k16_bf16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + ((int)(threadIdx.y)) * 1024 + k_1_2 * 16 + 24576 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_1_2 * 1024 + 49152, 8192));
-  }
-  tirc_cp_async_commit();
-  tirc_cp_async_wait<0>();
-  #pragma unroll
-  for (int ax1_0 = 0; ax1_0 < 16; ++ax1_0) {
-    tirc_wgmma_commit();
-    tirc_wgmma_wait<0>();
-    tirc_mma_store(C + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ((int)(threadIdx.y)) * 65536 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ax1_0 * 16, C_warp + ax1_0 * 8, 4096);
-    tirc_wgmma_fence();
   }
 }

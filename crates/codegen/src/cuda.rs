@@ -444,14 +444,11 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         }
         sig.push(format!("const __grid_constant__ tirc_tensor_map tirc_tmap_{i}"));
     }
+    // Several warp-specialized loops (copies of one in the branches of a
+    // partitioned kernel, or loops one after the other) share the producer
+    // and the barriers: each version keeps its own phases, so any sequence
+    // of versions that both sides run alike is paced right.
     let ws_loops = crate::warp_specialized::loops(&f.body);
-    if ws_loops.len() > 1 {
-        return Err(Diagnostic::new(format!(
-            "the kernel has {} warp-specialized loops; tirc gives a kernel one producer, for one loop",
-            ws_loops.len()
-        ))
-        .or_at_ir(ws_loops[1].span, "the second"));
-    }
     let warp_specialized = !ws_loops.is_empty();
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
@@ -1579,7 +1576,7 @@ impl Gen {
         };
         let copy = match s {
             Stmt::Store { buffer, indices, value } => {
-                crate::warp_specialized::copy_of(buffer, value).map(|(c, _)| (c, buffer, indices, value))
+                crate::warp_specialized::copy_of(buffer, value).map(|c| (c, buffer, indices))
             }
             _ => None,
         };
@@ -1589,8 +1586,8 @@ impl Gen {
                 if let Some((l, v)) = ws_loop {
                     return self.producer_loop(l, v, ind);
                 }
-                if let Some((c, buffer, indices, value)) = copy {
-                    return self.tma_copy(&c, buffer, indices, value, ind);
+                if let Some((c, buffer, indices)) = copy {
+                    return self.tma_copy(&c, buffer, indices, ind);
                 }
             }
             Side::Consumer => {
@@ -1624,7 +1621,7 @@ impl Gen {
     /// mbarriers set up, then the producer's side and the consumers'.
     fn split_sides(&mut self, s: &Stmt, ind: usize) -> Result<(), Diagnostic> {
         let loops = crate::warp_specialized::loops(s);
-        let Some(v) = loops.first().and_then(|l| tirc_ir::launch::warp_specialized(l)) else {
+        let Some(v) = loops.iter().filter_map(|l| tirc_ir::launch::warp_specialized(l)).max() else {
             return self.stmt(s, ind);
         };
         let c = self.consumers;
@@ -1695,17 +1692,9 @@ impl Gen {
     }
 
     /// The producer's warp-specialized loop: each iteration waits until the
-    /// consumers released the version its copies fill, announces their
-    /// bytes and issues them.
+    /// consumers released the version its copies fill, issues them (each
+    /// announcing its bytes first) and arrives.
     fn producer_loop(&mut self, l: &For, versions: i64, ind: usize) -> Result<(), Diagnostic> {
-        let mut bytes = 0i64;
-        l.body.walk(&mut |x| {
-            if let Stmt::Store { buffer, value, .. } = x {
-                if let Some((c, _)) = crate::warp_specialized::copy_of(buffer, value) {
-                    bytes += c.boxed.iter().product::<i64>() * buffer.dtype().bytes() as i64;
-                }
-            }
-        });
         let k = self.loop_header(l, ind)?;
         let min = self.expr(&l.min)?;
         let s = self.fresh("tirc_s");
@@ -1715,27 +1704,25 @@ impl Gen {
             &format!("if (tirc_used >> {s} & 1u) {{ tirc_mbar_wait(&tirc_empty[{s}], tirc_empty_phase >> {s} & 1u); tirc_empty_phase ^= 1u << {s}; }}"),
         );
         self.line(ind + 1, &format!("tirc_used |= 1u << {s};"));
-        self.line(ind + 1, &format!("tirc_mbar_expect_tx(&tirc_full[{s}], {bytes}u);"));
-        self.producer_slot = Some(s);
+        self.producer_slot = Some(s.clone());
         let r = self.scoped(&l.body, ind + 1);
         self.producer_slot = None;
         self.an.unbind(&l.var);
         r?;
+        self.line(ind + 1, &format!("tirc_mbar_arrive(&tirc_full[{s}]);"));
         self.line(ind, "}");
         Ok(())
     }
 
     /// One bulk tensor copy, completing on the full barrier of the
-    /// producer's current version.
+    /// producer's current version, its bytes announced there first.
     fn tma_copy(
         &mut self,
         c: &crate::warp_specialized::Copy,
         buffer: &Buffer,
         indices: &[Expr],
-        value: &Expr,
         ind: usize,
     ) -> Result<(), Diagnostic> {
-        let Some((_, idx)) = crate::warp_specialized::copy_of(buffer, value) else { return Ok(()) };
         let Some(m) = self.tmaps.iter().position(|m| {
             m.shape == c.shape && m.boxed == c.boxed && m.swizzle == c.dst.swizzle() && m.dtype == c.src.dtype()
         }) else {
@@ -1745,27 +1732,13 @@ impl Gen {
             return Err(Diagnostic::new("a bulk tensor copy outside its warp-specialized loop"));
         };
         let dst = format!("{} + {}", self.buf_name(buffer), self.index(indices)?);
-        // The box's coordinates, innermost first: from its indices, or from
-        // its offset in the flattened source.
-        let rank = c.shape.len();
-        let coords: Vec<Expr> = if idx.len() == rank {
-            idx.to_vec()
-        } else {
-            let flat = idx.first().cloned().unwrap_or(Expr::int(0));
-            (0..rank)
-                .map(|d| {
-                    let below: i64 = c.shape[d + 1..].iter().product();
-                    let q = Expr::binary(BinOp::FloorDiv, flat.clone(), Expr::Int(below, flat.dtype()));
-                    let e =
-                        if d == 0 { q } else { Expr::binary(BinOp::FloorMod, q, Expr::Int(c.shape[d], flat.dtype())) };
-                    self.an.simplify(&e)
-                })
-                .collect()
-        };
+        // The box's coordinates, innermost first.
         let mut args = Vec::new();
-        for e in coords.iter().rev() {
+        for e in c.coords.iter().rev() {
             args.push(format!("(int)({})", self.expr(e)?));
         }
+        let bytes = c.boxed.iter().product::<i64>() * buffer.dtype().bytes() as i64;
+        self.line(ind, &format!("tirc_mbar_expect_bytes(&tirc_full[{slot}], {bytes}u);"));
         self.line(ind, &format!("tirc_tma_load({dst}, &tirc_tmap_{m}, {}, &tirc_full[{slot}]);", args.join(", ")));
         Ok(())
     }

@@ -9,8 +9,9 @@
 //! first thread runs the body's loops down to the warp-specialized loop and
 //! issues, each iteration, the loop's copies into version `s` of the tiles,
 //! once the consumers have released that version ("empty" barrier `s`,
-//! one arrival per consumer warp), announcing their bytes on "full" barrier
-//! `s`. The consumers run the body, waiting at the top of each iteration
+//! one arrival per consumer warp), each announcing its bytes on "full"
+//! barrier `s` first, and then arrives there (a copy its guard skips is
+//! then not waited for). The consumers run the body, waiting at the top of each iteration
 //! of the loop for its copies ("full" `s`), and release a version when
 //! they have read it: at the end of the iteration, or, with `wgmma`
 //! products in flight across iterations, at the end of the next, after
@@ -37,22 +38,25 @@ pub struct TensorMap {
     pub swizzle: i64,
 }
 
-/// A bulk tensor copy of the body: destination, the source, the box and
-/// the source's shape.
+/// A bulk tensor copy of the body: destination, the source, the box, the
+/// source's shape and the box's coordinates (outermost first).
 pub(crate) struct Copy<'a> {
     pub dst: &'a Buffer,
     pub src: &'a Buffer,
     pub boxed: Vec<i64>,
     pub shape: Vec<i64>,
+    pub coords: &'a [Expr],
 }
 
-/// `S[..] = T.tma_load(G[..], box.., shape..)` as its parts.
-pub(crate) fn copy_of<'a>(dst: &'a Buffer, value: &'a Expr) -> Option<(Copy<'a>, &'a [Expr])> {
+/// `S[..] = T.tma_load(G[..], box.., shape.., coordinates..)` as its parts.
+pub(crate) fn copy_of<'a>(dst: &'a Buffer, value: &'a Expr) -> Option<Copy<'a>> {
     let Expr::Call(Intrinsic::TmaLoad, args) = value else { return None };
-    let (Expr::Load(src, idx), dims) = args.split_first()? else { return None };
-    let dims: Vec<i64> = dims.iter().filter_map(Expr::as_int).collect();
-    let (boxed, shape) = dims.split_at(dims.len() / 2);
-    Some((Copy { dst, src, boxed: boxed.to_vec(), shape: shape.to_vec() }, idx))
+    let (Expr::Load(src, _), rest) = args.split_first()? else { return None };
+    let rank = rest.len() / 3;
+    let ints = |xs: &[Expr]| xs.iter().map(Expr::as_int).collect::<Option<Vec<i64>>>();
+    let boxed = ints(&rest[..rank])?;
+    let shape = ints(&rest[rank..2 * rank])?;
+    Some(Copy { dst, src, boxed, shape, coords: &rest[2 * rank..] })
 }
 
 /// The tensor maps the copies of `f` need, in the order of first use.
@@ -60,7 +64,7 @@ pub fn tensor_maps(f: &PrimFunc) -> Vec<TensorMap> {
     let mut out: Vec<TensorMap> = Vec::new();
     f.body.walk(&mut |s| {
         if let Stmt::Store { buffer, value, .. } = s {
-            if let Some((c, _)) = copy_of(buffer, value) {
+            if let Some(c) = copy_of(buffer, value) {
                 let Some(param) = f.params.iter().position(|p| p == c.src) else { return };
                 let m =
                     TensorMap { param, dtype: c.src.dtype(), shape: c.shape, boxed: c.boxed, swizzle: c.dst.swizzle() };
@@ -153,9 +157,9 @@ __device__ __forceinline__ void tirc_mbar_wait(unsigned long long* b, unsigned p
 __device__ __forceinline__ void tirc_mbar_arrive(unsigned long long* b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(tirc_smem(b)) : "memory");
 }
-// Arrives and announces the bytes the copies of this phase will bring.
-__device__ __forceinline__ void tirc_mbar_expect_tx(unsigned long long* b, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(tirc_smem(b)), "r"(bytes) : "memory");
+// Announces bytes a copy of this phase will bring (without arriving).
+__device__ __forceinline__ void tirc_mbar_expect_bytes(unsigned long long* b, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(tirc_smem(b)), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void tirc_mbar_fence_init() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // One bulk tensor copy of a box whose first element is at the coordinates

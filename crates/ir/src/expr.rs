@@ -172,14 +172,15 @@ pub enum Intrinsic {
     /// the group it was committed in (`cp.async` on sm_80 and newer). Its
     /// value is its argument's.
     CpAsync,
-    /// `S[..] = T.tma_load(G[..], b_0, .., b_r-1, s_0, .., s_r-1)`: one bulk
-    /// tensor copy (Hopper's TMA, `cp.async.bulk.tensor`) of the box
-    /// `b_0 × .. × b_r-1` of `G` whose first element is `G[..]` into shared
-    /// memory, row-major from `S[..]`; `s_0, .., s_r-1` is `G`'s shape when
-    /// the copy was made (the tensor map's), outermost first, so that a
-    /// flattened `G`'s offset still gives the box's coordinates. Issued by
-    /// one thread for the whole block, in a warp-specialized loop
-    /// (`warp_specialize`); it lands when the loop's consumers wait for it.
+    /// `S[..] = T.tma_load(G[..], b.., s.., c..)`: one bulk tensor copy
+    /// (Hopper's TMA, `cp.async.bulk.tensor`) of the box `b_0 × .. × b_r-1`
+    /// of `G` whose first element is at coordinates `c_0, .., c_r-1` (the
+    /// element `G[..]`, which stays an element of `G` when `G` is
+    /// flattened) into shared memory, row-major from `S[..]`; `s_0, ..,
+    /// s_r-1` is `G`'s shape (the tensor map's), all outermost first.
+    /// Elements past `G`'s shape are zeros. Issued by one thread for the
+    /// whole block, in a warp-specialized loop (`warp_specialize`); it
+    /// lands when the loop's consumers wait for it.
     TmaLoad,
 }
 

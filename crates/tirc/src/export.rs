@@ -301,9 +301,11 @@ fn launcher(
     names: &Names,
     sig: &str,
 ) -> Result<String, String> {
-    let mut s = format!(
-        "#ifndef __CUDACC_RTC__\n#include \"{name}.h\"\n\nextern \"C\" {sig} {{\n  cudaError_t err = cudaSuccess;\n"
-    );
+    let mut s = format!("#ifndef __CUDACC_RTC__\n#include \"{name}.h\"\n\n");
+    if kernels.iter().any(|k| !k.tensor_maps.is_empty()) {
+        s += TENSOR_MAP_ENCODER;
+    }
+    s += &format!("extern \"C\" {sig} {{\n  cudaError_t err = cudaSuccess;\n");
     if !sizes.is_empty() {
         // Each size in [1, 2^30], and each buffer within 32-bit indices:
         // what `tirc run` checks when it binds the sizes.
@@ -381,6 +383,38 @@ fn launcher(
         } else {
             g.to_vec()
         };
+        // The tensor maps of a warp-specialized kernel's bulk tensor
+        // copies, encoded from the addresses of the buffers they read.
+        let buffers: Vec<&Arg> = args.iter().chain(intermediates).collect();
+        let mut maps = Vec::new();
+        for (j, m) in k.tensor_maps.iter().enumerate() {
+            let map = format!("tirc_tmap_{}_{j}", sanitize(&k.name));
+            let arg = buffers.get(m.param).ok_or_else(|| format!("kernel {}: a tensor map of no argument", k.name))?;
+            let dims: Vec<String> = m.shape.iter().rev().map(|n| format!("{n}ull")).collect();
+            let elem = m.dtype.bytes() as i64;
+            let strides: Vec<String> = (1..m.shape.len())
+                .map(|d| format!("{}ull", m.shape[m.shape.len() - d..].iter().product::<i64>() * elem))
+                .chain(std::iter::once("0ull".to_string()))
+                .collect();
+            let boxed: Vec<String> = m.boxed.iter().rev().map(|n| format!("{n}u")).collect();
+            let dtype =
+                tensor_map_dtype(m.dtype).ok_or_else(|| format!("no tensor map for elements of {}", m.dtype))?;
+            let swizzle = match m.swizzle {
+                0 => 0,
+                32 => 1,
+                64 => 2,
+                _ => 3,
+            };
+            s += &format!(
+                "  tirc_tensor_map {map};\n  {{\n    const unsigned long long dims[] = {{{}}}, strides[] = {{{}}};\n    const unsigned box[] = {{{}}};\n    if ((err = tirc_encode_tensor_map(&{map}, {dtype}, {}, (void*){}, dims, strides, box, {swizzle})) != cudaSuccess) goto done;\n  }}\n",
+                dims.join(", "),
+                strides.join(", "),
+                boxed.join(", "),
+                m.shape.len(),
+                arg.c_name
+            );
+            maps.push(map);
+        }
         let call: Vec<&str> = args
             .iter()
             .chain(intermediates)
@@ -388,6 +422,7 @@ fn launcher(
             .chain(scratch.iter().map(String::as_str))
             .chain(k.sizes.iter().map(|(n, _)| n.as_str()))
             .chain(k.scalars.iter().map(|(n, _)| n.as_str()))
+            .chain(maps.iter().map(String::as_str))
             .collect();
         s += &format!(
             "  {}<<<dim3({}, {}, {}), dim3({}, {}, {}), {dynamic}, stream>>>({});\n  if ((err = cudaGetLastError()) != cudaSuccess) goto done;\n{}",
@@ -409,6 +444,44 @@ fn launcher(
     s += "  return err;\n}\n#endif  // __CUDACC_RTC__\n";
     Ok(s)
 }
+
+/// `CUtensorMapDataType`'s value for elements of `t`.
+fn tensor_map_dtype(t: DType) -> Option<i32> {
+    Some(match t {
+        DType::Int(8) | DType::UInt(8) => 0,
+        DType::Int(16) | DType::UInt(16) => 1,
+        DType::UInt(32) => 2,
+        DType::Int(32) => 3,
+        DType::Int(64) => 5,
+        DType::Float(16) => 6,
+        DType::Float(32) => 7,
+        DType::Float(64) => 8,
+        DType::BFloat16 => 9,
+        _ => return None,
+    })
+}
+
+/// The launcher's encoder of tensor maps: the driver's
+/// `cuTensorMapEncodeTiled`, found through the runtime (no `-lcuda`), with
+/// elements one apart, no interleave, L2 promotion of 256 bytes and no
+/// fill of out-of-range elements but zeros.
+const TENSOR_MAP_ENCODER: &str = r#"typedef int (*tirc_encode_tiled_t)(void*, int, unsigned, void*, const unsigned long long*, const unsigned long long*, const unsigned*, const unsigned*, int, int, int, int);
+static cudaError_t tirc_encode_tensor_map(tirc_tensor_map* m, int dtype, unsigned rank, void* p, const unsigned long long* dims, const unsigned long long* strides, const unsigned* box, int swizzle) {
+  static void* fn = nullptr;
+  if (!fn) {
+    cudaDriverEntryPointQueryResult found;
+#if CUDART_VERSION >= 12050
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || !fn) return cudaErrorNotSupported;
+  }
+  const unsigned ones[5] = {1, 1, 1, 1, 1};
+  return ((tirc_encode_tiled_t)fn)(m, dtype, rank, p, dims, strides, box, ones, 0, swizzle, 3, 0) == 0 ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+"#;
 
 #[allow(clippy::too_many_arguments)]
 fn metadata(
@@ -462,6 +535,10 @@ fn metadata(
                 // Then the scalar parameters, by value.
                 "scalars": k.scalars.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
                 "scratch": k.scratch.iter().map(|(n, t, count)| json!({"name": n, "dtype": t.to_string(), "elements": count})).collect::<Vec<_>>(),
+                // Then the tensor maps of its bulk tensor copies, by value
+                // (CUtensorMap, 128 bytes): each over an argument (its index),
+                // shape and box outermost first, the swizzle in bytes.
+                "tensor_maps": k.tensor_maps.iter().map(|m| json!({"argument": m.param, "dtype": m.dtype.to_string(), "shape": m.shape, "box": m.boxed, "swizzle": m.swizzle})).collect::<Vec<_>>(),
             })
         })
         .collect();

@@ -97,13 +97,13 @@ pub(super) enum Node {
     Fail(String),
 }
 
-/// `dst[dst_index..] = box of src from src_index`, the box `boxed` of a
-/// source of shape `shape` (outermost first), zeros past its edge.
+/// `dst[dst_index..] = the box `boxed` of src at `coords`, src of shape
+/// `shape` (all outermost first), zeros past its edge.
 pub(super) struct TmaNode {
     pub dst: usize,
     pub dst_index: Index,
     pub src: usize,
-    pub src_index: Index,
+    pub coords: Vec<IExpr>,
     pub boxed: Vec<i64>,
     pub shape: Vec<i64>,
 }
@@ -452,11 +452,15 @@ impl Compiler {
     }
 
     fn tma_load(&mut self, dst: &Buffer, indices: &[Expr], args: &[Expr]) -> Result<TmaNode, String> {
-        let Some((Expr::Load(src, sidx), dims)) = args.split_first() else {
+        let Some((Expr::Load(src, _), rest)) = args.split_first() else {
             return Err("a tma_load without its source element".into());
         };
-        let dims: Vec<i64> = dims.iter().filter_map(Expr::as_int).collect();
-        let (boxed, shape) = dims.split_at(dims.len() / 2);
+        let rank = rest.len() / 3;
+        let dims: Vec<i64> = rest[..2 * rank].iter().filter_map(Expr::as_int).collect();
+        if dims.len() != 2 * rank {
+            return Err("a tma_load whose box or shape is not constant".into());
+        }
+        let (boxed, shape) = dims.split_at(rank);
         let dst_mem = self.memory(dst)?;
         if self.mems[dst_mem].scope != Scope::Shared {
             return Err(format!("a bulk tensor copy into {}, which is not in shared memory", dst.name()));
@@ -465,7 +469,7 @@ impl Compiler {
             dst: dst_mem,
             dst_index: self.index(dst, indices)?,
             src: self.memory(src)?,
-            src_index: self.index(src, sidx)?,
+            coords: rest[2 * rank..].iter().map(|e| self.expr(e).int()).collect(),
             boxed: boxed.to_vec(),
             shape: shape.to_vec(),
         })

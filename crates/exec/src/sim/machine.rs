@@ -302,17 +302,16 @@ impl<'p> Machine<'p> {
             }
             Node::TmaLoad(n) => {
                 let one = &act[..1];
-                let (mut d, mut s) = ([0i64], [0i64]);
+                let mut d = [0i64];
                 self.index(&n.dst_index, one, &mut d)?;
-                self.index(&n.src_index, one, &mut s)?;
-                self.next_epoch();
                 let rank = n.shape.len();
                 let mut first = vec![0i64; rank];
-                let mut off = s[0];
-                for k in (0..rank).rev() {
-                    first[k] = off.rem_euclid(n.shape[k]);
-                    off = off.div_euclid(n.shape[k]);
+                for (k, e) in n.coords.iter().enumerate() {
+                    let mut c = [0i64];
+                    self.ie(e, one, &mut c)?;
+                    first[k] = c[0];
                 }
+                self.next_epoch();
                 let count: i64 = n.boxed.iter().product();
                 for e in 0..count {
                     let (mut rest, mut flat, mut inside) = (e, 0i64, true);

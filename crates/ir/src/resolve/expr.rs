@@ -506,23 +506,32 @@ impl FuncResolver<'_> {
             // shape, one integer per dimension each.
             "tma_load" => {
                 let src = self.expr(pos.first().copied().ok_or_else(|| {
-                    Diagnostic::at(span, "`T.tma_load` needs the source element, the box and the shape")
+                    Diagnostic::at(
+                        span,
+                        "`T.tma_load` needs the source element, the box, the shape and the coordinates",
+                    )
                 })?)?;
                 if !matches!(src, Expr::Load(..)) {
                     return Err(Diagnostic::at(pos[0].span, "`T.tma_load` copies from a buffer element, `G[..]`"));
                 }
+                let rank = (pos.len() - 1) / 3;
+                if rank == 0 || pos.len() != 1 + 3 * rank {
+                    return Err(Diagnostic::at(
+                        span,
+                        "`T.tma_load` takes the source element, then the box, the shape and the coordinates, as many of each",
+                    ));
+                }
                 let mut xs = vec![src];
-                for p in &pos[1..] {
-                    match self.expr(p)?.as_int() {
+                for (i, p) in pos[1..].iter().enumerate() {
+                    let e = self.expr(p)?;
+                    if i >= 2 * rank {
+                        xs.push(e);
+                        continue;
+                    }
+                    match e.as_int() {
                         Some(v) if v > 0 => xs.push(Expr::int(v)),
                         _ => return Err(Diagnostic::at(p.span, "`T.tma_load`'s box and shape are positive integers")),
                     }
-                }
-                if xs.len() < 3 || xs.len() % 2 == 0 {
-                    return Err(Diagnostic::at(
-                        span,
-                        "`T.tma_load` takes the source element, then as many box extents as shape extents",
-                    ));
                 }
                 Ok(Expr::Call(Intrinsic::TmaLoad, xs))
             }

@@ -104,7 +104,17 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
     let mut versioned: Vec<(Buffer, Buffer)> = Vec::new();
     let mut synced: Vec<BufferId> = Vec::new();
     let mut spared: Vec<BufferId> = Vec::new();
-    let cx = Cx { sizes: &f.sizes, doubled: &doubled, ctx, params: &f.params };
+    // Loops of one iteration, by their value (a block axis of extent 1):
+    // what a warp-specialized loop's copies take them to be.
+    let mut unit_loops = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            if l.extent.as_int() == Some(1) {
+                unit_loops.push((l.var.clone(), l.min.clone()));
+            }
+        }
+    });
+    let cx = Cx { sizes: &f.sizes, doubled: &doubled, ctx, params: &f.params, unit_loops: &unit_loops };
     let mut body = visit(&f.body, &cx, &mut versioned, &mut synced, &mut spared)?;
     // `insert_barriers` leaves these to the barriers placed here.
     f.facts.pipeline_synced.extend(synced);
@@ -161,6 +171,7 @@ struct Cx<'a> {
     doubled: &'a [BufferId],
     ctx: &'a PassContext,
     params: &'a [Buffer],
+    unit_loops: &'a [(Var, Expr)],
 }
 
 fn visit(
@@ -176,7 +187,8 @@ fn visit(
             if l.annotations.iter().any(|(k, _)| k == STAGE)
                 && l.annotations.iter().any(|(k, _)| k == super::warp_specialize::WARP_SPECIALIZE) =>
         {
-            let ws = super::warp_specialize::expand(l, &cx.ctx.target, cx.params, versioned, synced, spared);
+            let ws =
+                super::warp_specialize::expand(l, &cx.ctx.target, cx.params, cx.unit_loops, versioned, synced, spared);
             return ws.map_err(|e| e.or_at_ir(l.span, "this loop"));
         }
         Stmt::For(l) if l.annotations.iter().any(|(k, _)| k == STAGE) => {

@@ -27,14 +27,23 @@
 //!
 //! A copy becomes bulk tensor copies when it is a nest of loops of constant
 //! extents (threads and vector lanes included) around one
-//! `S[..] = G[..]`, with no guard, whose source `G` is a parameter of
-//! constant shape with rows of a multiple of 16 bytes, and whose element
-//! map, enumerated, is a dense box of `G` (its position a sum of terms of
-//! the loops outside the nest, the same for every thread) laid out in `S`
-//! row-major, by boxes of the swizzle's width (`storage_swizzle`: one box
-//! per 128-byte column of rows at 128) or whole. Anything else is refused
-//! with the reason: pad the shapes (`pad_einsum`) where a tile does not
-//! divide them.
+//! `S[..] = G[..]`, whose source `G` is a parameter of constant shape with
+//! rows of a multiple of 16 bytes, and whose element map, enumerated, is a
+//! dense box of `G` (its position a sum of terms of the loops outside the
+//! nest, the same for every thread; loops of one iteration count as their
+//! value) laid out in `S` row-major, by boxes of the swizzle's width
+//! (`storage_swizzle`: one box per 128-byte column of rows at 128) or
+//! whole. Guards in the nest may be of two kinds: a test of the loops
+//! outside it alone, the same for every thread (a block past the last
+//! tile), which stays around the copies; and `G`'s index below its extent
+//! in a dimension, which the copy's zero fill past the edge of `G` makes
+//! (a zero where nothing was written: no reader uses those elements).
+//! Anything else is refused with the reason: pad the shapes (`pad_einsum`)
+//! where a tile does not divide them.
+//!
+//! Each copy announces its bytes on the "full" barrier just before it is
+//! issued, and the producer arrives once an iteration after its copies, so
+//! that a copy skipped by its guard is not waited for.
 
 use crate::common::pipeline::{analyze, reads_async, Plan};
 use std::collections::{HashMap, HashSet};
@@ -55,6 +64,7 @@ pub(super) fn expand(
     l: &For,
     target: &Target,
     params: &[Buffer],
+    unit_loops: &[(Var, Expr)],
     versioned: &mut Vec<(Buffer, Buffer)>,
     synced: &mut Vec<BufferId>,
     spared: &mut Vec<BufferId>,
@@ -85,7 +95,8 @@ pub(super) fn expand(
     let mut copies: Vec<Stmt> = Vec::new();
     let mut tiles: Vec<Buffer> = Vec::new();
     for (s, _) in stmts.iter().zip(&stages).filter(|(_, st)| **st == 0) {
-        let (boxes, bound) = tma_boxes(s, &threads, params).map_err(|why| {
+        let pinned = tirc_ir::subst::substitute_stmt(s, unit_loops);
+        let (boxes, bound, guard) = tma_boxes(&pinned, &threads, params).map_err(|why| {
             refuse(format!("{} is not a copy that bulk tensor copies can make: {why}", crate::common::pipeline::describe(s)))
                 .help("stage 0 holds the copies of whole tiles from a parameter into shared memory; pad the shapes (pad_einsum) where the tiles do not divide them")
         })?;
@@ -97,6 +108,9 @@ pub(super) fn expand(
             stores.push(Stmt::Store { buffer, indices, value });
         }
         let mut copy = Stmt::seq(stores);
+        if let Some(g) = guard {
+            copy = Stmt::If { cond: g, then: Box::new(copy), orelse: None };
+        }
         for l in bound.into_iter().rev() {
             copy = Stmt::For(Box::new(l.with_body(copy)));
         }
@@ -216,12 +230,26 @@ fn split(e: &Expr, inner: &[Var]) -> Option<(Expr, Expr)> {
 /// first element and the `tma_load` value.
 type Boxes = Vec<(Buffer, Vec<Expr>, Expr)>;
 
-/// The bulk tensor copies that make the copy nest `s`, and the nest's
-/// loops bound to threads (bodies to be replaced).
-fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec<For>), String> {
-    // The nest: loops of constant bounds down to one store.
+/// The clauses of a conjunction.
+fn clauses(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Binary(BinOp::And, a, b) => {
+            clauses(a, out);
+            clauses(b, out);
+        }
+        e => out.push(e.clone()),
+    }
+}
+
+/// The bulk tensor copies that make the copy nest `s`, the nest's loops
+/// bound to threads (bodies to be replaced), and the guard of the whole
+/// copy, if it has one.
+fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec<For>, Option<Expr>), String> {
+    // The nest: loops of constant bounds down to one store, guards
+    // anywhere in it.
     let mut loops: Vec<(Var, i64, i64)> = Vec::new();
     let mut bound: Vec<For> = Vec::new();
+    let mut guards: Vec<Expr> = Vec::new();
     let mut cur = s;
     let (dst, didx, src, sidx) = loop {
         match cur {
@@ -238,10 +266,9 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
             Stmt::Seq(v) if v.len() == 1 => cur = &v[0],
             Stmt::Store { buffer, indices, value: Expr::Load(src, sidx) } => break (buffer, indices, src, sidx),
             Stmt::Store { .. } => return Err("its value is not a plain element of a buffer".into()),
-            Stmt::If { .. } => {
-                return Err(
-                    "it is guarded (a tile that does not divide its shape): bulk tensor copies take whole boxes".into(),
-                )
+            Stmt::If { cond, then, orelse: None } => {
+                clauses(cond, &mut guards);
+                cur = then;
             }
             _ => return Err("it is not a nest of loops around one store".into()),
         }
@@ -289,6 +316,34 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         }
         outer.push(o);
         local.push(i);
+    }
+    // Guards: of the whole copy, or the source's bounds (zero-filled).
+    let mut whole: Option<Expr> = None;
+    for g in guards {
+        let vs = vars_of(&g);
+        if !vs.iter().any(|v| inner.contains(v)) {
+            if vs.iter().any(|v| threads.contains(v)) {
+                return Err("it is guarded by a test of the thread, but one thread copies it for the block".into());
+            }
+            whole = Some(match whole {
+                Some(w) => Expr::binary(BinOp::And, w, g),
+                None => g,
+            });
+            continue;
+        }
+        let in_bounds = match &g {
+            Expr::Binary(BinOp::Lt, e, n) => {
+                sidx.iter().zip(&shape).any(|(i, d)| n.as_int() == Some(*d) && tirc_ir::structural_eq::expr_eq(e, i))
+            }
+            _ => false,
+        };
+        if !in_bounds {
+            return Err(format!(
+                "it is guarded by `{}`, which is neither a test of the whole copy nor a bound of `{}`",
+                tirc_ir::printer::print_expr(&g),
+                src.name()
+            ));
+        }
     }
     let points: i64 = loops.iter().map(|(_, _, n)| *n).product();
     if points > MAX_POINTS {
@@ -394,9 +449,10 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
                 Expr::folded(BinOp::Add, outer[d].clone(), Expr::Int(off, outer[d].dtype()))
             })
             .collect();
-        let mut args = vec![Expr::Load(src.clone(), first)];
+        let mut args = vec![Expr::Load(src.clone(), first.clone())];
         args.extend(boxed.iter().chain(&shape).map(|n| Expr::int(*n)));
+        args.extend(first);
         out.push((dst.clone(), idx, Expr::Call(Intrinsic::TmaLoad, args)));
     }
-    Ok((out, bound))
+    Ok((out, bound, whole))
 }
