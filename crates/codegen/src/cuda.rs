@@ -327,6 +327,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         consumers: 0,
         side_split_pending: false,
         producer_slot: None,
+        tma_dsts: tirc_ir::launch::tma_destinations(&f.body),
         tmaps: crate::warp_specialized::tensor_maps(f),
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
@@ -462,14 +463,14 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let mut launch = launch;
     let consumers = launch.threads_per_block();
     if warp_specialized {
-        // The producer warpgroup, after the consumers' threads: along the
+        // The producer, after the consumers' threads: along the
         // outermost axis with threads, whose inner axes it must fill.
         let d = (0..3).rev().find(|&d| launch.block[d] > 1).unwrap_or(0);
         let inner: i64 = launch.block[..d].iter().product();
-        let producers = tirc_ir::launch::PRODUCER_THREADS;
+        let producers = tirc_ir::launch::producer_threads(g.wgmma);
         if producers % inner != 0 {
             return Err(Diagnostic::new(format!(
-                "a warp-specialized kernel adds a producer warpgroup of {producers} threads along its outermost thread axis, but the axes inside it have {inner} threads, which does not divide {producers}"
+                "a warp-specialized kernel adds a producer of {producers} threads along its outermost thread axis, but the axes inside it have {inner} threads, which does not divide {producers}"
             )));
         }
         launch.block[d] += producers / inner;
@@ -501,8 +502,10 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     }
     if dynamic_shared_bytes > 0 {
         // A swizzled buffer needs its pattern to start where the
-        // hardware's does, at a multiple of 1024 bytes.
-        let align = if g.dynamic.iter().any(|(b, _)| b.swizzle() != 0) { 1024 } else { 16 };
+        // hardware's does, at a multiple of 1024 bytes; one bulk tensor
+        // copies write, at a multiple of 128.
+        let align =
+            g.dynamic.iter().map(|(b, _)| tirc_ir::launch::shared_alignment(b, &g.tma_dsts)).max().unwrap_or(16);
         g.line(1, &format!("extern __shared__ __align__({align}) unsigned char tirc_dyn_smem[];"));
     }
     g.split_pending = !g.wgmma && !warp_specialized;
@@ -560,11 +563,12 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let _ = writeln!(src);
     // The occupancy hint of `extract_launch`, if the schedule gave one.
     let min_blocks_per_sm = tirc_ir::launch::min_blocks_per_sm(f);
-    // A warp-specialized kernel runs one block a multiprocessor: with the
-    // 1, the registers are capped at entry, which setmaxnreg needs.
+    // A warp-specialized kernel with wgmma runs one block a
+    // multiprocessor: with the 1, the registers are capped at entry, which
+    // setmaxnreg needs.
     let bounds = match min_blocks_per_sm {
         Some(n) => format!("{threads}, {n}"),
-        None if warp_specialized => format!("{threads}, 1"),
+        None if warp_specialized && g.wgmma => format!("{threads}, 1"),
         None => threads.to_string(),
     };
     let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}({}) {{", sig.join(", "));
@@ -842,12 +846,14 @@ struct Gen {
     /// (`warp_specialized.rs`).
     side: Side,
     /// In a warp-specialized kernel: the consumers' threads (the block's
-    /// threads before the producer warpgroup), and whether the body is
+    /// threads before the producer's), and whether the body is
     /// still to be split between the two sides.
     consumers: i64,
     side_split_pending: bool,
     /// In the producer's loop: the C variable of its version.
     producer_slot: Option<String>,
+    /// The shared buffers bulk tensor copies write (aligned to 128 bytes).
+    tma_dsts: Vec<Buffer>,
     /// The tensor maps the bulk tensor copies read through.
     tmaps: Vec<crate::warp_specialized::TensorMap>,
 }
@@ -1648,9 +1654,10 @@ impl Gen {
         self.line(ind, "__syncthreads();");
         // The producer keeps few registers and gives the rest to the
         // consumers (sm_90a), where that is more than they have at entry.
-        let total = c + tirc_ir::launch::PRODUCER_THREADS;
+        let producers = tirc_ir::launch::producer_threads(true);
+        let total = c + producers;
         let at_entry = (65536 / total).min(255) / 8 * 8;
-        let given = ((65536 - 40 * tirc_ir::launch::PRODUCER_THREADS) / c / 8 * 8).min(240);
+        let given = ((65536 - 40 * producers) / c / 8 * 8).min(240);
         let rebalance = self.wgmma && given > at_entry;
         self.line(ind, &format!("if (tirc_tid >= {c}) {{"));
         if rebalance {
@@ -1917,7 +1924,7 @@ impl Gen {
                             self.line(ind, &format!("{t}* {n} = reinterpret_cast<{t}*>(tirc_dyn_smem + {off});"))
                         }
                         None => {
-                            let align = if buffer.swizzle() != 0 { 1024 } else { 16 };
+                            let align = tirc_ir::launch::shared_alignment(buffer, &self.tma_dsts);
                             self.line(ind, &format!("__shared__ __align__({align}) {t} {n}[{size}];"))
                         }
                     },

@@ -4,8 +4,9 @@
 //! builds, `TensorMap`), and the device helpers for the copies and the
 //! mbarriers (`PRELUDE`).
 //!
-//! The kernel's shape (in `cuda.rs`): the block gets one more warpgroup
-//! (`tirc_ir::launch::PRODUCER_THREADS`) after the consumers' threads. Its
+//! The kernel's shape (in `cuda.rs`): the block gets a producer after the
+//! consumers' threads, a warpgroup with `wgmma` and a warp without
+//! (`tirc_ir::launch::producer_threads`). Its
 //! first thread runs the body's loops down to the warp-specialized loop and
 //! issues, each iteration, the loop's copies into version `s` of the tiles,
 //! once the consumers have released that version ("empty" barrier `s`,

@@ -43,13 +43,22 @@ pub const WGMMA_IN_FLIGHT: &str = "tirc.wgmma_in_flight";
 
 /// The annotation of a warp-specialized loop (the pass `warp_specialize`),
 /// its value the versions of its tiles: code generation gives the kernel a
-/// producer warpgroup that issues the loop's bulk tensor copies
+/// producer (`producer_threads`) that issues the loop's bulk tensor copies
 /// (`T.tma_load`) up to that many iterations ahead of the block's threads,
 /// the two sides meeting at mbarriers.
 pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
 
-/// The threads of the producer warpgroup a warp-specialized kernel adds.
-pub const PRODUCER_THREADS: i64 = 128;
+/// The threads of the producer a warp-specialized kernel adds: a warpgroup
+/// where the consumers issue `wgmma` (the producer then hands its
+/// registers to them with `setmaxnreg`, which works by warpgroups), else
+/// one warp.
+pub fn producer_threads(wgmma: bool) -> i64 {
+    if wgmma {
+        128
+    } else {
+        32
+    }
+}
 
 /// The versions of the warp-specialized loop `l`'s tiles, if it is one.
 pub fn warp_specialized(l: &crate::For) -> Option<i64> {
@@ -64,6 +73,32 @@ pub fn wgmma_in_flight(f: &PrimFunc) -> i64 {
 /// The function's occupancy hint, if it has one.
 pub fn min_blocks_per_sm(f: &PrimFunc) -> Option<i64> {
     f.attrs.iter().find(|(k, _)| k == MIN_BLOCKS_PER_SM).and_then(|(_, v)| v.as_int())
+}
+
+/// The shared buffers that bulk tensor copies (`T.tma_load`) write.
+pub fn tma_destinations(body: &crate::Stmt) -> Vec<crate::Buffer> {
+    let mut out = Vec::new();
+    body.walk(&mut |s| {
+        if let crate::Stmt::Store { buffer, value: crate::Expr::Call(crate::Intrinsic::TmaLoad, _), .. } = s {
+            if !out.contains(buffer) {
+                out.push(buffer.clone());
+            }
+        }
+    });
+    out
+}
+
+/// Where a shared buffer starts, in bytes: a multiple of 1024 for a
+/// swizzled one (where the hardware's pattern starts), of 128 for one bulk
+/// tensor copies write (`tma`: the copy's alignment), of 16 otherwise.
+pub fn shared_alignment(b: &crate::Buffer, tma: &[crate::Buffer]) -> usize {
+    if b.swizzle() != 0 {
+        1024
+    } else if tma.contains(b) {
+        128
+    } else {
+        16
+    }
 }
 
 /// The launch configuration of a lowered function: the `Launch` statements
@@ -82,20 +117,19 @@ pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
 }
 
 /// The kernel's shared memory as one array: each shared allocation of the
-/// body at its offset, 16-byte aligned (1024 for a swizzled buffer, where
-/// the hardware's pattern starts), in order of appearance; and the total
+/// body at its offset, aligned as `shared_alignment` says, in order of
+/// appearance; and the total
 /// bytes. (Code generation lays out dynamic shared memory so, and
 /// `extract_launch` checks the total against the target.)
 pub fn shared_layout(body: &crate::Stmt) -> (Vec<(crate::Buffer, usize)>, usize) {
     let mut layout = Vec::new();
     let mut total = 0usize;
+    let tma = tma_destinations(body);
     body.walk(&mut |s| {
         if let crate::Stmt::Allocate { buffer, .. } = s {
             if buffer.scope() == crate::Scope::Shared {
                 let bytes = buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes();
-                if buffer.swizzle() != 0 {
-                    total = total.div_ceil(1024) * 1024;
-                }
+                total = total.div_ceil(shared_alignment(buffer, &tma)) * shared_alignment(buffer, &tma);
                 layout.push((buffer.clone(), total));
                 total += bytes.div_ceil(16) * 16;
             }

@@ -33,6 +33,9 @@
 //! interior would be empty. Each iteration runs the same statements in
 //! the same order as before, so the result is the same.
 //!
+//! A warp-specialized loop (`warp_specialize`) is not split; loops inside
+//! it are.
+//!
 //! Code size: each partitioned launch doubles the kernel body, each
 //! partitioned loop repeats its body once or twice (a one-iteration part
 //! becomes straight-line code). Unrolled and vectorized loops are not split:
@@ -142,7 +145,9 @@ fn bounds_from_above(g: &Expr, v: &Var) -> bool {
 /// subranges found for their variables.
 fn partition(s: &Stmt, an: &mut Analyzer) -> Stmt {
     match s {
-        Stmt::For(l) if l.kind == ForKind::Serial => {
+        // A warp-specialized loop stays one loop: its producer and its
+        // consumers pace each other by its iterations.
+        Stmt::For(l) if l.kind == ForKind::Serial && tirc_ir::launch::warp_specialized(l).is_none() => {
             let (Some(min), Some(extent)) = (l.min.as_int(), l.extent.as_int()) else {
                 return peel_last(l, an).unwrap_or_else(|| descend(s, an));
             };

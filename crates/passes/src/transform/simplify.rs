@@ -25,7 +25,9 @@ pub fn stmt(s: &Stmt, an: &mut Analyzer) -> Stmt {
         Stmt::For(l) => {
             let min = an.simplify(&l.min);
             let extent = an.simplify(&l.extent);
-            if extent.as_int() == Some(1) {
+            // (A warp-specialized loop stays a loop: its iterations are
+            // what the producer and the consumers count.)
+            if extent.as_int() == Some(1) && tirc_ir::launch::warp_specialized(l).is_none() {
                 let body = substitute_stmt(&l.body, &[(l.var.clone(), min)]);
                 return stmt(&body, an);
             }

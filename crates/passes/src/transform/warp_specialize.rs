@@ -12,9 +12,10 @@
 //! one loop, each iteration the copies of its tiles then the statements
 //! that read them, as if synchronous. What makes it a pipeline is its
 //! annotation, `"tirc.warp_specialized": V`, which code generation reads:
-//! the kernel gets one more warpgroup (128 threads), whose first thread
-//! runs the loop's copies up to `V` iterations ahead of the consumers, each
-//! iteration's copies completing on an `mbarrier` the consumers wait on
+//! the kernel gets a producer (a warpgroup with `wgmma`, a warp without),
+//! whose first thread runs the loop's copies up to `V` iterations ahead of
+//! the consumers, each iteration's copies completing on an `mbarrier` the
+//! consumers wait on
 //! ("full"), each tile version released by the consumers on another
 //! ("empty") once they have read it. No block-wide barrier remains in the
 //! loop. The simulator runs the loop as written, the copies of an
@@ -366,7 +367,10 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         for (e, n) in didx.iter().zip(&dshape) {
             let x = eval(e, &values).ok_or("an index of the destination is not computable")?;
             if !(0..*n).contains(&x) {
-                return Err(format!("it writes outside `{}`", dst.name()));
+                return Err(format!(
+                    "its loops reach past `{}` (a tile sized to a shape smaller than the copy's loops); a bulk tensor copy writes its whole box",
+                    dst.name()
+                ));
             }
             flat = flat * n + x;
         }
@@ -446,7 +450,7 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         let first: Vec<Expr> = (0..rank)
             .map(|d| {
                 let off = lo[d] + if d == last { t * width } else { 0 };
-                Expr::folded(BinOp::Add, outer[d].clone(), Expr::Int(off, outer[d].dtype()))
+                crate::arith::Analyzer::new().simplify(&(outer[d].clone() + Expr::Int(off, outer[d].dtype())))
             })
             .collect();
         let mut args = vec![Expr::Load(src.clone(), first.clone())];
