@@ -453,8 +453,12 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let warp_specialized = !ws_loops.is_empty();
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
+    // (A warp-specialized kernel's mbarriers, two a tile version, are
+    // static shared memory beside them.)
     let (offsets, total) = tirc_ir::launch::shared_layout(&f.body);
-    let dynamic_shared_bytes = if total > STATIC_SHARED_LIMIT {
+    let barriers: usize =
+        ws_loops.iter().filter_map(|l| tirc_ir::launch::warp_specialized(l)).max().map_or(0, |v| 16 * v as usize);
+    let dynamic_shared_bytes = if total + barriers > STATIC_SHARED_LIMIT {
         g.dynamic = offsets;
         total
     } else {
