@@ -183,7 +183,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) bgemm_kernel(const nv_bfloa
   nv_bfloat16* A_shared = reinterpret_cast<nv_bfloat16*>(tirc_dyn_smem + 0);
   nv_bfloat16* B_shared = reinterpret_cast<nv_bfloat16*>(tirc_dyn_smem + 65536);
   float C_warp[128];
-  __shared__ __align__(8) unsigned long long tirc_full[4], tirc_empty[4];
+  unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + 196608);
+  unsigned long long* tirc_empty = tirc_full + 4;
   const int tirc_tid = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
   if (tirc_tid == 0) {
     for (int i = 0; i < 4; ++i) { tirc_mbar_init(&tirc_full[i], 1); tirc_mbar_init(&tirc_empty[i], 8); }

@@ -10,3 +10,5 @@ for p in "-p STAGES=2" "-p STAGES=2 -p WS=1" "-p STAGES=3 -p WS=1" "-p STAGES=4 
   $T run $F -s step6_async -D M=4096 -D N=4096 -D K=4096 $p $R 2>&1 | grep -E "check|resources|occupancy|cublas:|error"
 done
 $T run $F -s step6_async -D M=4000 -D N=4000 -D K=4000 -p STAGES=2 -p WS=1 $R 2>&1 | grep -E "check|cublas:|error"
+$T run ir-examples/hgemm.tir -s wgmma -D M=4096 -D N=4096 -D K=4096 $R 2>&1 | grep -E "check|cublas:|error"
+$T run ir-examples/hgemm.tir -s wgmma -D M=1100 -D N=600 -D K=72 -p PAD=1 --target cuda 2>&1 | grep -E "check|error"

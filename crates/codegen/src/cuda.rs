@@ -328,6 +328,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         side_split_pending: false,
         producer_slot: None,
         tma_dsts: tirc_ir::launch::tma_destinations(&f.body),
+        barrier_offset: None,
         tmaps: crate::warp_specialized::tensor_maps(f),
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
@@ -460,7 +461,13 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         ws_loops.iter().filter_map(|l| tirc_ir::launch::warp_specialized(l)).max().map_or(0, |v| 16 * v as usize);
     let dynamic_shared_bytes = if total + barriers > STATIC_SHARED_LIMIT {
         g.dynamic = offsets;
-        total
+        if barriers > 0 {
+            // The mbarriers go with the tiles, after them.
+            g.barrier_offset = Some(total.div_ceil(8) * 8);
+            total.div_ceil(8) * 8 + barriers
+        } else {
+            total
+        }
     } else {
         0
     };
@@ -858,6 +865,9 @@ struct Gen {
     producer_slot: Option<String>,
     /// The shared buffers bulk tensor copies write (aligned to 128 bytes).
     tma_dsts: Vec<Buffer>,
+    /// Where the mbarriers of a warp-specialized kernel start in dynamic
+    /// shared memory, when the kernel's shared memory is dynamic.
+    barrier_offset: Option<usize>,
     /// The tensor maps the bulk tensor copies read through.
     tmaps: Vec<crate::warp_specialized::TensorMap>,
 }
@@ -1640,7 +1650,18 @@ impl Gen {
                 "a warp-specialized kernel needs whole warps of consumers ({c} threads) and 1 to 32 tile versions ({v})"
             )));
         }
-        self.line(ind, &format!("__shared__ __align__(8) unsigned long long tirc_full[{v}], tirc_empty[{v}];"));
+        match self.barrier_offset {
+            Some(off) => {
+                self.line(
+                    ind,
+                    &format!("unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + {off});"),
+                );
+                self.line(ind, &format!("unsigned long long* tirc_empty = tirc_full + {v};"));
+            }
+            None => {
+                self.line(ind, &format!("__shared__ __align__(8) unsigned long long tirc_full[{v}], tirc_empty[{v}];"))
+            }
+        }
         self.line(
             ind,
             "const int tirc_tid = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);",
