@@ -132,3 +132,38 @@ fn wgmma_reads_a_from_rows_of_64_bytes() {
     check("wgmma", [128, 128, 96], &[("BM", "64"), ("BN", "128"), ("BK", "32"), ("STAGES", "3")], 1);
     check("wgmma", [64, 64, 160], &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("STAGES", "2")], 1);
 }
+
+/// The warp-specialized wgmma schedules (`WS=1`, their default; the pass
+/// `warp_specialize`) and the cp.async pipeline (`WS=0`) at a size the tiles
+/// divide and, padded (`PAD=1`), at one they do not: there the main
+/// kernel's blocks of the last raster group are idle and it is partitioned
+/// into two branches, each with its warp-specialized loop, which share the
+/// producer. The CUDA issues the bulk tensor copies in the producer's
+/// branch alone.
+#[test]
+fn warp_specialized_wgmma_runs_with_and_without_padding() {
+    for s in ["wgmma", "wgmma_nt", "wgmma_bf16_nt"] {
+        for ws in ["0", "1"] {
+            let p = [("BM", "64"), ("BN", "64"), ("STAGES", "2"), ("WS", ws)];
+            check(s, [128, 256, 192], &p, 1);
+            let mut padded = p.to_vec();
+            padded.push(("PAD", "1"));
+            check(s, [300, 130, 72], &padded, 4);
+        }
+    }
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let req = Request {
+        schedule: Some("wgmma".into()),
+        defines: vec![("M".into(), 1100), ("N".into(), 600), ("K".into(), 72)],
+        params: vec![("PAD".into(), "1".into())],
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    let cuda = &c.kernels[2].cuda.source;
+    let body = &cuda[cuda.find("extern \"C\"").unwrap_or(0)..];
+    let (producer, consumers) = body.split_once("} else {\n    asm volatile(\"setmaxnreg.inc").unwrap_or((body, ""));
+    assert_eq!(producer.matches("tirc_tma_load(").count(), 10, "two loops of five copies:\n{body}");
+    assert_eq!(consumers.matches("tirc_tma_load(").count(), 0, "{body}");
+    assert!(consumers.matches("tirc_mbar_wait(&tirc_full").count() == 2, "{body}");
+    assert_eq!(c.kernels[2].cuda.tensor_maps.len(), 2, "one map for A's tiles, one for B's");
+}

@@ -1654,7 +1654,9 @@ impl Gen {
             Some(off) => {
                 self.line(
                     ind,
-                    &format!("unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + {off});"),
+                    &format!(
+                        "unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + {off});"
+                    ),
                 );
                 self.line(ind, &format!("unsigned long long* tirc_empty = tirc_full + {v};"));
             }
