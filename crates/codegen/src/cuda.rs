@@ -457,8 +457,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     // (A warp-specialized kernel's mbarriers, two a tile version, are
     // static shared memory beside them.)
     let (offsets, total) = tirc_ir::launch::shared_layout(&f.body);
-    let barriers: usize =
-        ws_loops.iter().filter_map(|l| tirc_ir::launch::warp_specialized(l)).max().map_or(0, |v| 16 * v as usize);
+    let barriers = tirc_ir::launch::mbarrier_bytes(&f.body);
     let dynamic_shared_bytes = if total + barriers > STATIC_SHARED_LIMIT {
         g.dynamic = offsets;
         if barriers > 0 {

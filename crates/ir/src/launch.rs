@@ -48,6 +48,19 @@ pub const WGMMA_IN_FLIGHT: &str = "tirc.wgmma_in_flight";
 /// the two sides meeting at mbarriers.
 pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
 
+/// The bytes of a warp-specialized kernel's mbarriers: a "full" and an
+/// "empty" one (8 bytes each) for each version of its tiles (the most any
+/// of its loops has); 0 without such a loop.
+pub fn mbarrier_bytes(body: &crate::Stmt) -> usize {
+    let mut v = 0;
+    body.walk(&mut |s| {
+        if let crate::Stmt::For(l) = s {
+            v = v.max(warp_specialized(l).unwrap_or(0));
+        }
+    });
+    16 * v.max(0) as usize
+}
+
 /// The threads of the producer a warp-specialized kernel adds: a warpgroup
 /// where the consumers issue `wgmma` (the producer then hands its
 /// registers to them with `setmaxnreg`, which works by warpgroups), else

@@ -91,7 +91,7 @@ pub(super) enum Node {
     Wmma(Box<WmmaNode>),
     /// A bulk tensor copy (`T.tma_load`): issued once for the block, it
     /// lands at once; the loop's mbarriers order it against the readers,
-    /// so it closes the race epoch before and after.
+    /// so the words it writes start a fresh race record.
     TmaLoad(Box<TmaNode>),
     /// An error reported when the statement runs.
     Fail(String),

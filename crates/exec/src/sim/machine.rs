@@ -311,7 +311,6 @@ impl<'p> Machine<'p> {
                     self.ie(e, one, &mut c)?;
                     first[k] = c[0];
                 }
-                self.next_epoch();
                 let count: i64 = n.boxed.iter().product();
                 for e in 0..count {
                     let (mut rest, mut flat, mut inside) = (e, 0i64, true);
@@ -328,8 +327,12 @@ impl<'p> Machine<'p> {
                     let v = if inside { self.mems[n.src].data[self.address(n.src, flat, act[0])?] } else { 0.0 };
                     let a = self.address(n.dst, d[0] + e, act[0])?;
                     self.mems[n.dst].data[a] = v;
+                    // Ordered with the reads of the version before and
+                    // after by the loop's mbarriers, not by a barrier: its
+                    // words start afresh, the other words keep their
+                    // records (no block-wide barrier runs in the loop).
+                    self.mems[n.dst].race.forget(a);
                 }
-                self.next_epoch();
             }
             Node::AsyncCommit => {
                 for &t in act {

@@ -97,6 +97,15 @@ impl RaceTable {
         self.words.resize(len, FRESH);
     }
 
+    /// Forgets the record of one word: a write that every access before
+    /// and after it is ordered with otherwise than by a barrier (a bulk
+    /// tensor copy, which mbarriers order).
+    pub(super) fn forget(&mut self, addr: usize) {
+        if let Some(w) = self.words.get_mut(addr) {
+            *w = FRESH;
+        }
+    }
+
     /// Records a read by thread `t` in `epoch` (never 0), or returns the
     /// earlier write of another thread in the same epoch that it races
     /// with. A thread that wrote the word itself reads its own value even

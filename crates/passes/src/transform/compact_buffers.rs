@@ -33,9 +33,12 @@ const MAX_LOCAL_TILE: i64 = 1024;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut allocs = Vec::new();
+    // A tile bulk tensor copies write (lowered text of a warp-specialized
+    // loop) holds a whole box per store and its versions: kept as it is.
+    let tma = tirc_ir::launch::tma_destinations(&f.body);
     f.body.walk(&mut |s| {
         if let Stmt::Allocate { buffer, .. } = s {
-            if buffer.scope() != Scope::Global {
+            if buffer.scope() != Scope::Global && !tma.contains(buffer) {
                 allocs.push(buffer.clone());
             }
         }

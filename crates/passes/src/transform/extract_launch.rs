@@ -253,14 +253,20 @@ fn strip_hint(s: &Stmt) -> Stmt {
 /// aligned offset, as code generation lays them out) must fit in what one
 /// thread block may have on the target.
 fn check_shared_memory(f: &PrimFunc, target: &Target) -> Result<(), Diagnostic> {
-    let (layout, total) = tirc_ir::launch::shared_layout(&f.body);
+    let (layout, tiles) = tirc_ir::launch::shared_layout(&f.body);
+    // A warp-specialized kernel's mbarriers, after the tiles.
+    let barriers = tirc_ir::launch::mbarrier_bytes(&f.body);
+    let total = if barriers > 0 { tiles.div_ceil(8) * 8 + barriers } else { tiles };
     if total <= target.max_shared_per_block {
         return Ok(());
     }
     // Each buffer's share: up to the next one's offset, or the end.
-    let ends = layout.iter().skip(1).map(|(_, o)| *o).chain(std::iter::once(total));
-    let list: Vec<String> =
+    let ends = layout.iter().skip(1).map(|(_, o)| *o).chain(std::iter::once(tiles));
+    let mut list: Vec<String> =
         layout.iter().zip(ends).map(|((b, o), end)| format!("`{}` {}", b.name(), end - o)).collect();
+    if barriers > 0 {
+        list.push(format!("the warp-specialized loop's mbarriers {barriers}"));
+    }
     Err(Diagnostic::new(format!(
         "the kernel needs {total} bytes of shared memory ({}), more than the {} a thread block can have on {}",
         list.join(", "),

@@ -182,11 +182,21 @@ fn visit(
     spared: &mut Vec<BufferId>,
 ) -> Result<Stmt, Diagnostic> {
     let (sizes, doubled) = (cx.sizes, cx.doubled);
+    let ws = match s {
+        Stmt::For(l) => super::warp_specialize::asked(l).map_err(|e| e.or_at_ir(l.span, "this loop"))?,
+        _ => false,
+    };
     let expanded = match s {
-        Stmt::For(l)
-            if l.annotations.iter().any(|(k, _)| k == STAGE)
-                && l.annotations.iter().any(|(k, _)| k == super::warp_specialize::WARP_SPECIALIZE) =>
-        {
+        Stmt::For(l) if ws && !l.annotations.iter().any(|(k, _)| k == STAGE) => {
+            return Err(Diagnostic::new(format!(
+                "loop `{}` has `{}` but no `{STAGE}`: warp specialization splits a software pipeline's stages",
+                l.var.name(),
+                super::warp_specialize::WARP_SPECIALIZE
+            ))
+            .help("annotate the loop's stages too: the copies in stage 0, what reads them later")
+            .or_at_ir(l.span, "this loop"))
+        }
+        Stmt::For(l) if ws => {
             let ws =
                 super::warp_specialize::expand(l, &cx.ctx.target, cx.params, cx.unit_loops, versioned, synced, spared);
             return ws.map_err(|e| e.or_at_ir(l.span, "this loop"));

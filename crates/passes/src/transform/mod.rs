@@ -94,6 +94,7 @@ pub fn lower(
         observe(p.name, &func);
     }
     check_redundant_updates::run(&func)?;
+    warp_specialize::check_copies(&func, &ctx.target)?;
     // A tensor-core operation is executed by a whole warp together.
     let mut wmma = false;
     func.body.walk(&mut |s| wmma |= matches!(s, Stmt::Wmma(_)));

@@ -55,6 +55,16 @@ use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Int
 pub const WARP_SPECIALIZE: &str = "tirc.warp_specialize";
 pub use tirc_ir::launch::WARP_SPECIALIZED;
 
+/// Whether loop `l` asks for warp specialization: its annotation 1 (or
+/// true); 0 (or false), or none, is no.
+pub(super) fn asked(l: &For) -> Result<bool, Diagnostic> {
+    match l.annotations.iter().find(|(k, _)| k == WARP_SPECIALIZE).map(|(_, v)| v) {
+        None | Some(Attr::Int(0)) | Some(Attr::Bool(false)) => Ok(false),
+        Some(Attr::Int(1)) | Some(Attr::Bool(true)) => Ok(true),
+        Some(_) => Err(Diagnostic::new(format!("`{WARP_SPECIALIZE}` takes 1 (on) or 0 (off)"))),
+    }
+}
+
 /// The most elements a copy nest may have for its map to be enumerated.
 const MAX_POINTS: i64 = 1 << 18;
 
@@ -277,6 +287,12 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
     if dst.scope() != Scope::Shared {
         return Err(format!("it writes `{}`, which is not in shared memory", dst.name()));
     }
+    if !dst.dim_align().is_empty() {
+        return Err(format!(
+            "`{}`'s rows are padded (storage_align), and a bulk tensor copy writes its box densely; swizzle the tile instead (storage_swizzle)",
+            dst.name()
+        ));
+    }
     if src.scope() != Scope::Global || !params.contains(src) {
         return Err(format!("it reads `{}`, which is not a parameter of the function", src.name()));
     }
@@ -433,10 +449,16 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
     let mut ts: Vec<(&i64, &i64)> = starts.iter().collect();
     ts.sort();
     for (&t, &start) in ts {
-        if start * elem % align != 0 || tile_bytes % align != 0 {
+        if start * elem % align != 0 {
             return Err(format!(
-                "a box would start {} bytes into `{}` (a tile of {tile_bytes} bytes), not at a multiple of {align}",
+                "a box would start {} bytes into `{}`, not at a multiple of {align}",
                 start * elem,
+                dst.name()
+            ));
+        }
+        if tile_bytes % align != 0 {
+            return Err(format!(
+                "`{}` is {tile_bytes} bytes, not a multiple of {align}: its versions would not start where a bulk tensor copy can write",
                 dst.name()
             ));
         }
@@ -459,4 +481,111 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         out.push((dst.clone(), idx, Expr::Call(Intrinsic::TmaLoad, args)));
     }
     Ok((out, bound, whole))
+}
+
+/// Checks the bulk tensor copies of a lowered function (the pass's own, or
+/// ones lowered text holds): each inside a warp-specialized loop, from a
+/// parameter into shared memory, a box a tensor map takes that fits its
+/// tile, on a target that has them; and the producer's threads within the
+/// block's limit. The refusal points at the loop.
+pub fn check_copies(f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagnostic> {
+    fn go(
+        s: &Stmt,
+        within: Option<&For>,
+        f: &tirc_ir::PrimFunc,
+        target: &Target,
+        last: &mut Option<tirc_parser::ast::Span>,
+    ) -> Result<(), Diagnostic> {
+        let within = match s {
+            Stmt::For(l) if tirc_ir::launch::warp_specialized(l).is_some() => Some(&**l),
+            _ => within,
+        };
+        if let Stmt::For(l) = s {
+            *last = l.span.or(*last);
+        }
+        if let Stmt::Store { buffer, value: Expr::Call(Intrinsic::TmaLoad, args), .. } = s {
+            let at = |d: Diagnostic| d.or_at_ir(within.and_then(|l| l.span).or(*last), "this loop");
+            let Some(l) = within else {
+                return Err(at(Diagnostic::new(format!(
+                    "a bulk tensor copy into `{}` outside a warp-specialized loop: only such a loop's producer issues them",
+                    buffer.name()
+                ))));
+            };
+            if target.sm < 90 {
+                return Err(at(Diagnostic::new(format!(
+                    "bulk tensor copies (T.tma_load) need sm_90 or newer; {} has none",
+                    target.arch()
+                )))
+                .help("compile for sm_90a (--arch)"));
+            }
+            let rank = (args.len() - 1) / 3;
+            let ints: Option<Vec<i64>> = args[1..1 + 2 * rank].iter().map(Expr::as_int).collect();
+            let why = match (&args[0], ints) {
+                _ if buffer.scope() != Scope::Shared => {
+                    Some(format!("it writes `{}`, which is not in shared memory", buffer.name()))
+                }
+                (Expr::Load(src, _), _) if src.scope() != Scope::Global || !f.params.contains(src) => {
+                    Some(format!("it reads `{}`, which is not a parameter of the kernel", src.name()))
+                }
+                (Expr::Load(src, _), Some(dims)) => {
+                    let (boxed, shape) = dims.split_at(rank);
+                    let elems: i64 = boxed.iter().product();
+                    let row = shape.last().copied().unwrap_or(0) * src.dtype().bytes() as i64;
+                    if rank > 5
+                        || boxed.iter().any(|b| *b > 256)
+                        || boxed.last().copied().unwrap_or(0) * src.dtype().bytes() as i64 % 16 != 0
+                    {
+                        Some(format!("its box {boxed:?} is not one a tensor map takes (1 to 5 dimensions, at most 256 each, rows of a multiple of 16 bytes)"))
+                    } else if rank > 1 && row % 16 != 0 {
+                        Some(format!(
+                            "the rows of `{}` are {row} bytes long; a tensor map needs a multiple of 16",
+                            src.name()
+                        ))
+                    } else if buffer.num_elements().is_some_and(|n| n < elems) || src.dtype() != buffer.dtype() {
+                        Some(format!("its box of {elems} elements of {} does not fit `{}`", src.dtype(), buffer.name()))
+                    } else {
+                        None
+                    }
+                }
+                _ => Some("its box and shape are not constants".into()),
+            };
+            if let Some(why) = why {
+                return Err(at(Diagnostic::new(format!("bulk tensor copy of loop `{}`: {why}", l.var.name()))));
+            }
+        }
+        let mut r = Ok(());
+        s.for_each_child(|c| {
+            if r.is_ok() {
+                r = go(c, within, f, target, last);
+            }
+        });
+        r
+    }
+    go(&f.body, None, f, target, &mut None)?;
+    let loops: Vec<&For> = {
+        let mut v = Vec::new();
+        f.body.walk(&mut |s| {
+            if let Stmt::For(l) = s {
+                if tirc_ir::launch::warp_specialized(l).is_some() {
+                    v.push(&**l);
+                }
+            }
+        });
+        v
+    };
+    if let Some(l) = loops.first() {
+        let mut wgmma = false;
+        f.body.walk(&mut |s| wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
+        let threads = tirc_ir::launch::launch_config(f).threads_per_block() + tirc_ir::launch::producer_threads(wgmma);
+        if threads > target.max_threads_per_block {
+            return Err(Diagnostic::new(format!(
+                "with the producer of its warp-specialized loop the kernel would launch {threads} threads per block, more than the {} {} allows",
+                target.max_threads_per_block,
+                target.arch()
+            ))
+            .help("bind fewer threads: the producer adds a warp (a warpgroup with wgmma)")
+            .or_at_ir(l.span, "this loop"));
+        }
+    }
+    Ok(())
 }
