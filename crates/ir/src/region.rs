@@ -20,7 +20,16 @@ pub fn infer_block_regions(block: &Block) -> (Vec<BufferRegion>, Vec<BufferRegio
         acc.stmt(init, &mut Vec::new());
     }
     acc.stmt(&block.body, &mut Vec::new());
-    let local = |r: &BufferRegion| !block.alloc_buffers.contains(&r.buffer);
+    // Buffers the block allocates (`T.alloc_buffer`, or `T.decl_buffer` in
+    // its body) are its own: each instance has its copy, outside its
+    // signature.
+    let mut declared: Vec<Buffer> = Vec::new();
+    block.body.walk(&mut |x| {
+        if let Stmt::Allocate { buffer, .. } = x {
+            declared.push(buffer.clone());
+        }
+    });
+    let local = |r: &BufferRegion| !block.alloc_buffers.contains(&r.buffer) && !declared.contains(&r.buffer);
     (acc.reads.into_iter().filter(local).collect(), acc.writes.into_iter().filter(local).collect())
 }
 

@@ -723,9 +723,17 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
     // The values through the body's `let`s, to see which axes they use.
     let mut lets: Vec<(Var, Expr)> = Vec::new();
     let mut collided: Option<(String, String)> = None;
+    // A buffer the block declares in its body (`T.decl_buffer`) is each
+    // instance's own.
+    let mut own: Vec<Buffer> = Vec::new();
+    block.body.walk(&mut |st| {
+        if let Stmt::Allocate { buffer, .. } = st {
+            own.push(buffer.clone());
+        }
+    });
     block.body.walk(&mut |st| match st {
         Stmt::Let { var, value, .. } => lets.push((var.clone(), crate::subst::substitute(value, &lets))),
-        Stmt::Store { buffer, indices, value } if collided.is_none() => {
+        Stmt::Store { buffer, indices, value } if collided.is_none() && !own.contains(buffer) => {
             let value = crate::subst::substitute(value, &lets);
             let mut accumulates = false;
             value.walk(&mut |x| accumulates |= matches!(x, Expr::Load(b, i) if b == buffer && same(i, indices)));
