@@ -393,7 +393,7 @@ fn move_to(
         let at_min = loop_starts(&root);
         for (buf, dims) in &need {
             let writes: Vec<&Access> = accessed.iter().filter(|a| &a.0 == buf).collect();
-            if let Some((written, total)) = holes(&writes, dims, &at_min) {
+            if let Some((written, total)) = holes(&writes, dims, &at_min, buf.const_shape().as_deref()) {
                 let show = |e: &Expr| tirc_ir::printer::print_expr(e);
                 let bounds: Vec<String> = dims.iter().map(|(lo, hi)| format!("{}..={}", show(lo), show(hi))).collect();
                 return Err(ScheduleError::new(format!(
@@ -731,12 +731,20 @@ type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>, Expr);
 /// holes in the box `dims`, taken at the first iteration of every other
 /// loop; `None` where they cover it, or where that cannot be counted (sizes
 /// known only at run time, more than 2^22 elements).
-fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)]) -> Option<(u64, u64)> {
+fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)], shape: Option<&[i64]>) -> Option<(u64, u64)> {
     use crate::arith::eval;
     const LIMIT: i64 = 1 << 22;
     let fixed = |v: &Var| outer.iter().find(|(x, _)| x == v).map(|(_, m)| *m);
-    let bounds: Vec<(i64, i64)> =
+    let mut bounds: Vec<(i64, i64)> =
         dims.iter().map(|(lo, hi)| Some((eval(lo, &fixed)?, eval(hi, &fixed)?))).collect::<Option<_>>()?;
+    // A box reaching past the buffer (a tile wider than the shape) has no
+    // elements there to write or read.
+    if let Some(shape) = shape.filter(|s| s.len() == bounds.len()) {
+        for ((lo, hi), n) in bounds.iter_mut().zip(shape) {
+            *lo = (*lo).max(0);
+            *hi = (*hi).min(n - 1);
+        }
+    }
     let total =
         bounds.iter().try_fold(1i64, |a, (lo, hi)| a.checked_mul((hi - lo + 1).max(0)).filter(|t| *t <= LIMIT))?;
     let mut seen = std::collections::HashSet::new();
