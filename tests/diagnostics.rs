@@ -2,7 +2,8 @@
 //! must fail to compile, and the whole rendered report (message, source
 //! line, label, help) is a snapshot, so a worse message fails the test. A
 //! first line `# schedule: NAME` picks the schedule to apply, a line
-//! `# arch: sm_XX` the GPU to compile for.
+//! `# arch: sm_XX` the GPU to compile for, lines `# define: n=20` the `-D`
+//! values.
 
 use tirc::compile::{compile, Request};
 
@@ -14,6 +15,11 @@ fn bad_inputs_are_explained() {
         let mut req = Request { schedule, ..Request::default() };
         if let Some(arch) = src.lines().find_map(|l| l.strip_prefix("# arch: ")) {
             req.target = tirc_ir::target::Target::from_arch(arch.trim()).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // `# define: n=20` lines, as `-D n=20`.
+        for d in src.lines().filter_map(|l| l.strip_prefix("# define: ")) {
+            let (n, v) = d.trim().split_once('=').unwrap_or_else(|| panic!("bad define line: {d}"));
+            req.defines.push((n.to_string(), v.parse().unwrap_or_else(|e| panic!("{d}: {e}"))));
         }
         let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         let diags = match compile(&src, &req) {

@@ -228,6 +228,15 @@ pub(crate) fn resolve_prim_func(
         }
     }
     if !r.errors.is_empty() {
+        // A declaration resolved twice (a size variable the parameters
+        // name, declared first for them) reports its error once.
+        let mut seen: Vec<(String, Option<Span>)> = Vec::new();
+        r.errors.retain(|d| {
+            let key = (d.message.clone(), d.span);
+            let fresh = !seen.contains(&key);
+            seen.push(key);
+            fresh
+        });
         return Err(r.errors);
     }
     let has_blocks = !body_stmt.blocks().is_empty();
@@ -292,6 +301,17 @@ impl FuncResolver<'_> {
     /// the error names it, and its uses resolve to a stand-in so that they
     /// are not reported again.
     pub(crate) fn size_variable(&mut self, name: &str, dtype: DType, span: Span) -> R<()> {
+        // A `-D` of a name that is both a module constant and, shadowing
+        // it here, a size variable would set both: ambiguous.
+        if self.sizes.iter().any(|(n, _)| n == name) && self.consts.iter().any(|(n, _)| n == name) {
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "`-D {name}` names both the module constant `{name}` and this size variable, which shadows it: it would set both"
+                ),
+            )
+            .help(format!("rename the size variable or the module constant, so that `-D {name}` means one of them")));
+        }
         if self.mode == SizeMode::RunTime {
             if self.sizes.iter().any(|(n, _)| n == name) {
                 self.used_sizes.push(name.to_string());
