@@ -450,7 +450,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     // partitioned kernel, or loops one after the other) share the producer
     // and the barriers: each version keeps its own phases, so any sequence
     // of versions that both sides run alike is paced right.
-    let ws_loops = crate::warp_specialized::loops(&f.body);
+    let ws_loops = tirc_ir::launch::warp_specialized_loops(&f.body);
     let warp_specialized = !ws_loops.is_empty();
     // Shared memory beyond the 48 KB a kernel may declare statically comes
     // from one dynamic array, each buffer at a 16-byte aligned offset.
@@ -1639,7 +1639,7 @@ impl Gen {
     /// The body of a warp-specialized kernel below its allocations: the
     /// mbarriers set up, then the producer's side and the consumers'.
     fn split_sides(&mut self, s: &Stmt, ind: usize) -> Result<(), Diagnostic> {
-        let loops = crate::warp_specialized::loops(s);
+        let loops = tirc_ir::launch::warp_specialized_loops(s);
         let Some(v) = loops.iter().filter_map(|l| tirc_ir::launch::warp_specialized(l)).max() else {
             return self.stmt(s, ind);
         };
@@ -1709,29 +1709,30 @@ impl Gen {
         Ok(())
     }
 
-    /// The C `for` header of loop `l` (with `#pragma unroll` where it is
-    /// unrolled), its variable bound for the analyzer; returns the variable.
-    fn loop_header(&mut self, l: &For, ind: usize) -> Result<String, Diagnostic> {
-        let v = self.var_name(&l.var);
+    /// The head of a warp-specialized loop `l`, either side's: the C `for`
+    /// (with `#pragma unroll` where it is unrolled), its variable bound for
+    /// the analyzer, and the iteration's tile version as a constant; returns
+    /// the loop variable, its start and the version's name.
+    fn ws_loop_head(&mut self, l: &For, versions: i64, ind: usize) -> Result<(String, String, String), Diagnostic> {
+        let k = self.var_name(&l.var);
         let min = self.expr(&l.min)?;
         let end = self.expr(&self.an.simplify(&(l.min.clone() + l.extent.clone())))?;
         if l.kind == ForKind::Unrolled {
             self.line(ind, "#pragma unroll");
         }
         let it = self.index_type;
-        self.line(ind, &format!("for ({it} {v} = {min}; {v} < {end}; ++{v}) {{"));
+        self.line(ind, &format!("for ({it} {k} = {min}; {k} < {end}; ++{k}) {{"));
         self.an.bind_range(&l.var, &l.min, &l.extent);
-        Ok(v)
+        let s = self.fresh("tirc_s");
+        self.line(ind + 1, &format!("const int {s} = ({k} - {min}) % {versions};"));
+        Ok((k, min, s))
     }
 
     /// The producer's warp-specialized loop: each iteration waits until the
     /// consumers released the version its copies fill, issues them (each
     /// announcing its bytes first) and arrives.
     fn producer_loop(&mut self, l: &For, versions: i64, ind: usize) -> Result<(), Diagnostic> {
-        let k = self.loop_header(l, ind)?;
-        let min = self.expr(&l.min)?;
-        let s = self.fresh("tirc_s");
-        self.line(ind + 1, &format!("const int {s} = ({k} - {min}) % {versions};"));
+        let (_, _, s) = self.ws_loop_head(l, versions, ind)?;
         self.line(
             ind + 1,
             &format!("if (tirc_used >> {s} & 1u) {{ tirc_mbar_wait(&tirc_empty[{s}], tirc_empty_phase >> {s} & 1u); tirc_empty_phase ^= 1u << {s}; }}"),
@@ -1782,10 +1783,7 @@ impl Gen {
     /// are done).
     fn consumer_loop(&mut self, l: &For, versions: i64, ind: usize) -> Result<(), Diagnostic> {
         let in_flight = if self.wgmma { self.wgmma_in_flight } else { 0 };
-        let k = self.loop_header(l, ind)?;
-        let min = self.expr(&l.min)?;
-        let s = self.fresh("tirc_s");
-        self.line(ind + 1, &format!("const int {s} = ({k} - {min}) % {versions};"));
+        let (k, min, s) = self.ws_loop_head(l, versions, ind)?;
         self.line(ind + 1, &format!("tirc_mbar_wait(&tirc_full[{s}], tirc_full_phase >> {s} & 1u);"));
         self.line(ind + 1, &format!("tirc_full_phase ^= 1u << {s};"));
         if self.wgmma {

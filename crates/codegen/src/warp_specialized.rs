@@ -91,19 +91,6 @@ pub(crate) fn has_producer_work(s: &Stmt) -> bool {
     found
 }
 
-/// The warp-specialized loops of `s`.
-pub(crate) fn loops(s: &Stmt) -> Vec<&tirc_ir::For> {
-    let mut out = Vec::new();
-    s.walk(&mut |x| {
-        if let Stmt::For(l) = x {
-            if tirc_ir::launch::warp_specialized(l).is_some() {
-                out.push(&**l);
-            }
-        }
-    });
-    out
-}
-
 /// The first statement on the way from `s` down to a warp-specialized loop
 /// whose expressions use one of `threads`: the producer would take another
 /// way than the consumers there.

@@ -52,13 +52,21 @@ pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
 /// "empty" one (8 bytes each) for each version of its tiles (the most any
 /// of its loops has); 0 without such a loop.
 pub fn mbarrier_bytes(body: &crate::Stmt) -> usize {
-    let mut v = 0;
+    let v = warp_specialized_loops(body).iter().filter_map(|l| warp_specialized(l)).max().unwrap_or(0);
+    16 * v.max(0) as usize
+}
+
+/// The warp-specialized loops of `body`, outermost first.
+pub fn warp_specialized_loops(body: &crate::Stmt) -> Vec<&crate::For> {
+    let mut out = Vec::new();
     body.walk(&mut |s| {
         if let crate::Stmt::For(l) = s {
-            v = v.max(warp_specialized(l).unwrap_or(0));
+            if warp_specialized(l).is_some() {
+                out.push(&**l);
+            }
         }
     });
-    16 * v.max(0) as usize
+    out
 }
 
 /// The threads of the producer a warp-specialized kernel adds: a warpgroup

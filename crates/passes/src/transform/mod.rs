@@ -218,7 +218,7 @@ fn wgmma_layout_mismatch(body: &Stmt) -> Option<String> {
     why
 }
 
-fn has_wgmma(s: &Stmt) -> bool {
+pub(crate) fn has_wgmma(s: &Stmt) -> bool {
     let mut found = false;
     s.walk(&mut |x| found |= matches!(x, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
     found

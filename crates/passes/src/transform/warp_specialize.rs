@@ -241,17 +241,6 @@ fn split(e: &Expr, inner: &[Var]) -> Option<(Expr, Expr)> {
 /// first element and the `tma_load` value.
 type Boxes = Vec<(Buffer, Vec<Expr>, Expr)>;
 
-/// The clauses of a conjunction.
-fn clauses(e: &Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Binary(BinOp::And, a, b) => {
-            clauses(a, out);
-            clauses(b, out);
-        }
-        e => out.push(e.clone()),
-    }
-}
-
 /// The bulk tensor copies that make the copy nest `s`, the nest's loops
 /// bound to threads (bodies to be replaced), and the guard of the whole
 /// copy, if it has one.
@@ -278,7 +267,7 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
             Stmt::Store { buffer, indices, value: Expr::Load(src, sidx) } => break (buffer, indices, src, sidx),
             Stmt::Store { .. } => return Err("its value is not a plain element of a buffer".into()),
             Stmt::If { cond, then, orelse: None } => {
-                clauses(cond, &mut guards);
+                guards.extend(crate::arith::conjuncts(cond));
                 cur = then;
             }
             _ => return Err("it is not a nest of loops around one store".into()),
@@ -335,17 +324,14 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         local.push(i);
     }
     // Guards: of the whole copy, or the source's bounds (zero-filled).
-    let mut whole: Option<Expr> = None;
+    let mut whole: Vec<Expr> = Vec::new();
     for g in guards {
         let vs = vars_of(&g);
         if !vs.iter().any(|v| inner.contains(v)) {
             if vs.iter().any(|v| threads.contains(v)) {
                 return Err("it is guarded by a test of the thread, but one thread copies it for the block".into());
             }
-            whole = Some(match whole {
-                Some(w) => Expr::binary(BinOp::And, w, g),
-                None => g,
-            });
+            whole.push(g);
             continue;
         }
         let in_bounds = match &g {
@@ -480,7 +466,7 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         args.extend(first);
         out.push((dst.clone(), idx, Expr::Call(Intrinsic::TmaLoad, args)));
     }
-    Ok((out, bound, whole))
+    Ok((out, bound, (!whole.is_empty()).then(|| crate::arith::all_of(whole))))
 }
 
 /// Checks the bulk tensor copies of a lowered function (the pass's own, or
@@ -562,21 +548,9 @@ pub fn check_copies(f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagno
         r
     }
     go(&f.body, None, f, target, &mut None)?;
-    let loops: Vec<&For> = {
-        let mut v = Vec::new();
-        f.body.walk(&mut |s| {
-            if let Stmt::For(l) = s {
-                if tirc_ir::launch::warp_specialized(l).is_some() {
-                    v.push(&**l);
-                }
-            }
-        });
-        v
-    };
-    if let Some(l) = loops.first() {
-        let mut wgmma = false;
-        f.body.walk(&mut |s| wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
-        let threads = tirc_ir::launch::launch_config(f).threads_per_block() + tirc_ir::launch::producer_threads(wgmma);
+    if let Some(l) = tirc_ir::launch::warp_specialized_loops(&f.body).first() {
+        let producers = tirc_ir::launch::producer_threads(super::has_wgmma(&f.body));
+        let threads = tirc_ir::launch::launch_config(f).threads_per_block() + producers;
         if threads > target.max_threads_per_block {
             return Err(Diagnostic::new(format!(
                 "with the producer of its warp-specialized loop the kernel would launch {threads} threads per block, more than the {} {} allows",
