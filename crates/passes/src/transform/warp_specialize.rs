@@ -40,7 +40,10 @@
 //! in a dimension, which the copy's zero fill past the edge of `G` makes
 //! (a zero where nothing was written: no reader uses those elements).
 //! Anything else is refused with the reason: pad the shapes (`pad_einsum`)
-//! where a tile does not divide them.
+//! where a tile does not divide them. That a copy's position and the tests
+//! around it are the same for every thread is checked once the kernel is
+//! lowered and its thread indices are known (`check_copies`, which checks
+//! lowered text's copies too).
 //!
 //! Each copy announces its bytes on the "full" barrier just before it is
 //! issued, and the producer arrives once an iteration after its copies, so
@@ -99,7 +102,6 @@ pub(super) fn expand(
         return Err(refuse("every statement is in stage 0: there is nothing to consume the copies".into())
             .help("put the copies in stage 0 and the statements that read them in a later stage"));
     }
-    let threads = thread_vars(&l.body);
     // The copies, each as its bulk tensor copies under the copy's loops
     // bound to threads (they keep the block's threads; each copy is issued
     // once for the block all the same).
@@ -107,7 +109,7 @@ pub(super) fn expand(
     let mut tiles: Vec<Buffer> = Vec::new();
     for (s, _) in stmts.iter().zip(&stages).filter(|(_, st)| **st == 0) {
         let pinned = tirc_ir::subst::substitute_stmt(s, unit_loops);
-        let (boxes, bound, guard) = tma_boxes(&pinned, &threads, params).map_err(|why| {
+        let (boxes, bound, guard) = tma_boxes(&pinned, params).map_err(|why| {
             refuse(format!("{} is not a copy that bulk tensor copies can make: {why}", crate::common::pipeline::describe(s)))
                 .help("stage 0 holds the copies of whole tiles from a parameter into shared memory; pad the shapes (pad_einsum) where the tiles do not divide them")
         })?;
@@ -170,20 +172,6 @@ pub(super) fn expand(
     Ok(Stmt::For(Box::new(out)))
 }
 
-/// The variables of the loops bound to thread indices in `s` and around it
-/// (those of `s` only: the loop's own thread loops are inside it).
-fn thread_vars(s: &Stmt) -> Vec<Var> {
-    let mut out = Vec::new();
-    s.walk(&mut |x| {
-        if let Stmt::For(l) = x {
-            if matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block) {
-                out.push(l.var.clone());
-            }
-        }
-    });
-    out
-}
-
 /// The terms of a sum, each with its sign.
 fn terms(e: &Expr, sign: bool, out: &mut Vec<(bool, Expr)>) {
     match e {
@@ -244,7 +232,7 @@ type Boxes = Vec<(Buffer, Vec<Expr>, Expr)>;
 /// The bulk tensor copies that make the copy nest `s`, the nest's loops
 /// bound to threads (bodies to be replaced), and the guard of the whole
 /// copy, if it has one.
-fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec<For>, Option<Expr>), String> {
+fn tma_boxes(s: &Stmt, params: &[Buffer]) -> Result<(Boxes, Vec<For>, Option<Expr>), String> {
     // The nest: loops of constant bounds down to one store, guards
     // anywhere in it.
     let mut loops: Vec<(Var, i64, i64)> = Vec::new();
@@ -317,20 +305,15 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
         let Some((o, i)) = split(e, &inner) else {
             return Err(format!("an index of `{}` mixes the copy's loops with the loops around it", src.name()));
         };
-        if vars_of(&o).iter().any(|v| threads.contains(v)) {
-            return Err("the tile's position depends on the thread, but one thread copies it for the block".into());
-        }
         outer.push(o);
         local.push(i);
     }
     // Guards: of the whole copy, or the source's bounds (zero-filled).
     let mut whole: Vec<Expr> = Vec::new();
     for g in guards {
-        let vs = vars_of(&g);
-        if !vs.iter().any(|v| inner.contains(v)) {
-            if vs.iter().any(|v| threads.contains(v)) {
-                return Err("it is guarded by a test of the thread, but one thread copies it for the block".into());
-            }
+        // (A test or position that depends on the thread is refused once
+        // lowered, where the threads are known: `check_copies`.)
+        if !vars_of(&g).iter().any(|v| inner.contains(v)) {
             whole.push(g);
             continue;
         }
@@ -475,22 +458,33 @@ fn tma_boxes(s: &Stmt, threads: &[Var], params: &[Buffer]) -> Result<(Boxes, Vec
 /// tile, on a target that has them; and the producer's threads within the
 /// block's limit. The refusal points at the loop.
 pub fn check_copies(f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagnostic> {
-    fn go(
-        s: &Stmt,
-        within: Option<&For>,
-        f: &tirc_ir::PrimFunc,
-        target: &Target,
-        last: &mut Option<tirc_parser::ast::Span>,
-    ) -> Result<(), Diagnostic> {
-        let within = match s {
-            Stmt::For(l) if tirc_ir::launch::warp_specialized(l).is_some() => Some(&**l),
-            _ => within,
-        };
+    /// Where a copy stands: its loop, the last span seen, the variables
+    /// whose values differ between threads (thread indices and `let`s of
+    /// them) and whether a test or a loop bound of one is around it.
+    struct At<'a> {
+        within: Option<&'a For>,
+        last: Option<tirc_parser::ast::Span>,
+        varying: Vec<tirc_ir::Var>,
+        under_varying: bool,
+    }
+    fn go<'a>(s: &'a Stmt, at_: &mut At<'a>, f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagnostic> {
+        let saved = (at_.within, at_.under_varying, at_.varying.len());
         if let Stmt::For(l) = s {
-            *last = l.span.or(*last);
+            at_.last = l.span.or(at_.last);
+            if tirc_ir::launch::warp_specialized(l).is_some() {
+                at_.within = Some(&**l);
+            }
         }
+        let mut uses_varying = false;
+        s.for_each_expr(|e| uses_varying |= at_.varying.iter().any(|v| e.uses(v)));
+        match s {
+            Stmt::If { .. } | Stmt::For(_) => at_.under_varying |= uses_varying,
+            Stmt::Let { var, .. } if uses_varying => at_.varying.push(var.clone()),
+            _ => {}
+        }
+        let (within, last) = (at_.within, at_.last);
         if let Stmt::Store { buffer, value: Expr::Call(Intrinsic::TmaLoad, args), .. } = s {
-            let at = |d: Diagnostic| d.or_at_ir(within.and_then(|l| l.span).or(*last), "this loop");
+            let at = |d: Diagnostic| d.or_at_ir(within.and_then(|l| l.span).or(last), "this loop");
             let Some(l) = within else {
                 return Err(at(Diagnostic::new(format!(
                     "a bulk tensor copy into `{}` outside a warp-specialized loop: only such a loop's producer issues them",
@@ -506,7 +500,14 @@ pub fn check_copies(f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagno
             }
             let rank = (args.len() - 1) / 3;
             let ints: Option<Vec<i64>> = args[1..1 + 2 * rank].iter().map(Expr::as_int).collect();
+            // (The copy's own loops bound to threads are around it too:
+            // only its coordinates and the tests around it count.)
+            let coords_vary = args[1 + 2 * rank..].iter().any(|e| at_.varying.iter().any(|v| e.uses(v)));
             let why = match (&args[0], ints) {
+                _ if at_.under_varying || coords_vary => Some(
+                    "its box or a test around it depends on the thread, but the producer's one thread issues it for the block"
+                        .to_string(),
+                ),
                 _ if buffer.scope() != Scope::Shared => {
                     Some(format!("it writes `{}`, which is not in shared memory", buffer.name()))
                 }
@@ -542,12 +543,16 @@ pub fn check_copies(f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagno
         let mut r = Ok(());
         s.for_each_child(|c| {
             if r.is_ok() {
-                r = go(c, within, f, target, last);
+                r = go(c, at_, f, target);
             }
         });
+        (at_.within, at_.under_varying) = (saved.0, saved.1);
+        at_.varying.truncate(saved.2);
         r
     }
-    go(&f.body, None, f, target, &mut None)?;
+    let (head, body) = f.body.launch_head();
+    let threads = head.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| (*v).clone()).collect();
+    go(body, &mut At { within: None, last: None, varying: threads, under_varying: false }, f, target)?;
     if let Some(l) = tirc_ir::launch::warp_specialized_loops(&f.body).first() {
         let producers = tirc_ir::launch::producer_threads(super::has_wgmma(&f.body));
         let threads = tirc_ir::launch::launch_config(f).threads_per_block() + producers;
