@@ -469,7 +469,17 @@ impl Printer {
             let end = self.expr(&(l.min.clone() + l.extent.clone()), 0);
             format!("{min}, {end}")
         };
+        // A virtual thread prints as TVM writes it (the annotation that
+        // marks it is tirc's: crate::stmt::VTHREAD).
+        let vthread = match (l.kind, l.annotations.first()) {
+            (ForKind::Unrolled, Some((k, crate::stmt::Attr::Str(axis)))) if k == crate::stmt::VTHREAD => Some(axis),
+            _ => None,
+        };
         let func = match l.kind {
+            _ if vthread.is_some() => {
+                let _ = write!(args, ", thread=\"{}\"", vthread.map_or("", |a| a.as_str()));
+                "thread_binding"
+            }
             ForKind::Serial => "serial",
             ForKind::Parallel => "parallel",
             ForKind::Vectorized => "vectorized",
@@ -479,8 +489,9 @@ impl Printer {
                 "thread_binding"
             }
         };
-        if !l.annotations.is_empty() {
-            let a = self.attr_dict(&l.annotations);
+        let rest = &l.annotations[vthread.is_some() as usize..];
+        if !rest.is_empty() {
+            let a = self.attr_dict(rest);
             let _ = write!(args, ", annotations={a}");
         }
         self.line(ind, &format!("for {n} in T.{func}({args}):"));

@@ -93,6 +93,19 @@ impl Attr {
 
 pub type Annotations = Vec<(String, Attr)>;
 
+/// The annotation that marks an unrolled loop as a virtual thread: its value
+/// is the axis as written (`"vthread.x"`). The parser and `bind` put it on a
+/// loop of `T.thread_binding(n, thread="vthread.x")`, the printer gives that
+/// form back, and `inject_virtual_thread` interleaves the loop's iterations
+/// and drops it. A pass that loses it leaves a plain unrolled loop, which
+/// computes the same.
+pub const VTHREAD: &str = "tirc.vthread";
+
+/// Whether `s` names a virtual thread axis (`vthread`, `vthread.x/y/z`).
+pub fn is_vthread_axis(s: &str) -> bool {
+    s == "vthread" || s.strip_prefix("vthread.").is_some_and(|d| matches!(d, "x" | "y" | "z"))
+}
+
 #[derive(Clone, Debug)]
 pub struct For {
     pub var: Var,
@@ -109,6 +122,11 @@ pub struct For {
 }
 
 impl For {
+    /// Whether this loop is a virtual thread (see [`VTHREAD`]).
+    pub fn is_vthread(&self) -> bool {
+        self.kind == ForKind::Unrolled && self.annotations.iter().any(|(k, _)| k == VTHREAD)
+    }
+
     /// This loop's header (variable, bounds, kind, annotations) around
     /// `body`: a copy of the loop that does not clone its body.
     pub fn with_body(&self, body: Stmt) -> For {

@@ -1055,6 +1055,7 @@ impl FuncResolver<'_> {
             };
             let mut ann = vec![];
             let mut tag: Option<&ast::Expr> = None;
+            let mut vthread: Option<String> = None;
             for a in args {
                 match a {
                     // TVM's positional form: `T.thread_binding(0, n, "threadIdx.x")`.
@@ -1076,10 +1077,14 @@ impl FuncResolver<'_> {
                 let Some(t) = tag else {
                     return Err(Diagnostic::at(iter.span, "T.thread_binding needs `thread=\"...\"`"));
                 };
-                // A virtual thread (`vthread.x`) runs as an unrolled loop
-                // inside each real thread, as TVM lowers it.
+                // A virtual thread (`vthread.x`) runs inside each real
+                // thread: an unrolled loop marked as one, whose iterations
+                // `inject_virtual_thread` interleaves, as TVM lowers it.
                 kind = match &t.kind {
-                    ExprKind::Str(s) if s == "vthread" || s.starts_with("vthread.") => ForKind::Unrolled,
+                    ExprKind::Str(s) if s == "vthread" || s.starts_with("vthread.") => {
+                        vthread = Some(s.clone());
+                        ForKind::Unrolled
+                    }
                     _ => ForKind::ThreadBinding(self.thread_tag(t)?),
                 };
             }
@@ -1100,6 +1105,10 @@ impl FuncResolver<'_> {
                 }
                 _ => return Err(Diagnostic::at(iter.span, format!("`{f}` takes an extent, or a start and a stop"))),
             };
+            if let Some(axis) = vthread {
+                ann.retain(|(k, _)| k != crate::stmt::VTHREAD);
+                ann.insert(0, (crate::stmt::VTHREAD.to_string(), crate::stmt::Attr::Str(axis)));
+            }
             loops.push((min, extent, kind, ann));
         }
         for (min, ext, _, _) in &loops {

@@ -3,8 +3,9 @@
 //!
 //! A virtual thread (`vthread`, `vthread.x/y/z`) is not a GPU axis: as in
 //! the function text (`T.thread_binding(.., thread="vthread.x")`), the loop
-//! is unrolled, its iterations interleaved in one thread, after the checks
-//! of `unroll`.
+//! is unrolled, after the checks of `unroll`, and marked as a virtual thread
+//! (`tirc_ir::stmt::VTHREAD`): `inject_virtual_thread` interleaves its
+//! iterations in one thread.
 //!
 //! Preconditions, checked in this order:
 //! 1. The thread axis is one of blockIdx.x/y/z, threadIdx.x/y/z.
@@ -39,8 +40,15 @@ use tirc_ir::structural_eq::same_expr;
 use tirc_ir::{For, ForKind, IterKind, Scope, Stmt, ThreadTag};
 
 pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
-    if thread == "vthread" || thread.starts_with("vthread.") && matches!(&thread[8..], "x" | "y" | "z") {
-        return super::loop_kind::unroll(sch, lp);
+    if tirc_ir::stmt::is_vthread_axis(thread) {
+        super::loop_kind::unroll(sch, lp)?;
+        sch.func.body = replace_loop(&sch.func.body, lp, |f| {
+            let mut f = f.clone();
+            f.annotations.retain(|(k, _)| k != tirc_ir::stmt::VTHREAD);
+            f.annotations.insert(0, (tirc_ir::stmt::VTHREAD.to_string(), tirc_ir::Attr::Str(thread.to_string())));
+            Ok(Stmt::For(Box::new(f)))
+        })?;
+        return Ok(());
     }
     // 1.
     let Some(tag) = ThreadTag::parse(thread) else {

@@ -328,7 +328,7 @@ fn move_to(
                 .filter(|(i, x)| {
                     *i > at
                         || (reg.buffer.scope() == Scope::Shared
-                            && matches!(x.kind, ForKind::ThreadBinding(t) if !t.is_block))
+                            && (matches!(x.kind, ForKind::ThreadBinding(t) if !t.is_block) || x.is_vthread()))
                 })
                 .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
                 .collect();

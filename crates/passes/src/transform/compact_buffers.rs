@@ -8,7 +8,7 @@
 //! this pass finds the innermost loop around all accesses (their lowest
 //! common ancestor), the region the accesses cover in one iteration of that
 //! loop — inner loops relaxed to their ranges and, for shared memory, loops
-//! bound to thread indices relaxed too, inside the allocation or around it,
+//! bound to thread indices (virtual threads too) relaxed, inside the allocation or around it,
 //! since the threads of a block share one copy — and shrinks each dimension with a constant extent to it,
 //! subtracting the region's start from every index, even where the region
 //! is as large as the buffer (TVM compacts a block's buffer this way, so a
@@ -211,7 +211,8 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
     if let Some(k) = acc[0].loops[..depth].iter().position(|l| across.contains(&l.var)) {
         depth = k;
     }
-    let thread_loop = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
+    // (A virtual thread is one of the block's threads here.)
+    let thread_loop = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block) || l.is_vthread();
     // The threads of a GPU block share one copy of a shared buffer, so loops
     // bound to thread indices are relaxed wherever they are, the ones around
     // the allocation included.

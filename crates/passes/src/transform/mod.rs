@@ -15,6 +15,7 @@ pub mod extract_launch;
 pub mod flatten_buffers;
 pub mod hoist_invariant_guards;
 pub mod inject_software_pipeline;
+pub mod inject_virtual_thread;
 pub mod insert_barriers;
 pub mod loop_partition;
 pub mod lower_blocks;
@@ -55,6 +56,7 @@ pub const PIPELINE: &[Pass] = &[
     Pass { name: "lower_init", run: |f, _| lower_init::run(f) },
     Pass { name: "lower_blocks", run: |f, _| lower_blocks::run(f) },
     Pass { name: "compact_buffers", run: |f, _| compact_buffers::run(f) },
+    Pass { name: "inject_virtual_thread", run: |f, _| inject_virtual_thread::run(f) },
     Pass { name: "zero_fill_tiles", run: |f, _| zero_fill_tiles::run(f) },
     Pass { name: "inject_software_pipeline", run: inject_software_pipeline::run },
     Pass { name: "flatten_buffers", run: |f, _| flatten_buffers::run(f) },
