@@ -64,9 +64,12 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
                         Some((ah * Expr::int(c), al * Expr::int(c)))
                     }
                 }
+                // Both divisions are monotonic in the dividend; each keeps
+                // its own rounding (a truncating one of a negative bound
+                // rounds up, where floor division rounds down).
                 BinOp::FloorDiv | BinOp::Div if b.as_int().is_some_and(|c| c > 0) => {
                     let c = Expr::int(b.as_int()?);
-                    Some((Expr::binary(BinOp::FloorDiv, al, c.clone()), Expr::binary(BinOp::FloorDiv, ah, c)))
+                    Some((Expr::binary(*op, al, c.clone()), Expr::binary(*op, ah, c)))
                 }
                 BinOp::FloorMod if b.as_int().is_some_and(|c| c > 0) => {
                     let c = b.as_int()?;

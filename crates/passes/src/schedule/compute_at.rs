@@ -328,7 +328,14 @@ fn move_to(
                 .filter(|(i, x)| {
                     *i > at
                         || (reg.buffer.scope() == Scope::Shared
-                            && (matches!(x.kind, ForKind::ThreadBinding(t) if !t.is_block) || x.is_vthread()))
+                            && (matches!(x.kind, ForKind::ThreadBinding(t) if !t.is_block)
+                                // A producer's copy inside a virtual
+                                // thread covers every virtual thread's
+                                // part, as TVM relaxes it: run once
+                                // (inject_virtual_thread) or again by
+                                // each (unrolled), it writes the same. A
+                                // consumer would add its part again.
+                                || (producer && x.is_vthread())))
                 })
                 .map(|(_, x)| (x.var.clone(), x.min.clone(), x.extent.clone()))
                 .collect();

@@ -35,9 +35,9 @@
 //! - The statements that depend on the variable run in a new order (each
 //!   for every virtual thread before the next), so the virtual threads must
 //!   not meet: every buffer declared outside that those statements write is
-//!   touched by them, in each virtual thread, inside a box that the next
-//!   virtual thread's box lies wholly past (the bounds of affine indices
-//!   with the loops inside relaxed).
+//!   touched by them, in each virtual thread, inside a box (the bounds of
+//!   the indices with the loops inside relaxed) that lies apart from every
+//!   other virtual thread's box in some dimension.
 //! - The body holds no barrier or asynchronous-copy group (none is placed
 //!   before `insert_barriers`; lowered text may hold them).
 //!
@@ -46,22 +46,30 @@
 
 use crate::bounds::relax;
 use tirc_ir::stmt::VTHREAD;
-use tirc_ir::subst::substitute_stmt;
+use tirc_ir::subst::{substitute, substitute_stmt};
 use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut func: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    func.body = visit(&func.body);
+    // The range of every loop of the function, for the comparisons of
+    // bounds that speak of the loops around a virtual thread.
+    let mut ranges = Vec::new();
+    func.body.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            ranges.push((f.var.clone(), f.min.clone(), f.extent.clone()));
+        }
+    });
+    func.body = visit(&func.body, &ranges);
     Ok(func)
 }
 
 /// Inner virtual threads first: an outer one then goes down through the
 /// unrolled loops they left.
-fn visit(s: &Stmt) -> Stmt {
-    match s.map_children(visit) {
+fn visit(s: &Stmt, ranges: &[(Var, Expr, Expr)]) -> Stmt {
+    match s.map_children(|c| visit(c, ranges)) {
         Stmt::For(l) if l.is_vthread() => {
             let mut plain = *l;
             plain.annotations.retain(|(k, _)| k != VTHREAD);
-            interleave(&plain).unwrap_or_else(|| Stmt::For(Box::new(plain)))
+            interleave(&plain, ranges).unwrap_or_else(|| Stmt::For(Box::new(plain)))
         }
         s => s,
     }
@@ -104,29 +112,37 @@ impl Vt<'_> {
         }
     }
 
-    /// The statements of `s` repeated for each virtual thread (with the
-    /// loops inside the virtual thread around each) and those run once.
-    fn parts<'s>(&self, s: &'s Stmt, loops: &mut Vec<&'s For>, out: &mut Parts<'s>) {
+    /// The statements of `s` repeated for each virtual thread and those
+    /// run once, each with the loops around it inside the virtual thread's
+    /// loop and its place.
+    fn parts<'s>(&self, s: &'s Stmt, at: &mut Place<'s>, out: &mut Parts<'s>) {
         if !self.depends(s) {
-            out.once.push(s);
+            out.once.push(Part { stmt: s, loops: at.loops.clone(), path: at.path.clone() });
             return;
         }
         if !self.descends(s) {
-            out.each.push((s, loops.clone()));
+            out.each.push(Part { stmt: s, loops: at.loops.clone(), path: at.path.clone() });
             return;
         }
         match s {
             Stmt::For(f) => {
-                loops.push(f);
-                self.parts(&f.body, loops, out);
-                loops.pop();
+                at.loops.push(f);
+                self.parts(&f.body, at, out);
+                at.loops.pop();
             }
-            Stmt::Allocate { body, .. } => self.parts(body, loops, out),
+            Stmt::Seq(items) => {
+                for (i, c) in items.iter().enumerate() {
+                    at.path.push((s as *const Stmt, i, at.loops.len()));
+                    self.parts(c, at, out);
+                    at.path.pop();
+                }
+            }
+            Stmt::Allocate { body, .. } => self.parts(body, at, out),
             Stmt::Let { var, body, .. } => {
                 out.lets.push(var.clone());
-                self.parts(body, loops, out)
+                self.parts(body, at, out)
             }
-            _ => s.for_each_child(|c| self.parts(c, loops, out)),
+            _ => s.for_each_child(|c| self.parts(c, at, out)),
         }
     }
 
@@ -141,25 +157,9 @@ impl Vt<'_> {
             return self.repeat(s, expanded);
         }
         match s {
-            Stmt::Seq(items) => {
-                // Consecutive statements repeated whole share one loop.
-                let mut out = Vec::new();
-                let mut run: Vec<Stmt> = Vec::new();
-                for c in items {
-                    if self.depends(c) && !self.descends(c) {
-                        run.push(c.clone());
-                        continue;
-                    }
-                    if !run.is_empty() {
-                        out.push(self.repeat(&Stmt::seq(std::mem::take(&mut run)), expanded));
-                    }
-                    out.push(self.build(c, expanded));
-                }
-                if !run.is_empty() {
-                    out.push(self.repeat(&Stmt::seq(run), expanded));
-                }
-                Stmt::seq(out)
-            }
+            // Each statement of a sequence keeps its place (a pipelined
+            // loop's stages are its statements).
+            Stmt::Seq(items) => Stmt::Seq(items.iter().map(|c| self.build(c, expanded)).collect()),
             Stmt::Allocate { buffer, body } => {
                 let n = self.l.extent.clone();
                 let wide = buffer.with(|b| b.shape.insert(0, n));
@@ -195,20 +195,35 @@ impl Vt<'_> {
     }
 }
 
+/// Where a statement is in the virtual thread's body: the loops around it
+/// (inside the virtual thread's loop) and, for each sequence on the way
+/// down, the sequence, the statement's index in it and how many of those
+/// loops are around the sequence.
+#[derive(Default)]
+struct Place<'s> {
+    loops: Vec<&'s For>,
+    path: Vec<(*const Stmt, usize, usize)>,
+}
+
+struct Part<'s> {
+    stmt: &'s Stmt,
+    loops: Vec<&'s For>,
+    path: Vec<(*const Stmt, usize, usize)>,
+}
+
 #[derive(Default)]
 struct Parts<'s> {
-    /// Repeated for each virtual thread, with the loops around them inside
-    /// the virtual thread's loop.
-    each: Vec<(&'s Stmt, Vec<&'s For>)>,
+    /// Repeated for each virtual thread.
+    each: Vec<Part<'s>>,
     /// Run once.
-    once: Vec<&'s Stmt>,
+    once: Vec<Part<'s>>,
     /// Variables bound by lets the loop goes down through.
     lets: Vec<Var>,
 }
 
 /// The loop `l` (a virtual thread, its mark dropped) interleaved, or `None`
 /// where the contract cannot be shown.
-fn interleave(l: &For) -> Option<Stmt> {
+fn interleave(l: &For, ranges: &[(Var, Expr, Expr)]) -> Option<Stmt> {
     l.extent.as_int()?;
     let mut private = Vec::new();
     let mut sync = false;
@@ -226,7 +241,7 @@ fn interleave(l: &For) -> Option<Stmt> {
     }
     let vt = Vt { l, private };
     let mut parts = Parts::default();
-    vt.parts(&l.body, &mut Vec::new(), &mut parts);
+    vt.parts(&l.body, &mut Place::default(), &mut parts);
     if parts.each.is_empty() {
         // Nothing depends on the virtual thread: every one does the same.
         return None;
@@ -236,7 +251,8 @@ fn interleave(l: &For) -> Option<Stmt> {
     // the buffers the statements run once read and write.
     let outside = |b: &Buffer| !vt.private.contains(b);
     let (mut once_reads, mut once_writes) = (Vec::<Buffer>::new(), Vec::<Buffer>::new());
-    for s in &parts.once {
+    for p in &parts.once {
+        let s = p.stmt;
         let mut wmma = false;
         s.walk(&mut |x| wmma |= matches!(x, Stmt::Wmma(_)));
         if wmma {
@@ -249,11 +265,12 @@ fn interleave(l: &For) -> Option<Stmt> {
             }
         });
     }
-    let mut each_writes: Vec<Buffer> = Vec::new();
-    for (s, _) in &parts.each {
-        s.for_each_access(&mut |b, _, store| {
-            if store && outside(b) && !each_writes.contains(b) {
-                each_writes.push(b.clone());
+    let (mut each_reads, mut each_writes) = (Vec::<Buffer>::new(), Vec::<Buffer>::new());
+    for p in &parts.each {
+        p.stmt.for_each_access(&mut |b, _, store| {
+            let list = if store { &mut each_writes } else { &mut each_reads };
+            if outside(b) && !list.contains(b) {
+                list.push(b.clone());
             }
         });
     }
@@ -267,6 +284,14 @@ fn interleave(l: &For) -> Option<Stmt> {
             return None;
         }
     }
+    // What the statements run once write, the others read after it, in
+    // the same pass over the body: run once, it is not written again for
+    // the next virtual thread, which must not need it to be.
+    for b in once_writes.iter().filter(|b| each_reads.contains(b)) {
+        if !written_before_read(&vt, &parts, b, ranges) {
+            return None;
+        }
+    }
     Some(vt.build(&l.body, &mut Vec::new()))
 }
 
@@ -276,10 +301,11 @@ fn apart(vt: &Vt, parts: &Parts, b: &Buffer) -> bool {
     let v = &vt.l.var;
     let mut boxes: Vec<Vec<(Expr, Expr)>> = Vec::new();
     let mut ok = true;
-    for (s, loops) in &parts.each {
+    for p in &parts.each {
+        let s = p.stmt;
         // The loops inside the statement too.
         let mut inner: Vec<(Var, Expr, Expr)> =
-            loops.iter().map(|f| (f.var.clone(), f.min.clone(), f.extent.clone())).collect();
+            p.loops.iter().map(|f| (f.var.clone(), f.min.clone(), f.extent.clone())).collect();
         let mut bound: Vec<Var> = parts.lets.clone();
         s.walk(&mut |x| match x {
             Stmt::For(f) => inner.push((f.var.clone(), f.min.clone(), f.extent.clone())),
@@ -323,9 +349,156 @@ fn apart(vt: &Vt, parts: &Parts, b: &Buffer) -> bool {
             }
         }
     }
-    let listed: Vec<(&Buffer, &[(Expr, Expr)])> = boxes.iter().map(|d| (b, d.as_slice())).collect();
-    crate::common::hazard::moves_apart(v, &listed, b, &hull)
+    // Each two virtual threads' boxes apart in some dimension (a fused
+    // pair of virtual threads, `v // 2` and `v % 2`, moves along one
+    // dimension or the other).
+    let (Some(lo), Some(n)) = (vt.l.min.as_int(), vt.l.extent.as_int()) else { return false };
+    if n > MAX_PAIRS_OF {
+        return false;
+    }
+    let at = |x: i64| -> Vec<(Expr, Expr)> {
+        let map = [(v.clone(), Expr::Int(x, v.dtype()))];
+        hull.iter().map(|(l, h)| (substitute(l, &map), substitute(h, &map))).collect()
+    };
+    let boxes: Vec<Vec<(Expr, Expr)>> = (lo..lo + n).map(at).collect();
+    (0..boxes.len()).all(|a| {
+        (a + 1..boxes.len()).all(|c| {
+            boxes[a].iter().zip(&boxes[c]).any(|((la, ha), (lc, hc))| {
+                diff(lc, ha).is_some_and(|x| x >= 1) || diff(la, hc).is_some_and(|x| x >= 1)
+            })
+        })
+    })
 }
+
+/// Whether every read of `b` (written by statements run once) by a
+/// statement repeated for each virtual thread reads what a statement run
+/// once wrote before it in the same iteration of the loops around both: a
+/// statement of the same sequence, earlier, under no condition, whose box
+/// (or that of several such, side by side) holds the read's box for every
+/// virtual thread. A read of a value left by an earlier iteration (a
+/// buffer filled after it is read, or for the next iteration) would find,
+/// interleaved, what the last virtual thread left, not its own.
+fn written_before_read(vt: &Vt, parts: &Parts, b: &Buffer, ranges: &[(Var, Expr, Expr)]) -> bool {
+    let an = crate::arith::Analyzer::new();
+    let diff = |a: &Expr, c: &Expr| an.simplify(&(a.clone() - c.clone())).as_int();
+    // `a <= c` wherever the loops are.
+    let le = |a: &Expr, c: &Expr| {
+        let d = an.simplify(&(c.clone() - a.clone()));
+        d.as_int().or_else(|| relax(&d, ranges).and_then(|(lo, _)| lo.as_int())).is_some_and(|x| x >= 0)
+    };
+    let range = |f: &For| (f.var.clone(), f.min.clone(), f.extent.clone());
+    let inner = |s: &Stmt, out: &mut Vec<(Var, Expr, Expr)>| {
+        s.walk(&mut |x| {
+            if let Stmt::For(f) = x {
+                out.push(range(f));
+            }
+        })
+    };
+    let index_ok = |e: &Expr| !e.has_load() && !parts.lets.iter().any(|w| e.uses(w));
+    for r in &parts.each {
+        let mut reads: Vec<&[Expr]> = Vec::new();
+        r.stmt.for_each_access(&mut |x, idx, store| {
+            if !store && x == b {
+                reads.push(idx);
+            }
+        });
+        if reads.is_empty() {
+            continue;
+        }
+        // The boxes the statements run once before it write, at each
+        // sequence on its way down.
+        let mut boxes: Vec<Vec<(Expr, Expr)>> = Vec::new();
+        for (k, &(seq, i, _)) in r.path.iter().enumerate() {
+            for w in parts.once.iter().filter(|w| {
+                w.path.len() == k + 1 && w.path[..k] == r.path[..k] && w.path[k].0 == seq && w.path[k].1 < i
+            }) {
+                let mut guarded = false;
+                w.stmt.walk(&mut |x| guarded |= matches!(x, Stmt::If { .. } | Stmt::Let { .. }));
+                if guarded {
+                    continue;
+                }
+                let mut relaxed = Vec::new();
+                inner(w.stmt, &mut relaxed);
+                w.stmt.for_each_access(&mut |x, idx, store| {
+                    if store && x == b && idx.iter().all(index_ok) {
+                        if let Some(d) = idx.iter().map(|e| relax(e, &relaxed)).collect::<Option<Vec<_>>>() {
+                            boxes.push(d);
+                        }
+                    }
+                });
+            }
+        }
+        let boxes = merge_adjacent(boxes, &diff);
+        // The read's box over the virtual thread, the statement's own loops
+        // and those between it and a sequence on its way down (any: a
+        // writer's box does not depend on the loops below its sequence, so
+        // a read held in it for each of their values is held in it).
+        for idx in reads {
+            if !idx.iter().all(index_ok) {
+                return false;
+            }
+            let covered = r.path.iter().any(|&(_, _, nloops)| {
+                let mut relaxed: Vec<(Var, Expr, Expr)> = r.loops[nloops..].iter().map(|f| range(f)).collect();
+                inner(r.stmt, &mut relaxed);
+                relaxed.push(range(vt.l));
+                let Some(rd) = idx.iter().map(|e| relax(e, &relaxed)).collect::<Option<Vec<_>>>() else { return false };
+                boxes.iter().any(|w| {
+                    w.len() == rd.len() && w.iter().zip(&rd).all(|((wl, wh), (rl, rh))| le(wl, rl) && le(rh, wh))
+                })
+            });
+            if !covered {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `boxes` with each two that differ in one dimension only, where they
+/// meet or touch, made one.
+fn merge_adjacent(
+    mut boxes: Vec<Vec<(Expr, Expr)>>,
+    diff: &dyn Fn(&Expr, &Expr) -> Option<i64>,
+) -> Vec<Vec<(Expr, Expr)>> {
+    loop {
+        let mut merged = None;
+        'find: for a in 0..boxes.len() {
+            for c in a + 1..boxes.len() {
+                let (x, y) = (&boxes[a], &boxes[c]);
+                if x.len() != y.len() {
+                    continue;
+                }
+                let differ: Vec<usize> = (0..x.len())
+                    .filter(|&d| diff(&x[d].0, &y[d].0) != Some(0) || diff(&x[d].1, &y[d].1) != Some(0))
+                    .collect();
+                let [d] = differ[..] else { continue };
+                // [lo, hi] of the two, if they meet or touch.
+                let (first, second) = match diff(&y[d].0, &x[d].0) {
+                    Some(k) if k >= 0 => (x, y),
+                    Some(_) => (y, x),
+                    None => continue,
+                };
+                if diff(&second[d].0, &first[d].1).is_some_and(|k| k <= 1) {
+                    let hi = match diff(&second[d].1, &first[d].1) {
+                        Some(k) if k >= 0 => second[d].1.clone(),
+                        Some(_) => first[d].1.clone(),
+                        None => continue,
+                    };
+                    let mut m = first.clone();
+                    m[d].1 = hi;
+                    merged = Some((a, c, m));
+                    break 'find;
+                }
+            }
+        }
+        let Some((a, c, m)) = merged else { return boxes };
+        boxes.remove(c);
+        boxes[a] = m;
+    }
+}
+
+/// The most virtual threads whose boxes are compared two by two.
+const MAX_PAIRS_OF: i64 = 256;
 
 /// `s` with each access of a buffer of `expanded` (old, new) made an
 /// access of the new one, `which` its first index.
