@@ -82,7 +82,10 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
                 _ => None,
             }
         }
-        Expr::Cast(_, x) => go(x, vars),
+        // A cast keeps the bounds where it cannot wrap: to a type as wide
+        // as the value's, or to 32 bits and more (indices). A narrower one
+        // (`int8` of -129 is 127) gives none.
+        Expr::Cast(t, x) if t.is_int() && (t.bytes() >= x.dtype().bytes() || t.bytes() >= 4) => go(x, vars),
         _ => None,
     }
 }

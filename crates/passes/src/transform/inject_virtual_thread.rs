@@ -65,6 +65,27 @@ pub fn run(mut func: PrimFunc) -> Result<PrimFunc, Diagnostic> {
 /// Inner virtual threads first: an outer one then goes down through the
 /// unrolled loops they left.
 fn visit(s: &Stmt, ranges: &[(Var, Expr, Expr)]) -> Stmt {
+    // A pipelined loop's stages are the statements of its body: a virtual
+    // thread that is one of them stays one (unrolled) where interleaving
+    // would make it several.
+    if let Stmt::For(f) = s {
+        if f.annotations.iter().any(|(k, _)| k == crate::common::pipeline::STAGE) {
+            let stage = |c: &Stmt| match (c, visit(c, ranges)) {
+                (Stmt::For(l), Stmt::Seq(v)) if l.is_vthread() && v.len() > 1 => {
+                    let mut plain = (**l).clone();
+                    plain.annotations.retain(|(k, _)| k != VTHREAD);
+                    plain.body = visit(&l.body, ranges);
+                    Stmt::For(Box::new(plain))
+                }
+                (_, r) => r,
+            };
+            let body = match &f.body {
+                Stmt::Seq(items) => Stmt::Seq(items.iter().map(stage).collect()),
+                b => stage(b),
+            };
+            return Stmt::For(Box::new(f.with_body(body)));
+        }
+    }
     match s.map_children(|c| visit(c, ranges)) {
         Stmt::For(l) if l.is_vthread() => {
             let mut plain = *l;
@@ -136,6 +157,16 @@ impl Vt<'_> {
                     self.parts(c, at, out);
                     at.path.pop();
                 }
+            }
+            // A branch is a place of its own (index past any statement's:
+            // what runs in it is no earlier statement of a sequence).
+            Stmt::If { then, orelse, .. } => {
+                at.path.push((s as *const Stmt, usize::MAX, at.loops.len()));
+                self.parts(then, at, out);
+                if let Some(e) = orelse {
+                    self.parts(e, at, out);
+                }
+                at.path.pop();
             }
             Stmt::Allocate { body, .. } => self.parts(body, at, out),
             Stmt::Let { var, body, .. } => {
@@ -412,8 +443,14 @@ fn written_before_read(vt: &Vt, parts: &Parts, b: &Buffer, ranges: &[(Var, Expr,
             for w in parts.once.iter().filter(|w| {
                 w.path.len() == k + 1 && w.path[..k] == r.path[..k] && w.path[k].0 == seq && w.path[k].1 < i
             }) {
+                // Under no condition: no test, and no loop that may run
+                // no iteration.
                 let mut guarded = false;
-                w.stmt.walk(&mut |x| guarded |= matches!(x, Stmt::If { .. } | Stmt::Let { .. }));
+                w.stmt.walk(&mut |x| match x {
+                    Stmt::If { .. } | Stmt::Let { .. } => guarded = true,
+                    Stmt::For(f) => guarded |= !le(&Expr::int(1), &f.extent),
+                    _ => {}
+                });
                 if guarded {
                     continue;
                 }
