@@ -72,6 +72,11 @@ pub struct PassFacts {
     /// `lower_blocks`, read by `compact_buffers`, which keeps their
     /// allocations outside those loops.
     pub carried: Vec<(crate::buffer::BufferId, Vec<crate::expr::Var>)>,
+    /// `lower_blocks` lowered blocks of the text, and `carried` lists what
+    /// they carry. Where not (lowered text, whose allocations are where the
+    /// text put them and whose buffers no block describes),
+    /// `compact_buffers` finds the buffers that carry values itself.
+    pub from_blocks: bool,
 }
 
 impl PrimFunc {

@@ -44,7 +44,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
     });
     for b in allocs {
-        f.body = compact(&f.body, &b, &f.facts.carried);
+        f.body = compact(&f.body, &b, &f.facts.carried, !f.facts.from_blocks);
     }
     Ok(f)
 }
@@ -191,7 +191,7 @@ fn find_allocation(s: &Stmt, b: &Buffer, loops: &mut Vec<For>) -> Option<(Stmt, 
     }
 }
 
-fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -> Stmt {
+fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)], lowered_text: bool) -> Stmt {
     let Some((body, outer)) = find_allocation(root, b, &mut Vec::new()) else { return root.clone() };
     let mut acc = Vec::new();
     collect(&body, b, &mut Context::default(), &mut acc);
@@ -210,6 +210,18 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)]) -
     let across: &[Var] = carried.iter().find(|(id, _)| *id == b.id()).map_or(&[], |(_, l)| l.as_slice());
     if let Some(k) = acc[0].loops[..depth].iter().position(|l| across.contains(&l.var)) {
         depth = k;
+    }
+    // Lowered text has no blocks to say so: a local buffer declared above a
+    // loop of its thread whose iterations may read what an earlier one
+    // wrote stays above it.
+    if lowered_text && b.scope() == Scope::Local {
+        let ranges = loop_ranges(root);
+        if let Some(k) = acc[0].loops[..depth]
+            .iter()
+            .position(|l| !matches!(l.kind, ForKind::ThreadBinding(_)) && carries(&l.body, b, &ranges))
+        {
+            depth = k;
+        }
     }
     // (A virtual thread is one of the block's threads here.)
     let thread_loop = |l: &For| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block) || l.is_vthread();
@@ -338,4 +350,128 @@ fn retarget_stores(s: &Stmt, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) ->
         }
         s => s,
     }
+}
+
+/// The range of every loop in `s`.
+fn loop_ranges(s: &Stmt) -> Vec<Relaxed> {
+    let mut out = Vec::new();
+    s.walk(&mut |x| {
+        if let Stmt::For(f) = x {
+            out.push((f.var.clone(), f.min.clone(), f.extent.clone()));
+        }
+    });
+    out
+}
+
+/// Whether an iteration of a loop whose body is `body` may read an element
+/// of `b` that it has not written before (in program order, by a store
+/// under no test, in loops that run at least once): a value left by an
+/// earlier iteration. Any read it cannot show covered counts.
+fn carries(body: &Stmt, b: &Buffer, ranges: &[Relaxed]) -> bool {
+    let an = crate::arith::Analyzer::new();
+    let le = |x: &Expr, y: &Expr| {
+        let d = an.simplify(&(y.clone() - x.clone()));
+        d.as_int().or_else(|| crate::bounds::relax(&d, ranges).and_then(|(lo, _)| lo.as_int())).is_some_and(|v| v >= 0)
+    };
+    let mut covered: Vec<Vec<(Expr, Expr)>> = Vec::new();
+    !reads_covered(body, b, &mut covered, &le)
+}
+
+/// Walks `s` in program order: `false` at a read of `b` outside every box
+/// of `covered`, to which each store of `b` met adds its own.
+fn reads_covered(
+    s: &Stmt,
+    b: &Buffer,
+    covered: &mut Vec<Vec<(Expr, Expr)>>,
+    le: &dyn Fn(&Expr, &Expr) -> bool,
+) -> bool {
+    let inside = |idx: &[Expr], covered: &[Vec<(Expr, Expr)>]| {
+        covered.iter().any(|bx| bx.len() == idx.len() && bx.iter().zip(idx).all(|((lo, hi), i)| le(lo, i) && le(i, hi)))
+    };
+    let mut loads_ok = true;
+    s.for_each_expr(|e| {
+        e.walk(&mut |x| {
+            if let Expr::Load(lb, idx) = x {
+                loads_ok &= lb != b || inside(idx, covered);
+            }
+        })
+    });
+    if !loads_ok {
+        return false;
+    }
+    match s {
+        Stmt::Store { buffer, indices, .. } => {
+            if buffer == b {
+                covered.push(indices.iter().map(|i| (i.clone(), i.clone())).collect());
+            }
+            true
+        }
+        Stmt::Seq(items) => items.iter().all(|c| reads_covered(c, b, covered, le)),
+        Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => reads_covered(body, b, covered, le),
+        // What a branch writes may not be written: it covers nothing after.
+        Stmt::If { then, orelse, .. } => {
+            let ok = reads_covered(then, b, &mut covered.clone(), le);
+            ok && orelse.as_ref().is_none_or(|e| reads_covered(e, b, &mut covered.clone(), le))
+        }
+        // Inside, an iteration reads what it or the code before wrote; after
+        // a loop that runs, what its stores under no test wrote, over all
+        // its iterations.
+        Stmt::For(f) => {
+            if !reads_covered(&f.body, b, &mut covered.clone(), le) {
+                return false;
+            }
+            if le(&Expr::int(1), &f.extent) {
+                let mut loops = vec![(f.var.clone(), f.min.clone(), f.extent.clone())];
+                plain_stores(&f.body, b, &mut loops, le, covered);
+            }
+            true
+        }
+        Stmt::Wmma(w) => !w.tiles.iter().any(|t| &t.buffer == b),
+        Stmt::Let { .. } | Stmt::Block(_) => !s.uses_buffer(b),
+        _ => true,
+    }
+}
+
+/// Adds to `covered` the box of each store of `b` in `s` under no test,
+/// over `loops` (those around it inside the loop that ran) and the loops
+/// inside, where each of them runs at least once.
+fn plain_stores(
+    s: &Stmt,
+    b: &Buffer,
+    loops: &mut Vec<Relaxed>,
+    le: &dyn Fn(&Expr, &Expr) -> bool,
+    covered: &mut Vec<Vec<(Expr, Expr)>>,
+) {
+    match s {
+        Stmt::Store { buffer, indices, .. } if buffer == b => {
+            if let Some(bx) = indices.iter().map(|i| crate::bounds::relax(i, loops)).collect::<Option<Vec<_>>>() {
+                // A box, not a set of points, only where the store's index
+                // runs through every value of it: one loop variable with a
+                // unit step, the others fixed.
+                let dense = indices.iter().all(|i| {
+                    let vars: Vec<&Var> = loops.iter().map(|(v, _, _)| v).filter(|v| i.uses(v)).collect();
+                    vars.is_empty() || (vars.len() == 1 && step_one(i, vars[0]))
+                });
+                let distinct = loops.iter().all(|(v, _, _)| indices.iter().filter(|i| i.uses(v)).count() <= 1);
+                if dense && distinct {
+                    covered.push(bx);
+                }
+            }
+        }
+        Stmt::Seq(items) => items.iter().for_each(|c| plain_stores(c, b, loops, le, covered)),
+        Stmt::Allocate { body, .. } => plain_stores(body, b, loops, le, covered),
+        Stmt::For(f) if le(&Expr::int(1), &f.extent) => {
+            loops.push((f.var.clone(), f.min.clone(), f.extent.clone()));
+            plain_stores(&f.body, b, loops, le, covered);
+            loops.pop();
+        }
+        _ => {}
+    }
+}
+
+/// Whether `e` is `v` plus terms without `v`.
+fn step_one(e: &Expr, v: &Var) -> bool {
+    let an = crate::arith::Analyzer::new();
+    let next = tirc_ir::subst::substitute(e, &[(v.clone(), Expr::var(v) + Expr::int(1))]);
+    an.simplify(&(next - e.clone())).as_int() == Some(1)
 }
