@@ -218,7 +218,7 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)], l
         let ranges = loop_ranges(root);
         if let Some(k) = acc[0].loops[..depth]
             .iter()
-            .position(|l| !matches!(l.kind, ForKind::ThreadBinding(_)) && carries(&l.body, b, &ranges))
+            .position(|l| !matches!(l.kind, ForKind::ThreadBinding(_)) && carries(l, b, &ranges))
         {
             depth = k;
         }
@@ -363,18 +363,27 @@ fn loop_ranges(s: &Stmt) -> Vec<Relaxed> {
     out
 }
 
-/// Whether an iteration of a loop whose body is `body` may read an element
-/// of `b` that it has not written before (in program order, by a store
-/// under no test, in loops that run at least once): a value left by an
-/// earlier iteration. Any read it cannot show covered counts.
-fn carries(body: &Stmt, b: &Buffer, ranges: &[Relaxed]) -> bool {
+/// Whether an iteration of loop `l` may read an element of `b` that it has
+/// not written before (in program order, in loops that run at least once):
+/// a value left by an earlier iteration. Any read it cannot show covered
+/// counts. A store under a test that does not depend on `l` (nor on
+/// memory) counts with its whole box: the test of a tile's edge leaves the
+/// same elements unwritten in every iteration, and they are read, if at
+/// all, for results the same test throws away. (That is a trust, not a
+/// proof: a text that writes part of a box at each iteration under a test
+/// of its own loops and reads the rest is taken as not carrying, as every
+/// text was before.) A test on `l` (`if k == 0:` around an accumulator's
+/// init) makes its stores count for nothing.
+fn carries(l: &For, b: &Buffer, ranges: &[Relaxed]) -> bool {
+    let body = &l.body;
     let an = crate::arith::Analyzer::new();
     let le = |x: &Expr, y: &Expr| {
         let d = an.simplify(&(y.clone() - x.clone()));
         d.as_int().or_else(|| crate::bounds::relax(&d, ranges).and_then(|(lo, _)| lo.as_int())).is_some_and(|v| v >= 0)
     };
     let mut covered: Vec<Vec<(Expr, Expr)>> = Vec::new();
-    !reads_covered(body, b, &mut covered, &le)
+    let steady = |c: &Expr| !c.uses(&l.var) && !c.has_load();
+    !reads_covered(body, b, &mut covered, &le, &steady)
 }
 
 /// Walks `s` in program order: `false` at a read of `b` outside every box
@@ -384,6 +393,7 @@ fn reads_covered(
     b: &Buffer,
     covered: &mut Vec<Vec<(Expr, Expr)>>,
     le: &dyn Fn(&Expr, &Expr) -> bool,
+    steady: &dyn Fn(&Expr) -> bool,
 ) -> bool {
     let inside = |idx: &[Expr], covered: &[Vec<(Expr, Expr)>]| {
         covered.iter().any(|bx| bx.len() == idx.len() && bx.iter().zip(idx).all(|((lo, hi), i)| le(lo, i) && le(i, hi)))
@@ -406,23 +416,28 @@ fn reads_covered(
             }
             true
         }
-        Stmt::Seq(items) => items.iter().all(|c| reads_covered(c, b, covered, le)),
-        Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => reads_covered(body, b, covered, le),
-        // What a branch writes may not be written: it covers nothing after.
+        Stmt::Seq(items) => items.iter().all(|c| reads_covered(c, b, covered, le, steady)),
+        Stmt::Allocate { body, .. } | Stmt::Launch { body, .. } => reads_covered(body, b, covered, le, steady),
+        // What a branch writes may not be written: under a test on the
+        // loop, it covers nothing after the branch.
+        Stmt::If { cond, then, orelse } if steady(cond) => {
+            reads_covered(then, b, covered, le, steady)
+                && orelse.as_ref().is_none_or(|e| reads_covered(e, b, covered, le, steady))
+        }
         Stmt::If { then, orelse, .. } => {
-            let ok = reads_covered(then, b, &mut covered.clone(), le);
-            ok && orelse.as_ref().is_none_or(|e| reads_covered(e, b, &mut covered.clone(), le))
+            let ok = reads_covered(then, b, &mut covered.clone(), le, steady);
+            ok && orelse.as_ref().is_none_or(|e| reads_covered(e, b, &mut covered.clone(), le, steady))
         }
         // Inside, an iteration reads what it or the code before wrote; after
         // a loop that runs, what its stores under no test wrote, over all
         // its iterations.
         Stmt::For(f) => {
-            if !reads_covered(&f.body, b, &mut covered.clone(), le) {
+            if !reads_covered(&f.body, b, &mut covered.clone(), le, steady) {
                 return false;
             }
             if le(&Expr::int(1), &f.extent) {
                 let mut loops = vec![(f.var.clone(), f.min.clone(), f.extent.clone())];
-                plain_stores(&f.body, b, &mut loops, le, covered);
+                plain_stores(&f.body, b, &mut loops, le, steady, covered);
             }
             true
         }
@@ -432,14 +447,15 @@ fn reads_covered(
     }
 }
 
-/// Adds to `covered` the box of each store of `b` in `s` under no test,
-/// over `loops` (those around it inside the loop that ran) and the loops
+/// Adds to `covered` the box of each store of `b` in `s` under no test
+/// that `steady` refuses, over `loops` (those around it inside the loop that ran) and the loops
 /// inside, where each of them runs at least once.
 fn plain_stores(
     s: &Stmt,
     b: &Buffer,
     loops: &mut Vec<Relaxed>,
     le: &dyn Fn(&Expr, &Expr) -> bool,
+    steady: &dyn Fn(&Expr) -> bool,
     covered: &mut Vec<Vec<(Expr, Expr)>>,
 ) {
     match s {
@@ -448,8 +464,11 @@ fn plain_stores(
                 // A box, not a set of points, only where the store's index
                 // runs through every value of it: one loop variable with a
                 // unit step, the others fixed.
+                // (A loop of one iteration counts as no loop.)
+                let runs = |e: &Expr| e.as_int() != Some(1);
                 let dense = indices.iter().all(|i| {
-                    let vars: Vec<&Var> = loops.iter().map(|(v, _, _)| v).filter(|v| i.uses(v)).collect();
+                    let vars: Vec<&Var> =
+                        loops.iter().filter(|(v, _, e)| i.uses(v) && runs(e)).map(|(v, _, _)| v).collect();
                     vars.is_empty() || (vars.len() == 1 && step_one(i, vars[0]))
                 });
                 let distinct = loops.iter().all(|(v, _, _)| indices.iter().filter(|i| i.uses(v)).count() <= 1);
@@ -458,11 +477,17 @@ fn plain_stores(
                 }
             }
         }
-        Stmt::Seq(items) => items.iter().for_each(|c| plain_stores(c, b, loops, le, covered)),
-        Stmt::Allocate { body, .. } => plain_stores(body, b, loops, le, covered),
+        Stmt::Seq(items) => items.iter().for_each(|c| plain_stores(c, b, loops, le, steady, covered)),
+        Stmt::Allocate { body, .. } => plain_stores(body, b, loops, le, steady, covered),
+        Stmt::If { cond, then, orelse } if steady(cond) => {
+            plain_stores(then, b, loops, le, steady, covered);
+            if let Some(e) = orelse {
+                plain_stores(e, b, loops, le, steady, covered);
+            }
+        }
         Stmt::For(f) if le(&Expr::int(1), &f.extent) => {
             loops.push((f.var.clone(), f.min.clone(), f.extent.clone()));
-            plain_stores(&f.body, b, loops, le, covered);
+            plain_stores(&f.body, b, loops, le, steady, covered);
             loops.pop();
         }
         _ => {}

@@ -43,6 +43,10 @@
 //! A copy is rewritten only where an update drops a conjunct thanks to it.
 //!
 //! Only a bound on a run-time extent (`K` a size variable) is dropped.
+//! Inside a virtual thread, a copy whose tile every reader reads so is
+//! filled with zeros even where no test is dropped: the copy then has no
+//! test, and `inject_virtual_thread` can run it once for every virtual
+//! thread (the updates keep their tests, so the zeros are never used).
 //! Against a constant extent, `loop_partition` and the CUDA compiler already
 //! run the partial tile's iterations, and only those, with no test (7 of 32
 //! at K = 999); filling zeros would run all 32, and measured 4-7% slower
@@ -58,7 +62,13 @@ use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, St
 const MAX_COPY_ITERATIONS: i64 = 1 << 18;
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
-    let mut cx = Context { an: Analyzer::new(), stores: HashMap::new(), loads: HashMap::new(), threads: Vec::new() };
+    let mut cx = Context {
+        an: Analyzer::new(),
+        stores: HashMap::new(),
+        loads: HashMap::new(),
+        threads: Vec::new(),
+        vthreads: 0,
+    };
     cx.an.bind_sizes(&f.sizes);
     f.body.walk(&mut |s| {
         match s {
@@ -88,6 +98,8 @@ struct Context {
     stores: HashMap<usize, usize>,
     loads: HashMap<usize, usize>,
     threads: Vec<Var>,
+    /// How many virtual-thread loops are around the point of the walk.
+    vthreads: usize,
 }
 
 /// A tile that a copy fills, zeros past the edge of its source.
@@ -107,7 +119,9 @@ fn walk(s: &Stmt, cx: &mut Context) -> Stmt {
             if thread {
                 cx.threads.push(l.var.clone());
             }
+            cx.vthreads += l.is_vthread() as usize;
             let body = walk(&l.body, cx);
+            cx.vthreads -= l.is_vthread() as usize;
             if thread {
                 cx.threads.pop();
             }
@@ -147,8 +161,13 @@ fn sequence(v: &[Stmt], cx: &mut Context) -> Stmt {
         .map(|(s, n)| copy_target(s).is_some_and(|b| cx.loads.get(&b.key()) == Some(n)))
         .collect();
     let (mut out, used, _) = scan(&out, &eligible, cx);
-    for (s, used) in out.iter_mut().zip(used) {
-        if used {
+    // Inside a virtual thread, every tile that may be is filled: a copy
+    // with no test is one `inject_virtual_thread` can run once for all of
+    // them (a tested one leaves elements that one virtual thread may find
+    // as another left them).
+    let vthread = cx.vthreads > 0;
+    for ((s, used), eligible) in out.iter_mut().zip(used).zip(eligible) {
+        if used || vthread && eligible && copy_tile(s, cx).is_some() {
             *s = zero_fill(s);
         }
     }
