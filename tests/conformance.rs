@@ -180,3 +180,24 @@ def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
         );
     }
 }
+
+/// A tensorized function printed as text and run again: its tensor-core
+/// operations are a warp's, which the reference (one thread an element)
+/// cannot run. The check says so, instead of failing inside the reference
+/// with an internal error.
+#[test]
+fn tensorized_text_has_no_reference_and_says_so() {
+    let src = std::fs::read_to_string("ir-examples/hgemm.tir").expect("ir-examples/hgemm.tir");
+    let req = Request {
+        schedule: Some("wmma".into()),
+        defines: vec![("M".into(), 64), ("N".into(), 64), ("K".into(), 64)],
+        params: vec![("BM".into(), "32".into()), ("BN".into(), "32".into()), ("BK".into(), "32".into())],
+        ..Request::default()
+    };
+    let c = tirc::compile::compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let text = tirc_ir::printer::print_func(&c.scheduled);
+    let again = tirc::compile::compile(&text, &Request::default()).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let kernels: Vec<_> = again.kernels.iter().map(|k| k.lowered.clone()).collect();
+    let why = sim_check_kernels(&again.original, &kernels, &again.intermediates, 1).err().unwrap_or_default();
+    assert!(why.contains("tensor-core operations") && tirc::measure::is_nothing_to_check(&why), "{why}");
+}

@@ -28,6 +28,21 @@ pub struct Plan {
 const THREADS: i64 = 256;
 
 pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
+    // A tensor-core operation is a warp's: the reference's one thread per
+    // element cannot run it (a tensorized function printed as text).
+    let mut warp_op = None;
+    f.body.walk(&mut |s| {
+        if let Stmt::Wmma(w) = s {
+            warp_op.get_or_insert(w.op.name());
+        }
+    });
+    if let Some(op) = warp_op {
+        return Err(Diagnostic::new(format!(
+            "the function as written runs tensor-core operations ({op}), which the reference (one thread an \
+             element) cannot run: nothing to check"
+        ))
+        .help("check the schedule that made it instead (tirc run FILE -s SCHEDULE), whose reference is the unscheduled function"));
+    }
     let f = if f64 { to_f64(f) } else { f.clone() };
     let f = sequential(&f);
     let (allocs, body) = match &f.body {

@@ -167,10 +167,16 @@ impl Compiled {
         }
         // A loop of the function that runs no time at these sizes (`range(n
         // - 1)` at n = 1), as `--specialize` refuses it, named with them.
+        // Lowered text (no block) is code tirc made: its peeled and
+        // pipelined loops run no iteration at some sizes by design.
         let bind: Vec<(Var, tirc_ir::Expr)> =
             values.iter().map(|(v, x)| (v.clone(), tirc_ir::Expr::Int(*x, v.dtype()))).collect();
         let mut empty = None;
+        let lowered_text = self.original.body.blocks().iter().all(|r| r.block.name == "root");
         self.original.body.walk(&mut |s| {
+            if lowered_text {
+                return;
+            }
             if let tirc_ir::Stmt::For(l) = s {
                 let n = tirc_ir::expr::fold_constants(&tirc_ir::subst::substitute(&l.extent, &bind));
                 if let Some(x) = n.as_int().filter(|x| *x < 1 && empty.is_none()) {
