@@ -199,5 +199,5 @@ fn tensorized_text_has_no_reference_and_says_so() {
     let again = tirc::compile::compile(&text, &Request::default()).unwrap_or_else(|e| panic!("{}", e[0].message));
     let kernels: Vec<_> = again.kernels.iter().map(|k| k.lowered.clone()).collect();
     let why = sim_check_kernels(&again.original, &kernels, &again.intermediates, 1).err().unwrap_or_default();
-    assert!(why.contains("tensor-core operations") && tirc::measure::is_nothing_to_check(&why), "{why}");
+    assert!(why.contains("warp-wide operations") && tirc::measure::is_nothing_to_check(&why), "{why}");
 }

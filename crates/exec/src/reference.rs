@@ -28,17 +28,23 @@ pub struct Plan {
 const THREADS: i64 = 256;
 
 pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
-    // A tensor-core operation is a warp's: the reference's one thread per
-    // element cannot run it (a tensorized function printed as text).
+    // A tensor-core operation is a warp's, and a bulk tensor copy a
+    // producer's in a warp-specialized loop: the reference's one thread per
+    // element cannot run them (a tensorized or lowered function printed as
+    // text).
     let mut warp_op = None;
-    f.body.walk(&mut |s| {
-        if let Stmt::Wmma(w) = s {
+    f.body.walk(&mut |s| match s {
+        Stmt::Wmma(w) => {
             warp_op.get_or_insert(w.op.name());
         }
+        Stmt::Store { value: Expr::Call(tirc_ir::Intrinsic::TmaLoad, _), .. } => {
+            warp_op.get_or_insert("T.tma_load");
+        }
+        _ => {}
     });
     if let Some(op) = warp_op {
         return Err(Diagnostic::new(format!(
-            "the function as written runs tensor-core operations ({op}), which the reference (one thread an \
+            "the function as written runs warp-wide operations ({op}), which the reference (one thread an \
              element) cannot run: nothing to check"
         ))
         .help("check the schedule that made it instead (tirc run FILE -s SCHEDULE), whose reference is the unscheduled function"));

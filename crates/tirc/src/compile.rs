@@ -533,8 +533,13 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
                     [] => return Err(Diagnostic::new("the file defines no prim_func")),
                     fs => {
                         let names: Vec<&str> = fs.iter().map(|f| f.name.as_str()).collect();
+                        let how = if module.schedules.is_empty() {
+                            "name one with --func"
+                        } else {
+                            "name a schedule with --schedule, or a prim_func with --func"
+                        };
                         return Err(Diagnostic::new(format!(
-                            "the file defines several prim_funcs ({}); name a schedule with --schedule",
+                            "the file defines several prim_funcs ({}); {how}",
                             names.join(", ")
                         )));
                     }

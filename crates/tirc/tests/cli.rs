@@ -681,3 +681,24 @@ fn tvm_0_27_symbolic_buffer_parameters_run() {
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stderr(&o).contains("`n` is a size known only at run time"), "{}", stderr(&o));
 }
+
+/// A file of several prim_funcs and no schedule (a function of several
+/// kernels printed as text is one): `run` asks for `--func`, the option
+/// that picks one, not `--schedule`, which has nothing to name.
+#[test]
+fn several_functions_without_schedules_ask_for_func() {
+    let dir = std::env::temp_dir().join(format!("tirc_two_funcs_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("two.tir");
+    let f = |name: &str| {
+        format!(
+            "@T.prim_func\ndef {name}(A: T.Buffer((4,), \"float32\")):\n    for i in range(4):\n        with T.block(\"B\"):\n            vi = T.axis.spatial(4, i)\n            A[vi] = T.float32(1)\n"
+        )
+    };
+    std::fs::write(&file, f("first") + "\n" + &f("second")).expect("write");
+    let o = tirc(&["run", file.to_str().unwrap_or_default(), "--target", "sim"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("name one with") && stderr(&o).contains("--func"), "{}", stderr(&o));
+    let o = tirc(&["run", file.to_str().unwrap_or_default(), "--func", "second", "--target", "sim"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+}
