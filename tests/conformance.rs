@@ -200,4 +200,12 @@ fn tensorized_text_has_no_reference_and_says_so() {
     let kernels: Vec<_> = again.kernels.iter().map(|k| k.lowered.clone()).collect();
     let why = sim_check_kernels(&again.original, &kernels, &again.intermediates, 1).err().unwrap_or_default();
     assert!(why.contains("warp-wide operations") && tirc::measure::is_nothing_to_check(&why), "{why}");
+    // Lowered text, its threads launched, is its own reference, run in
+    // the simulator's lockstep: it checks.
+    let lowered = c.lowered_text();
+    let again = tirc::compile::compile(&lowered, &Request::default()).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let kernels: Vec<_> = again.kernels.iter().map(|k| k.lowered.clone()).collect();
+    if let Err(e) = sim_check_kernels(&again.original, &kernels, &again.intermediates, 1) {
+        panic!("the lowered text does not check: {e}");
+    }
 }

@@ -32,8 +32,13 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
     // producer's in a warp-specialized loop: the reference's one thread per
     // element cannot run them (a tensorized or lowered function printed as
     // text).
+    // (Launched code is its own reference, run in the simulator's
+    // lockstep: see `sequential`.)
     let mut warp_op = None;
+    let mut launched = false;
+    f.body.walk(&mut |s| launched |= matches!(s, Stmt::Launch { .. }));
     f.body.walk(&mut |s| match s {
+        _ if launched => {}
         Stmt::Wmma(w) => {
             warp_op.get_or_insert(w.op.name());
         }
