@@ -34,11 +34,9 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
     // text).
     // (Launched code is its own reference, run in the simulator's
     // lockstep: see `sequential`.)
-    let mut warp_op = None;
-    let mut launched = false;
-    f.body.walk(&mut |s| launched |= matches!(s, Stmt::Launch { .. }));
+    let (mut warp_op, mut launched) = (None, false);
     f.body.walk(&mut |s| match s {
-        _ if launched => {}
+        Stmt::Launch { .. } => launched = true,
         Stmt::Wmma(w) => {
             warp_op.get_or_insert(w.op.name());
         }
@@ -47,7 +45,7 @@ pub fn plan(f: &PrimFunc, f64: bool) -> Result<Plan, Diagnostic> {
         }
         _ => {}
     });
-    if let Some(op) = warp_op {
+    if let Some(op) = warp_op.filter(|_| !launched) {
         return Err(Diagnostic::new(format!(
             "the function as written runs warp-wide operations ({op}), which the reference (one thread an \
              element) cannot run: nothing to check"

@@ -80,6 +80,13 @@ pub struct PassFacts {
 }
 
 impl PrimFunc {
+    /// Whether the function is written without blocks (lowered text, as
+    /// `tirc lower` prints it): at most a root block around plain
+    /// statements.
+    pub fn is_lowered_text(&self) -> bool {
+        self.body.blocks().iter().all(|r| r.block.name == "root")
+    }
+
     /// This function with its run-time sizes replaced by the given values
     /// (sizes not given stay symbolic): every expression, buffer shape and
     /// block region. The kernel of a size-generic function run with these

@@ -90,6 +90,25 @@ fn go(e: &Expr, vars: &[Relaxed]) -> Option<(Expr, Expr)> {
     }
 }
 
+/// The range of every loop in `s` (each variable has one binder).
+pub fn loop_ranges(s: &tirc_ir::Stmt) -> Vec<Relaxed> {
+    let mut out = Vec::new();
+    s.walk(&mut |x| {
+        if let tirc_ir::Stmt::For(f) = x {
+            out.push((f.var.clone(), f.min.clone(), f.extent.clone()));
+        }
+    });
+    out
+}
+
+/// Whether `a <= b` wherever the variables of `ranges` are: their
+/// difference is a constant, or its least value over them is, and neither
+/// is negative.
+pub fn provably_le(an: &Analyzer, a: &Expr, b: &Expr, ranges: &[Relaxed]) -> bool {
+    let d = an.simplify(&(b.clone() - a.clone()));
+    d.as_int().or_else(|| relax(&d, ranges).and_then(|(lo, _)| lo.as_int())).is_some_and(|x| x >= 0)
+}
+
 /// A condition `p < c` or `p <= c`, `c` a constant: `p` and the largest
 /// value it allows.
 pub fn upper_bound(g: &Expr) -> Option<(&Expr, i64)> {

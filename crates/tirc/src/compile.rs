@@ -172,7 +172,7 @@ impl Compiled {
         let bind: Vec<(Var, tirc_ir::Expr)> =
             values.iter().map(|(v, x)| (v.clone(), tirc_ir::Expr::Int(*x, v.dtype()))).collect();
         let mut empty = None;
-        let lowered_text = self.original.body.blocks().iter().all(|r| r.block.name == "root");
+        let lowered_text = self.original.is_lowered_text();
         self.original.body.walk(&mut |s| {
             if lowered_text {
                 return;

@@ -257,3 +257,34 @@ pub fn run_block_iterations(
     }
     Some(())
 }
+
+/// `s` with every access of `b` (loads, stores, tensor-core tiles) made an
+/// access of `nb` at the indices `reindex` gives for the old ones: a
+/// buffer reshaped (compacted, given a dimension per virtual thread).
+pub fn reindex_buffer(s: &Stmt, b: &Buffer, nb: &Buffer, reindex: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Stmt {
+    fn expr(e: &Expr, b: &Buffer, nb: &Buffer, reindex: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
+        match e {
+            Expr::Load(lb, idx) if lb == b => {
+                let idx: Vec<Expr> = idx.iter().map(|i| expr(i, b, nb, reindex)).collect();
+                Expr::Load(nb.clone(), reindex(&idx))
+            }
+            _ => e.map_children(|c| expr(c, b, nb, reindex)),
+        }
+    }
+    fn stores(s: &Stmt, b: &Buffer, nb: &Buffer, reindex: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Stmt {
+        match s.map_children(|c| stores(c, b, nb, reindex)) {
+            Stmt::Store { buffer, indices, value } if &buffer == b => {
+                Stmt::Store { buffer: nb.clone(), indices: reindex(&indices), value }
+            }
+            Stmt::Wmma(mut w) => {
+                for t in w.tiles.iter_mut().filter(|t| &t.buffer == b) {
+                    t.buffer = nb.clone();
+                    t.indices = reindex(&t.indices);
+                }
+                Stmt::Wmma(w)
+            }
+            s => s,
+        }
+    }
+    stores(&s.map_exprs(&mut |e| expr(e, b, nb, reindex)), b, nb, reindex)
+}

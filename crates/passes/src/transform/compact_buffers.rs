@@ -215,7 +215,7 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)], l
     // loop of its thread whose iterations may read what an earlier one
     // wrote stays above it.
     if lowered_text && b.scope() == Scope::Local {
-        let ranges = loop_ranges(root);
+        let ranges = crate::bounds::loop_ranges(root);
         if let Some(k) = acc[0].loops[..depth]
             .iter()
             .position(|l| !matches!(l.kind, ForKind::ThreadBinding(_)) && carries(l, b, &ranges))
@@ -298,8 +298,7 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)], l
     let shift = |idx: &[Expr]| -> Vec<Expr> {
         idx.iter().zip(&offset).map(|(i, o)| an.simplify(&(i.clone() - o.clone()))).collect()
     };
-    let new_body = body.map_exprs(&mut |e| retarget(e, b, &nb, &shift));
-    let new_body = retarget_stores(&new_body, b, &nb, &shift);
+    let new_body = crate::common::tree::reindex_buffer(&body, b, &nb, &shift);
     // Shared memory stays allocated where it was, once per GPU block: a
     // tile reused by every iteration of a loop is one array on the GPU,
     // and a barrier must guard its reuse.
@@ -326,43 +325,6 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)], l
     }
 }
 
-fn retarget(e: &Expr, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Expr {
-    match e {
-        Expr::Load(lb, idx) if lb == b => {
-            let idx: Vec<Expr> = idx.iter().map(|i| retarget(i, b, nb, shift)).collect();
-            Expr::Load(nb.clone(), shift(&idx))
-        }
-        _ => e.map_children(|c| retarget(c, b, nb, shift)),
-    }
-}
-
-fn retarget_stores(s: &Stmt, b: &Buffer, nb: &Buffer, shift: &dyn Fn(&[Expr]) -> Vec<Expr>) -> Stmt {
-    match s.map_children(|c| retarget_stores(c, b, nb, shift)) {
-        Stmt::Store { buffer, indices, value } if &buffer == b => {
-            Stmt::Store { buffer: nb.clone(), indices: shift(&indices), value }
-        }
-        Stmt::Wmma(mut w) => {
-            for t in w.tiles.iter_mut().filter(|t| &t.buffer == b) {
-                t.buffer = nb.clone();
-                t.indices = shift(&t.indices);
-            }
-            Stmt::Wmma(w)
-        }
-        s => s,
-    }
-}
-
-/// The range of every loop in `s`.
-fn loop_ranges(s: &Stmt) -> Vec<Relaxed> {
-    let mut out = Vec::new();
-    s.walk(&mut |x| {
-        if let Stmt::For(f) = x {
-            out.push((f.var.clone(), f.min.clone(), f.extent.clone()));
-        }
-    });
-    out
-}
-
 /// Whether an iteration of loop `l` may read an element of `b` that it has
 /// not written before (in program order, in loops that run at least once):
 /// a value left by an earlier iteration. Any read it cannot show covered
@@ -377,10 +339,7 @@ fn loop_ranges(s: &Stmt) -> Vec<Relaxed> {
 fn carries(l: &For, b: &Buffer, ranges: &[Relaxed]) -> bool {
     let body = &l.body;
     let an = crate::arith::Analyzer::new();
-    let le = |x: &Expr, y: &Expr| {
-        let d = an.simplify(&(y.clone() - x.clone()));
-        d.as_int().or_else(|| crate::bounds::relax(&d, ranges).and_then(|(lo, _)| lo.as_int())).is_some_and(|v| v >= 0)
-    };
+    let le = |x: &Expr, y: &Expr| crate::bounds::provably_le(&an, x, y, ranges);
     let mut covered: Vec<Vec<(Expr, Expr)>> = Vec::new();
     let steady = |c: &Expr| !c.uses(&l.var) && !c.has_load();
     !reads_covered(body, b, &mut covered, &le, &steady)

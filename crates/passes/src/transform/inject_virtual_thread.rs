@@ -52,45 +52,35 @@ use tirc_ir::{Buffer, Diagnostic, Expr, For, ForKind, PrimFunc, Scope, Stmt, Var
 pub fn run(mut func: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     // The range of every loop of the function, for the comparisons of
     // bounds that speak of the loops around a virtual thread.
-    let mut ranges = Vec::new();
-    func.body.walk(&mut |s| {
-        if let Stmt::For(f) = s {
-            ranges.push((f.var.clone(), f.min.clone(), f.extent.clone()));
-        }
-    });
-    func.body = visit(&func.body, &ranges);
+    let ranges = crate::bounds::loop_ranges(&func.body);
+    func.body = visit(&func.body, &ranges, false);
     Ok(func)
 }
 
 /// Inner virtual threads first: an outer one then goes down through the
-/// unrolled loops they left.
-fn visit(s: &Stmt, ranges: &[(Var, Expr, Expr)]) -> Stmt {
-    // A pipelined loop's stages are the statements of its body: a virtual
-    // thread that is one of them stays one (unrolled) where interleaving
-    // would make it several.
-    if let Stmt::For(f) = s {
-        if f.annotations.iter().any(|(k, _)| k == crate::common::pipeline::STAGE) {
-            let stage = |c: &Stmt| match (c, visit(c, ranges)) {
-                (Stmt::For(l), Stmt::Seq(v)) if l.is_vthread() && v.len() > 1 => {
-                    let mut plain = (**l).clone();
-                    plain.annotations.retain(|(k, _)| k != VTHREAD);
-                    plain.body = visit(&l.body, ranges);
-                    Stmt::For(Box::new(plain))
-                }
-                (_, r) => r,
-            };
+/// unrolled loops they left. `stage`: `s` is a statement of a pipelined
+/// loop's body, one stage, and stays one statement (a virtual thread that
+/// interleaving would make several stays unrolled).
+fn visit(s: &Stmt, ranges: &[(Var, Expr, Expr)], stage: bool) -> Stmt {
+    let visited = match s {
+        Stmt::For(f) if f.annotations.iter().any(|(k, _)| k == crate::common::pipeline::STAGE) => {
             let body = match &f.body {
-                Stmt::Seq(items) => Stmt::Seq(items.iter().map(stage).collect()),
-                b => stage(b),
+                Stmt::Seq(items) => Stmt::Seq(items.iter().map(|c| visit(c, ranges, true)).collect()),
+                b => visit(b, ranges, true),
             };
-            return Stmt::For(Box::new(f.with_body(body)));
+            Stmt::For(Box::new(f.with_body(body)))
         }
-    }
-    match s.map_children(|c| visit(c, ranges)) {
+        _ => s.map_children(|c| visit(c, ranges, false)),
+    };
+    match visited {
         Stmt::For(l) if l.is_vthread() => {
             let mut plain = *l;
             plain.annotations.retain(|(k, _)| k != VTHREAD);
-            interleave(&plain, ranges).unwrap_or_else(|| Stmt::For(Box::new(plain)))
+            match interleave(&plain, ranges) {
+                Some(Stmt::Seq(v)) if stage && v.len() > 1 => Stmt::For(Box::new(plain)),
+                Some(r) => r,
+                None => Stmt::For(Box::new(plain)),
+            }
         }
         s => s,
     }
@@ -412,11 +402,7 @@ fn apart(vt: &Vt, parts: &Parts, b: &Buffer) -> bool {
 fn written_before_read(vt: &Vt, parts: &Parts, b: &Buffer, ranges: &[(Var, Expr, Expr)]) -> bool {
     let an = crate::arith::Analyzer::new();
     let diff = |a: &Expr, c: &Expr| an.simplify(&(a.clone() - c.clone())).as_int();
-    // `a <= c` wherever the loops are.
-    let le = |a: &Expr, c: &Expr| {
-        let d = an.simplify(&(c.clone() - a.clone()));
-        d.as_int().or_else(|| relax(&d, ranges).and_then(|(lo, _)| lo.as_int())).is_some_and(|x| x >= 0)
-    };
+    let le = |a: &Expr, c: &Expr| crate::bounds::provably_le(&an, a, c, ranges);
     let range = |f: &For| (f.var.clone(), f.min.clone(), f.extent.clone());
     let inner = |s: &Stmt, out: &mut Vec<(Var, Expr, Expr)>| {
         s.walk(&mut |x| {
@@ -540,28 +526,6 @@ const MAX_PAIRS_OF: i64 = 256;
 /// `s` with each access of a buffer of `expanded` (old, new) made an
 /// access of the new one, `which` its first index.
 fn prefix_accesses(s: &Stmt, expanded: &[(Buffer, Buffer)], which: &Expr) -> Stmt {
-    if expanded.is_empty() {
-        return s.clone();
-    }
-    fn expr(e: &Expr, expanded: &[(Buffer, Buffer)], which: &Expr) -> Expr {
-        let e = e.map_children(|c| expr(c, expanded, which));
-        match e {
-            Expr::Load(b, idx) => match expanded.iter().find(|(o, _)| *o == b) {
-                Some((_, n)) => Expr::Load(n.clone(), std::iter::once(which.clone()).chain(idx).collect()),
-                None => Expr::Load(b, idx),
-            },
-            e => e,
-        }
-    }
-    let s = s.map_exprs(&mut |e| expr(e, expanded, which));
-    s.rewrite(&mut |x| match x {
-        Stmt::Store { buffer, indices, value } => {
-            expanded.iter().find(|(o, _)| o == buffer).map(|(_, n)| Stmt::Store {
-                buffer: n.clone(),
-                indices: std::iter::once(which.clone()).chain(indices.iter().cloned()).collect(),
-                value: value.clone(),
-            })
-        }
-        _ => None,
-    })
+    let prefix = |idx: &[Expr]| std::iter::once(which.clone()).chain(idx.iter().cloned()).collect();
+    expanded.iter().fold(s.clone(), |s, (old, new)| crate::common::tree::reindex_buffer(&s, old, new, &prefix))
 }

@@ -30,9 +30,7 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
         }
     }
     f.facts.carried = carried(&f);
-    // (A root block around plain statements, as the reference wraps them,
-    // is no block of the text.)
-    f.facts.from_blocks = !f.body.blocks().iter().all(|r| r.block.name == "root" && r.block.body.blocks().is_empty());
+    f.facts.from_blocks = !f.is_lowered_text();
     f.body = lower(&f.body);
     if !aligned.is_empty() {
         f.body = replace_allocs(&replace_buffers_stmt(&f.body, &aligned), &aligned);
