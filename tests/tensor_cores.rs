@@ -2,7 +2,7 @@
 //! default test does not reach, on the simulator: sizes no tile divides
 //! (`PAD=1`: the product on zero-padded copies, four kernels), sizes only
 //! 16 divides, and the transposed-B form, each checked against the float64
-//! reference; and tf32's rounding.
+//! reference; tf32's rounding, and float32 split into tf32 parts.
 
 use tirc::compile::{compile, Request};
 use tirc_exec::data::HostData;
@@ -87,6 +87,53 @@ fn tf32_products_round_each_operand_to_nearest_ties_away() {
     assert!(out.iter().all(|&x| x == want), "C[0, 0] = {} where tf32 gives {want}", out[0]);
     // Its tolerance is float16's, not float32's.
     assert!(c.tolerance() > 1e-4, "tolerance {}", c.tolerance());
+}
+
+/// float32 split into two tf32 parts (`decompose_tf32x3`, sgemm.tir's
+/// `tf32x3`) keeps what one tf32 product loses: the same 1 + 2^-11 times
+/// ones gives C = K (1 + 2^-11) exactly, as float32 does, through wgmma's
+/// tf32 products; the check is at float32's tolerance, and cuBLAS's rival
+/// is SGEMM, not its TF32 math. At sizes no tile divides too (padded
+/// copies of the split operands and of C: six kernels).
+#[test]
+fn tf32x3_keeps_float32s_bits_through_tf32_products() {
+    let src = read(&root().join("ir-examples/sgemm.tir"));
+    let n = 64;
+    let req = |sizes: [i64; 3]| Request {
+        schedule: Some("tf32x3".into()),
+        defines: ["M", "N", "K"].iter().zip(sizes).map(|(d, v)| (d.to_string(), v)).collect(),
+        params: [("BM", "64"), ("BN", "64"), ("STAGES", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Request::default()
+    };
+    let c = compile(&src, &req([n, n, n])).unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(!c.uses_tf32());
+    assert_eq!(c.tolerance(), 1e-4);
+    let len = (n * n) as usize;
+    let mut args = vec![
+        HostData::F32(vec![1.0 + 2f32.powi(-11); len]),
+        HostData::F32(vec![1.0; len]),
+        HostData::F32(vec![0.0; len]),
+    ];
+    for b in &c.intermediates {
+        args.push(
+            HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize).unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    for k in &c.kernels {
+        run(&k.lowered, &mut args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let HostData::F32(out) = &args[2] else { panic!("C is float32") };
+    let want = n as f32 * (1.0 + 2f32.powi(-11));
+    assert!(out.iter().all(|&x| x == want), "C[0, 0] = {} where float32 gives {want}", out[0]);
+    let c = compile(&src, &req([100, 72, 40])).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(c.kernels.len(), 6);
+    let lowered: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+    let (e, tol) = tirc::verify::sim_check_kernels(&c.original, &lowered, &c.intermediates, 3)
+        .unwrap_or_else(|m| panic!("tf32x3 at 100x72x40: {m}"));
+    assert!(e.rel_err <= tol && tol == 1e-4 && e.non_finite == 0, "rel_err {:.3e} (tolerance {tol})", e.rel_err);
 }
 
 #[test]

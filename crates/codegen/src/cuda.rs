@@ -2400,6 +2400,15 @@ impl Gen {
                             format!("(1.0 / (1.0 + exp(-({x}))))")
                         });
                     }
+                    // The low 13 bits rounded off, ties away from zero, as
+                    // `cvt.rna.tf32.f32` (and the simulator) round; NaN and
+                    // infinities kept.
+                    Intrinsic::Tf32Round => {
+                        let x = self.expr(&args[0])?;
+                        return Ok(format!(
+                            "([](float x) {{ return isfinite(x) ? __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u) : x; }}({x}))"
+                        ));
+                    }
                     Intrinsic::Likely | Intrinsic::CpAsync => unreachable!("handled above"),
                     i => i.name(),
                 };

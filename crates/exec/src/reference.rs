@@ -291,7 +291,12 @@ fn expr(e: &Expr, rt: &mut dyn FnMut(&Buffer) -> Buffer, widen: bool) -> Expr {
         // A literal keeps the value of its type (`T.float16(1.0001)` is 1).
         Expr::Float(v, t) => Expr::Float(crate::sim::round_to(*t, *v), DType::F64),
         Expr::Call(
-            i @ (Intrinsic::Floor | Intrinsic::Ceil | Intrinsic::Round | Intrinsic::Trunc | Intrinsic::Nearbyint),
+            i @ (Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Round
+            | Intrinsic::Trunc
+            | Intrinsic::Nearbyint
+            | Intrinsic::Tf32Round),
             args,
         ) if args.len() == 1 => Expr::Call(*i, vec![held(&args[0], rt)]),
         Expr::Cast(t, a) if !t.is_float() && a.dtype().is_float() => Expr::Cast(*t, Box::new(held(a, rt))),

@@ -165,6 +165,12 @@ pub enum Intrinsic {
     Hypot,
     Copysign,
     Fmod,
+    /// `T.tf32_round(x)`: the float32 `x` rounded to the nearest tf32 value
+    /// (10 bits of mantissa, ties away from zero, as `cvt.rna.tf32.f32`),
+    /// still a float32. A tf32 tensor-core product of such values is exact;
+    /// `decompose_tf32x3` splits float32 operands into two of them. A tirc
+    /// intrinsic: TVM has none.
+    Tf32Round,
     /// `T.likely(cond)`: a hint that `cond` is usually true; its value is `cond`.
     Likely,
     /// `S[..] = T.cp_async(G[..])`: a copy from global to shared memory
@@ -185,7 +191,7 @@ pub enum Intrinsic {
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 38] = [
+    pub const ALL: [Intrinsic; 39] = [
         Intrinsic::Exp,
         Intrinsic::Log,
         Intrinsic::Sqrt,
@@ -221,6 +227,7 @@ impl Intrinsic {
         Intrinsic::Hypot,
         Intrinsic::Copysign,
         Intrinsic::Fmod,
+        Intrinsic::Tf32Round,
         Intrinsic::Likely,
         Intrinsic::CpAsync,
         Intrinsic::TmaLoad,
@@ -264,6 +271,7 @@ impl Intrinsic {
             Intrinsic::Hypot => "hypot",
             Intrinsic::Copysign => "copysign",
             Intrinsic::Fmod => "fmod",
+            Intrinsic::Tf32Round => "tf32_round",
             Intrinsic::Likely => "likely",
             Intrinsic::CpAsync => "cp_async",
             Intrinsic::TmaLoad => "tma_load",

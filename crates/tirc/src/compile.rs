@@ -76,13 +76,17 @@ impl Compiled {
     /// The relative error its result may have: the function's types, and
     /// what the kernels compute in (tf32 products).
     pub fn tolerance(&self) -> f64 {
-        let kernels = self.kernels.iter().map(|k| crate::verify::default_tolerance(&k.lowered));
-        kernels.fold(crate::verify::default_tolerance(&self.original), f64::max)
+        crate::verify::function_tolerance(&self.original, self.kernels.iter().map(|k| &k.lowered))
     }
 
     /// Whether a kernel multiplies float32 as tf32 (`mma_tf32*`): cuBLAS is
-    /// then compared with its TF32 math.
+    /// then compared with its TF32 math. Not where the function splits its
+    /// operands into tf32 parts for float32's accuracy (`decompose_tf32x3`):
+    /// its rival is SGEMM.
     pub fn uses_tf32(&self) -> bool {
+        if self.kernels.iter().any(|k| crate::verify::rounds_to_tf32(&k.lowered)) {
+            return false;
+        }
         let mut tf32 = false;
         for k in &self.kernels {
             k.lowered.body.walk(&mut |s| tf32 |= matches!(s, tirc_ir::Stmt::Wmma(w) if w.is_tf32()));

@@ -127,8 +127,35 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
 /// The relative error a result may have: by the narrowest float type the
 /// function computes in — its parameters, its intermediate buffers, its
 /// casts (an accumulation in it rounds at every step), and tf32 products
-/// (float16's 10 bits of mantissa).
+/// (float16's 10 bits of mantissa) unless the function rounds its own
+/// operands to tf32 (`decompose_tf32x3`).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
+    tolerance_of(f, rounds_to_tf32(f))
+}
+
+/// The tolerance of a function run as `kernels`: the loosest of theirs and
+/// the original's, where tf32 products count as exact if any of them
+/// rounds operands to tf32 (`decompose_tf32x3`'s split kernels, then its
+/// product kernel).
+pub fn function_tolerance<'a>(original: &PrimFunc, kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> f64 {
+    let exact = rounds_to_tf32(original) || kernels.clone().into_iter().any(rounds_to_tf32);
+    kernels.into_iter().map(|k| tolerance_of(k, exact)).fold(tolerance_of(original, exact), f64::max)
+}
+
+/// Whether a function rounds values to tf32 (`T.tf32_round`): its tf32
+/// products are then of exact tf32 values, split from float32 ones to keep
+/// float32's accuracy.
+pub fn rounds_to_tf32(f: &PrimFunc) -> bool {
+    let mut found = false;
+    f.body.walk(&mut |s| {
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| found |= matches!(x, tirc_ir::Expr::Call(tirc_ir::Intrinsic::Tf32Round, _)))
+        })
+    });
+    found
+}
+
+fn tolerance_of(f: &PrimFunc, tf32_exact: bool) -> f64 {
     let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();
     let mut accumulations = 0.0f64;
     f.body.walk(&mut |s| {
@@ -138,7 +165,7 @@ pub fn default_tolerance(f: &PrimFunc) -> f64 {
                 accumulations = accumulations.max(accumulation_error(&r.block));
             }
             Stmt::Allocate { buffer, .. } => types.push(buffer.dtype()),
-            Stmt::Wmma(w) if w.is_tf32() => types.push(tirc_ir::DType::F16),
+            Stmt::Wmma(w) if w.is_tf32() && !tf32_exact => types.push(tirc_ir::DType::F16),
             _ => {}
         }
         s.for_each_expr(|e| {
@@ -311,7 +338,7 @@ fn check_kernels(
     }
     let reference = reference_sim(original, &start)?;
     let w = crate::measure::worst_error(original, &args, intermediates, &reference)?;
-    Ok((w, kernels.iter().map(default_tolerance).fold(default_tolerance(original), f64::max)))
+    Ok((w, function_tolerance(original, kernels)))
 }
 
 /// Buffers the function allocates and reads but nothing writes: what is

@@ -139,6 +139,7 @@ pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
         Intrinsic::Copysign => x.copysign(y),
         // C's `fmod`: the remainder with the sign of `x`, as Rust's `%`.
         Intrinsic::Fmod => x % y,
+        Intrinsic::Tf32Round => tf32(x),
         Intrinsic::Likely | Intrinsic::CpAsync | Intrinsic::TmaLoad => x,
     }
 }
@@ -177,6 +178,13 @@ mod tests {
         assert_eq!(tf32(1.0 + 2f64.powi(-12)), 1.0);
         assert_eq!(tf32(1.0 + 3.0 * 2f64.powi(-10)), 1.0 + 3.0 * 2f64.powi(-10));
         assert!(tf32(f64::NAN).is_nan());
+        // `T.tf32_round`, the same rounding: a float32 split into two tf32
+        // parts keeps about 22 of its 24 bits.
+        let x = 0.1f32 as f64;
+        let hi = intrinsic(Intrinsic::Tf32Round, x, 0.0);
+        let lo = intrinsic(Intrinsic::Tf32Round, (x as f32 - hi as f32) as f64, 0.0);
+        assert_eq!(hi, tf32(x));
+        assert!(hi != x && ((hi + lo - x) / x).abs() < 2f64.powi(-21));
         assert_eq!(Precision::Bool.round(-2.0), 1.0);
         assert_eq!(Precision::Trunc.round(-2.5), -2.0);
         let mut xs = [1 << 31, -1];

@@ -607,6 +607,11 @@ impl FuncResolver<'_> {
                     }
                     if i == Intrinsic::Likely {
                         xs[0] = self.to_bool(xs[0].clone(), pos[0].span)?;
+                    } else if i == Intrinsic::Tf32Round && xs[0].dtype() != crate::DType::F32 {
+                        return Err(Diagnostic::at(
+                            span,
+                            format!("`{f}` rounds a float32; its argument is {}", xs[0].dtype()),
+                        ));
                     } else if !xs[0].dtype().is_float() && !matches!(i, Intrinsic::Abs) {
                         return Err(Diagnostic::at(span, format!("`{f}` needs a float argument")));
                     }

@@ -15,6 +15,7 @@ pub mod blockize;
 pub mod cache;
 pub mod compute_at;
 pub mod decompose_reduction;
+pub mod decompose_tf32x3;
 pub mod deps;
 pub mod fuse;
 pub mod get;

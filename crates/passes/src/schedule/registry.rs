@@ -18,9 +18,10 @@
 
 use super::loop_kind::Target;
 use super::{
-    add_unit_loop, bind, blockize, cache, compute_at, decompose_reduction, deps, fuse, get, inline, loop_kind,
-    pad_einsum, reindex, reorder, reorder_block_iter_var, rfactor, sample, split, storage_align, storage_swizzle,
-    tensorize, transform_block_layout, transform_layout, BlockRV, LoopRV, Result, Schedule, ScheduleError,
+    add_unit_loop, bind, blockize, cache, compute_at, decompose_reduction, decompose_tf32x3, deps, fuse, get, inline,
+    loop_kind, pad_einsum, reindex, reorder, reorder_block_iter_var, rfactor, sample, split, storage_align,
+    storage_swizzle, tensorize, transform_block_layout, transform_layout, BlockRV, LoopRV, Result, Schedule,
+    ScheduleError,
 };
 use std::fmt;
 use tirc_ir::Attr;
@@ -647,6 +648,12 @@ pub static PRIMITIVES: &[Primitive] = &[
         params: &[req("block", Kind::Block), req("index_map", Kind::IndexMap)],
         step: true,
         apply: |s, a| none(transform_block_layout::transform_block_layout(s, a.block(0)?, a.index_map(1)?)),
+    },
+    Primitive {
+        name: "decompose_tf32x3",
+        params: &[req("block", Kind::Block)],
+        step: true,
+        apply: |s, a| decompose_tf32x3::decompose_tf32x3(s, a.block(0)?).map(Out::Blocks),
     },
     Primitive {
         name: "pad_einsum",

@@ -59,10 +59,26 @@ impl Trial {
     }
 }
 
-/// A candidate built as far as CUDA source.
+/// A candidate built as far as CUDA source: its kernels in launch order
+/// (most functions have one; `split_kernels` makes several of a function
+/// whose nests are bound to threads one by one), and the global buffers
+/// that pass values between them, allocated after the parameters.
 pub struct Built {
-    pub lowered: PrimFunc,
-    pub kernel: CudaKernel,
+    pub kernels: Vec<(PrimFunc, CudaKernel)>,
+    pub intermediates: Vec<tirc_ir::Buffer>,
+}
+
+impl Built {
+    /// The block shape reported for the candidate: the widest kernel's.
+    pub fn block(&self) -> [i64; 3] {
+        let threads = |b: &[i64; 3]| b.iter().product::<i64>();
+        self.kernels.iter().map(|(_, k)| k.launch.block).max_by_key(threads).unwrap_or([1, 1, 1])
+    }
+
+    /// The tolerance the kernels' own arithmetic needs (tf32 products).
+    pub fn precision(&self, original: &PrimFunc) -> f64 {
+        crate::verify::function_tolerance(original, self.kernels.iter().map(|(f, _)| f))
+    }
 }
 
 /// Schedules, lowers and emits one candidate, applying the limits every GPU
@@ -78,23 +94,39 @@ pub fn build(
 ) -> Result<Built, String> {
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
-    let lowered = transform::lower(sch.func, &transform::PassContext::default(), |_, _| {}).map_err(|d| d.message)?;
-    let mut kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
-    // A kernel of run-time sizes is generic; it is measured at `sizes`.
-    let lowered = crate::compile::bind_kernel(&lowered, &mut kernel, sizes)?;
-    // Scalar parameters take the values the reference ran with.
-    let lowered = crate::compile::bind_kernel_scalars(&lowered, &mut kernel, scalars);
-    let threads = kernel.launch.block.iter().product::<i64>();
-    if threads > MAX_THREADS {
-        return Err(format!("{threads} threads per block, more than {MAX_THREADS}"));
+    let (funcs, intermediates) = transform::split_kernels::split_kernels(&sch.func);
+    let mut kernels = Vec::new();
+    for f in funcs {
+        let lowered = transform::lower(f, &transform::PassContext::default(), |_, _| {}).map_err(|d| d.message)?;
+        let mut kernel = tirc_codegen::emit(&lowered).map_err(|d| d.message)?;
+        // A kernel of run-time sizes is generic; it is measured at `sizes`.
+        let lowered = crate::compile::bind_kernel(&lowered, &mut kernel, sizes)?;
+        // Scalar parameters take the values the reference ran with.
+        let lowered = crate::compile::bind_kernel_scalars(&lowered, &mut kernel, scalars);
+        let threads = kernel.launch.block.iter().product::<i64>();
+        if threads > MAX_THREADS {
+            return Err(format!("{threads} threads per block, more than {MAX_THREADS}"));
+        }
+        if kernel.dynamic_shared_bytes > shared_limit {
+            return Err(format!(
+                "{} bytes of shared memory per block, more than the {shared_limit} the device allows",
+                kernel.dynamic_shared_bytes
+            ));
+        }
+        kernels.push((lowered, kernel));
     }
-    if kernel.dynamic_shared_bytes > shared_limit {
-        return Err(format!(
-            "{} bytes of shared memory per block, more than the {shared_limit} the device allows",
-            kernel.dynamic_shared_bytes
-        ));
-    }
-    Ok(Built { lowered, kernel })
+    Ok(Built { kernels, intermediates })
+}
+
+/// The poisoned contents of the intermediates, after the parameters.
+fn poisoned(intermediates: &[tirc_ir::Buffer]) -> Result<Vec<HostData>, String> {
+    intermediates
+        .iter()
+        .map(|b| {
+            let n = b.num_elements().ok_or_else(|| format!("buffer {} has no constant size", b.name()))?;
+            HostData::poisoned(b.dtype(), n as usize)
+        })
+        .collect()
 }
 
 /// Maps `f` over `items` on `jobs` threads, keeping the order; calls
@@ -170,29 +202,37 @@ pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, 
         time_ms: None,
         rel_err: None,
         compile_s: Some(compile_s),
-        block: Some(built.kernel.launch.block),
+        block: Some(built.block()),
         resumed: false,
         reached_device: true,
     };
+    match poisoned(&built.intermediates) {
+        Ok(more) => args.extend(more),
+        Err(e) => return Trial::rejected(c.clone(), e, compile_s),
+    }
     // The tuner already checks several points at once, one per core.
     let opts = sim::SimOptions { workers: 1, ..sim::SimOptions::default() };
-    if let Err(e) = sim::run(&built.lowered, &mut args, opts) {
-        t.status = Status::Crashed;
-        t.reason = Some(format!("the simulator stopped the kernel: {e}"));
-        return t;
+    for (lowered, _) in &built.kernels {
+        if let Err(e) = sim::run(lowered, &mut args, opts) {
+            t.status = Status::Crashed;
+            t.reason = Some(format!("the simulator stopped the kernel: {e}"));
+            return t;
+        }
     }
-    judge(
-        &mut t,
-        &chk.original,
-        &args,
-        &chk.reference,
-        chk.tolerance_for(crate::verify::default_tolerance(&built.lowered)),
-    );
+    let tol = chk.tolerance_for(built.precision(&chk.original));
+    judge(&mut t, &chk.original, &args, &built.intermediates, &chk.reference, tol);
     t
 }
 
-fn judge(t: &mut Trial, f: &PrimFunc, args: &[HostData], reference: &crate::verify::Reference, tol: f64) {
-    match worst_error(f, args, &[], reference) {
+fn judge(
+    t: &mut Trial,
+    f: &PrimFunc,
+    args: &[HostData],
+    intermediates: &[tirc_ir::Buffer],
+    reference: &crate::verify::Reference,
+    tol: f64,
+) {
+    match worst_error(f, args, intermediates, reference) {
         Ok(e) => {
             t.rel_err = Some(e.rel_err);
             if !passes(&e, tol) {
@@ -214,11 +254,13 @@ fn judge(t: &mut Trial, f: &PrimFunc, args: &[HostData], reference: &crate::veri
 /// A candidate built and loaded on the GPU, or the reason it was not.
 pub struct Loaded {
     pub cand: Candidate,
-    pub kernel: Result<gpu::LoadedKernel, Trial>,
+    /// Its kernels, in launch order.
+    pub kernel: Result<Vec<gpu::LoadedKernel>, Trial>,
     pub block: [i64; 3],
+    /// The global buffers between its kernels, after the parameters.
+    pub intermediates: Vec<tirc_ir::Buffer>,
     pub compile_s: f64,
-    /// The tolerance its kernel's own arithmetic needs (tf32 products),
-    /// `default_tolerance` of the lowered kernel.
+    /// The tolerance its kernels' own arithmetic needs (tf32 products).
     pub precision: f64,
 }
 
@@ -226,9 +268,9 @@ pub struct Loaded {
 /// seconds that took: built once, loaded on each device that measures it.
 pub struct ForGpu {
     pub cand: Candidate,
-    /// The kernel and its PTX; an error is a rejection by the schedule,
-    /// lowering, the static limits, or NVRTC.
-    pub built: Result<(Built, Option<String>), String>,
+    /// The kernels and the PTX of each; an error is a rejection by the
+    /// schedule, lowering, the static limits, or NVRTC.
+    pub built: Result<(Built, Vec<Option<String>>), String>,
     pub build_s: f64,
 }
 
@@ -250,28 +292,14 @@ pub fn gpu_prepare(
     let built = build(module, schedule, space, c, shared_limit.max(48 * 1024), sizes, scalars).map(|b| {
         // An NVRTC failure is reported when the kernel is loaded, as a
         // refusal by the GPU.
-        let ptx = gpu::nvrtc_compile(&b.kernel.source, arch).ok();
+        let ptx = b.kernels.iter().map(|(_, k)| gpu::nvrtc_compile(&k.source, arch).ok()).collect();
         (b, ptx)
     });
     ForGpu { cand: c.clone(), built, build_s: t0.elapsed().as_secs_f64() }
 }
 
-/// Builds a candidate and loads it into `g` (NVRTC and the driver's JIT);
-/// safe to call from several threads at once.
-pub fn gpu_build(
-    g: &gpu::Gpu,
-    module: &Module,
-    schedule: &str,
-    space: &Space,
-    c: &Candidate,
-    sizes: &[(Var, i64)],
-    scalars: &[(Var, f64)],
-) -> Loaded {
-    gpu_load(g, &gpu_prepare(module, schedule, space, c, g.max_shared_per_block_optin(), &g.arch(), sizes, scalars))
-}
-
 /// Loads a built candidate into `g`.
-pub fn gpu_load(g: &gpu::Gpu, p: &ForGpu) -> Loaded {
+pub fn gpu_load(g: &gpu::Gpu, p: &ForGpu, original: &PrimFunc) -> Loaded {
     let t0 = Instant::now();
     let c = &p.cand;
     let (built, ptx) = match &p.built {
@@ -281,24 +309,36 @@ pub fn gpu_load(g: &gpu::Gpu, p: &ForGpu) -> Loaded {
                 cand: c.clone(),
                 kernel: Err(Trial::rejected(c.clone(), e.clone(), p.build_s)),
                 block: [0; 3],
+                intermediates: vec![],
                 compile_s: p.build_s,
                 precision: 0.0,
             };
         }
     };
-    let loaded = match ptx {
-        Some(ptx) => g.load_ptx(&built.kernel, ptx.clone()),
-        None => g.load(&built.kernel),
-    };
+    let loaded: Result<Vec<gpu::LoadedKernel>, String> = built
+        .kernels
+        .iter()
+        .zip(ptx)
+        .map(|((_, k), ptx)| match ptx {
+            Some(ptx) => g.load_ptx(k, ptx.clone()),
+            None => g.load(k),
+        })
+        .collect();
     let s = p.build_s + t0.elapsed().as_secs_f64();
     let kernel = loaded.map_err(|e| {
         let mut t = Trial::rejected(c.clone(), format!("the GPU refused it: {e}"), s);
         t.reached_device = true;
-        t.block = Some(built.kernel.launch.block);
+        t.block = Some(built.block());
         t
     });
-    let precision = crate::verify::default_tolerance(&built.lowered);
-    Loaded { cand: c.clone(), kernel, block: built.kernel.launch.block, compile_s: s, precision }
+    Loaded {
+        cand: c.clone(),
+        kernel,
+        block: built.block(),
+        intermediates: built.intermediates.clone(),
+        compile_s: s,
+        precision: built.precision(original),
+    }
 }
 
 /// The GPU side of a tuning run: inputs on the device, the reference, and
@@ -369,7 +409,7 @@ impl GpuBench<'_> {
     /// times it only when it is right.
     pub fn measure(&self, l: Loaded) -> Measured {
         let tol = self.chk.tolerance_for(l.precision);
-        let k = match l.kernel {
+        let ks = match l.kernel {
             Ok(k) => k,
             Err(t) => return kept(t),
         };
@@ -395,10 +435,21 @@ impl GpuBench<'_> {
             Ok(f) => f,
             Err(e) => return lost(t, format!("uploading the arguments failed: {e}")),
         };
-        let refs: Vec<&gpu::DeviceBuffer> =
-            fresh.iter().zip(&self.shared).filter_map(|(f, s)| f.as_ref().or(s.as_ref())).collect();
+        // The intermediates, poisoned, after the parameters.
+        let between: Result<Vec<gpu::DeviceBuffer>, String> =
+            poisoned(&l.intermediates).and_then(|hs| hs.iter().map(|h| self.g.upload(h)).collect());
+        let between = match between {
+            Ok(b) => b,
+            Err(e) => return lost(t, format!("allocating the intermediates failed: {e}")),
+        };
+        let refs: Vec<&gpu::DeviceBuffer> = fresh
+            .iter()
+            .zip(&self.shared)
+            .filter_map(|(f, s)| f.as_ref().or(s.as_ref()))
+            .chain(between.iter())
+            .collect();
         let launched = Instant::now();
-        if let Err(e) = self.g.launch(&k, &refs) {
+        if let Err(e) = ks.iter().try_for_each(|k| self.g.launch(k, &refs)) {
             return if recoverable(&e) {
                 t.status = Status::Rejected;
                 t.reason = Some(format!("the GPU refused the launch: {e}"));
@@ -422,12 +473,12 @@ impl GpuBench<'_> {
                 }
             }
         }
-        judge(&mut t, &self.chk.original, &out, &self.chk.reference, tol);
+        judge(&mut t, &self.chk.original, &out, &[], &self.chk.reference, tol);
         if t.status != Status::Ok {
             return kept(t);
         }
         let (warmup, repeat) = self.protocol(launched.elapsed().as_secs_f64());
-        match self.g.time(&k, &refs, warmup, repeat) {
+        match self.g.time_all(&ks, &refs, warmup, repeat) {
             Ok(ts) => {
                 t.time_ms = Some(measure::median(ts));
                 kept(t)

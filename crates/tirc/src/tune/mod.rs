@@ -219,7 +219,7 @@ fn measure_on_devices(benches: &[GpuBench], built: &[eval::ForGpu]) -> Vec<eval:
                 s.spawn(move || {
                     let mut mine = Vec::new();
                     for (i, b) in built.iter().enumerate().filter(|(i, _)| i % n == d) {
-                        let m = bench.measure(eval::gpu_load(bench.g, b));
+                        let m = bench.measure(eval::gpu_load(bench.g, b, &bench.chk.original));
                         let lost = m.lost;
                         mine.push((i, m));
                         if lost {
