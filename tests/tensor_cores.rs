@@ -214,3 +214,40 @@ fn warp_specialized_wgmma_runs_with_and_without_padding() {
     assert!(consumers.matches("tirc_mbar_wait(&tirc_full").count() == 2, "{body}");
     assert_eq!(c.kernels[2].cuda.tensor_maps.len(), 2, "one map for A's tiles, one for B's");
 }
+
+/// Two operands of one shape, tile and type (A and B^T of a square product
+/// with square tiles) are copied each through its own tensor map: the
+/// copies of B once read A's map, which the simulator, running the IR,
+/// could not see (B came out as A on the GPU).
+#[test]
+fn operands_of_one_shape_keep_their_own_tensor_maps() {
+    for (file, schedule) in [("hgemm.tir", "wgmma_nt"), ("sgemm.tir", "tf32x3"), ("hgemm.tir", "wgmma_tf32_nt")] {
+        let src = read(&root().join("ir-examples").join(file));
+        let req = Request {
+            schedule: Some(schedule.into()),
+            defines: ["M", "N", "K"].iter().map(|d| (d.to_string(), 256)).collect(),
+            params: vec![("BN".into(), "128".into())],
+            ..Request::default()
+        };
+        let c = compile(&src, &req).unwrap_or_else(|d| panic!("{schedule}: {d:?}"));
+        let k = c.kernels.iter().find(|k| !k.cuda.tensor_maps.is_empty()).expect("a kernel with bulk copies");
+        let args: Vec<&str> = k.cuda.params.iter().map(|(n, _)| n.as_str()).collect();
+        let mut seen = Vec::new();
+        for line in k.cuda.source.lines().filter(|l| l.trim_start().starts_with("tirc_tma_load(")) {
+            // tirc_tma_load(X_shared + .., &tirc_tmap_N, ..)
+            let dst = line.trim_start()["tirc_tma_load(".len()..].split(' ').next().unwrap_or("");
+            let map: usize = line
+                .split("&tirc_tmap_")
+                .nth(1)
+                .and_then(|r| r.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .expect("a map");
+            let source = args[k.cuda.tensor_maps[map].param];
+            assert!(dst.starts_with(source), "{schedule}: {dst} is filled through the map of {source}");
+            seen.push(map);
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 2, "{schedule}: the copies use maps {seen:?}");
+    }
+}

@@ -330,6 +330,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         tma_dsts: tirc_ir::launch::tma_destinations(&f.body),
         barrier_offset: None,
         tmaps: crate::warp_specialized::tensor_maps(f),
+        tmap_sources: f.params.clone(),
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
     let name = format!("{}_kernel", sanitize(&f.name));
@@ -869,6 +870,8 @@ struct Gen {
     barrier_offset: Option<usize>,
     /// The tensor maps the bulk tensor copies read through.
     tmaps: Vec<crate::warp_specialized::TensorMap>,
+    /// The kernel's parameters, which a tensor map's `param` indexes.
+    tmap_sources: Vec<Buffer>,
 }
 
 /// The side of a warp-specialized kernel a statement is written for.
@@ -1757,8 +1760,15 @@ impl Gen {
         indices: &[Expr],
         ind: usize,
     ) -> Result<(), Diagnostic> {
+        // The map of this source: two operands of one shape, box and type
+        // (A and B of a square product with square tiles) have one each.
+        let param = self.tmap_sources.iter().position(|p| p == c.src);
         let Some(m) = self.tmaps.iter().position(|m| {
-            m.shape == c.shape && m.boxed == c.boxed && m.swizzle == c.dst.swizzle() && m.dtype == c.src.dtype()
+            Some(m.param) == param
+                && m.shape == c.shape
+                && m.boxed == c.boxed
+                && m.swizzle == c.dst.swizzle()
+                && m.dtype == c.src.dtype()
         }) else {
             return Err(Diagnostic::new(format!("no tensor map for the copy of `{}`", c.src.name())));
         };
