@@ -175,7 +175,7 @@ template <int SW> __device__ __forceinline__ unsigned long long tirc_wgmma_desc(
   unsigned long long mode = SW == 128 ? 1 : SW == 64 ? 2 : 3;
   return ((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) | ((unsigned long long)(8 * SW / 16) << 32) | (mode << 62);
 }
-__device__ __forceinline__ void tirc_wgmma_m64n256k16_tf32(float* c, unsigned long long da0, unsigned long long db0, unsigned long long da1, unsigned long long db1) { asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63]), "+f"(c[64]), "+f"(c[65]), "+f"(c[66]), "+f"(c[67]), "+f"(c[68]), "+f"(c[69]), "+f"(c[70]), "+f"(c[71]), "+f"(c[72]), "+f"(c[73]), "+f"(c[74]), "+f"(c[75]), "+f"(c[76]), "+f"(c[77]), "+f"(c[78]), "+f"(c[79]), "+f"(c[80]), "+f"(c[81]), "+f"(c[82]), "+f"(c[83]), "+f"(c[84]), "+f"(c[85]), "+f"(c[86]), "+f"(c[87]), "+f"(c[88]), "+f"(c[89]), "+f"(c[90]), "+f"(c[91]), "+f"(c[92]), "+f"(c[93]), "+f"(c[94]), "+f"(c[95]), "+f"(c[96]), "+f"(c[97]), "+f"(c[98]), "+f"(c[99]), "+f"(c[100]), "+f"(c[101]), "+f"(c[102]), "+f"(c[103]), "+f"(c[104]), "+f"(c[105]), "+f"(c[106]), "+f"(c[107]), "+f"(c[108]), "+f"(c[109]), "+f"(c[110]), "+f"(c[111]), "+f"(c[112]), "+f"(c[113]), "+f"(c[114]), "+f"(c[115]), "+f"(c[116]), "+f"(c[117]), "+f"(c[118]), "+f"(c[119]), "+f"(c[120]), "+f"(c[121]), "+f"(c[122]), "+f"(c[123]), "+f"(c[124]), "+f"(c[125]), "+f"(c[126]), "+f"(c[127]) : "l"(da0), "l"(db0), "r"(1) : "memory"); asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\nwgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63]), "+f"(c[64]), "+f"(c[65]), "+f"(c[66]), "+f"(c[67]), "+f"(c[68]), "+f"(c[69]), "+f"(c[70]), "+f"(c[71]), "+f"(c[72]), "+f"(c[73]), "+f"(c[74]), "+f"(c[75]), "+f"(c[76]), "+f"(c[77]), "+f"(c[78]), "+f"(c[79]), "+f"(c[80]), "+f"(c[81]), "+f"(c[82]), "+f"(c[83]), "+f"(c[84]), "+f"(c[85]), "+f"(c[86]), "+f"(c[87]), "+f"(c[88]), "+f"(c[89]), "+f"(c[90]), "+f"(c[91]), "+f"(c[92]), "+f"(c[93]), "+f"(c[94]), "+f"(c[95]), "+f"(c[96]), "+f"(c[97]), "+f"(c[98]), "+f"(c[99]), "+f"(c[100]), "+f"(c[101]), "+f"(c[102]), "+f"(c[103]), "+f"(c[104]), "+f"(c[105]), "+f"(c[106]), "+f"(c[107]), "+f"(c[108]), "+f"(c[109]), "+f"(c[110]), "+f"(c[111]), "+f"(c[112]), "+f"(c[113]), "+f"(c[114]), "+f"(c[115]), "+f"(c[116]), "+f"(c[117]), "+f"(c[118]), "+f"(c[119]), "+f"(c[120]), "+f"(c[121]), "+f"(c[122]), "+f"(c[123]), "+f"(c[124]), "+f"(c[125]), "+f"(c[126]), "+f"(c[127]) : "l"(da1), "l"(db1), "r"(1) : "memory"); }
+__device__ __forceinline__ void tirc_wgmma_m64n128k16_tf32(float* c, unsigned long long da0, unsigned long long db0, unsigned long long da1, unsigned long long db1) { asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63]) : "l"(da0), "l"(db0), "r"(1) : "memory"); asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\nwgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n" : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7]), "+f"(c[8]), "+f"(c[9]), "+f"(c[10]), "+f"(c[11]), "+f"(c[12]), "+f"(c[13]), "+f"(c[14]), "+f"(c[15]), "+f"(c[16]), "+f"(c[17]), "+f"(c[18]), "+f"(c[19]), "+f"(c[20]), "+f"(c[21]), "+f"(c[22]), "+f"(c[23]), "+f"(c[24]), "+f"(c[25]), "+f"(c[26]), "+f"(c[27]), "+f"(c[28]), "+f"(c[29]), "+f"(c[30]), "+f"(c[31]), "+f"(c[32]), "+f"(c[33]), "+f"(c[34]), "+f"(c[35]), "+f"(c[36]), "+f"(c[37]), "+f"(c[38]), "+f"(c[39]), "+f"(c[40]), "+f"(c[41]), "+f"(c[42]), "+f"(c[43]), "+f"(c[44]), "+f"(c[45]), "+f"(c[46]), "+f"(c[47]), "+f"(c[48]), "+f"(c[49]), "+f"(c[50]), "+f"(c[51]), "+f"(c[52]), "+f"(c[53]), "+f"(c[54]), "+f"(c[55]), "+f"(c[56]), "+f"(c[57]), "+f"(c[58]), "+f"(c[59]), "+f"(c[60]), "+f"(c[61]), "+f"(c[62]), "+f"(c[63]) : "l"(da1), "l"(db1), "r"(1) : "memory"); }
 
 extern "C" __global__ void __launch_bounds__(256) sgemm_kernel(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ C, float* __restrict__ A_tf32x3, const float* __restrict__ B_tf32x3) {
   A_tf32x3[((int)(blockIdx.x)) / 16 * 12288 + ((int)(blockIdx.x)) % 16 * 256 + ((int)(threadIdx.x))] = ([](float x) { return isfinite(x) ? __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u) : x; }(A[((int)(threadIdx.x)) + ((int)(blockIdx.x)) * 256] - ([](float x) { return isfinite(x) ? __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u) : x; }(A[((int)(threadIdx.x)) + ((int)(blockIdx.x)) * 256]))));
@@ -205,8 +205,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) sgemm_2_kernel(const float*
   extern __shared__ __align__(1024) unsigned char tirc_dyn_smem[];
   float* A_tf32x3_shared = reinterpret_cast<float*>(tirc_dyn_smem + 0);
   float* B_tf32x3_shared = reinterpret_cast<float*>(tirc_dyn_smem + 65536);
-  float C_warp[128];
-  unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + 196608);
+  float C_warp[64];
+  unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + 131072);
   unsigned long long* tirc_empty = tirc_full + 4;
   const int tirc_tid = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
   if (tirc_tid == 0) {
@@ -223,9 +223,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) sgemm_2_kernel(const float*
         if (tirc_used >> tirc_s & 1u) { tirc_mbar_wait(&tirc_empty[tirc_s], tirc_empty_phase >> tirc_s & 1u); tirc_empty_phase ^= 1u << tirc_s; }
         tirc_used |= 1u << tirc_s;
         tirc_mbar_expect_bytes(&tirc_full[tirc_s], 16384u);
-        tirc_tma_load(A_tf32x3_shared + k_0 % 4 * 4096, &tirc_tmap_0, (int)(k_0 * 32), (int)(((int)(blockIdx.x)) / 128 * 1024 + ((int)(blockIdx.x)) % 8 * 128), &tirc_full[tirc_s]);
-        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 32768u);
-        tirc_tma_load(B_tf32x3_shared + k_0 % 4 * 8192, &tirc_tmap_1, (int)(k_0 * 32), (int)(((int)(blockIdx.x)) / 8 % 16 * 256), &tirc_full[tirc_s]);
+        tirc_tma_load(A_tf32x3_shared + k_0 % 4 * 4096, &tirc_tmap_0, (int)(k_0 * 32), (int)(((int)(blockIdx.x)) / 256 * 1024 + ((int)(blockIdx.x)) % 8 * 128), &tirc_full[tirc_s]);
+        tirc_mbar_expect_bytes(&tirc_full[tirc_s], 16384u);
+        tirc_tma_load(B_tf32x3_shared + k_0 % 4 * 4096, &tirc_tmap_1, (int)(k_0 * 32), (int)(((int)(blockIdx.x)) / 8 % 32 * 128), &tirc_full[tirc_s]);
         tirc_mbar_arrive(&tirc_full[tirc_s]);
       }
     }
@@ -233,12 +233,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) sgemm_2_kernel(const float*
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     unsigned tirc_full_phase = 0u;
     #pragma unroll
-    for (int j_1_init_0 = 0; j_1_init_0 < 16; ++j_1_init_0) {
+    for (int j_1_init_0 = 0; j_1_init_0 < 8; ++j_1_init_0) {
       tirc_wgmma_commit();
       tirc_wgmma_wait<0>();
       tirc_mma_fill(C_warp + j_1_init_0 * 8, 0.0f);
       tirc_wgmma_fence();
     }
+    float C_warp_promoted[64];
+    #pragma unroll
+    for (int tirc_r = 0; tirc_r < 64; ++tirc_r) C_warp_promoted[tirc_r] = 0.0f;
     for (int k_0 = 0; k_0 < 384; ++k_0) {
       const int tirc_s_1 = (k_0 - 0) % 4;
       tirc_mbar_wait(&tirc_full[tirc_s_1], tirc_full_phase >> tirc_s_1 & 1u);
@@ -246,19 +249,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) sgemm_2_kernel(const float*
       tirc_wgmma_fence();
       #pragma unroll
       for (int k_1 = 0; k_1 < 2; ++k_1) {
-        tirc_wgmma_m64n256k16_tf32(C_warp + 0, tirc_wgmma_desc<128>(A_tf32x3_shared + k_0 % 4 * 4096 + ((int)(threadIdx.y)) * 512 + k_1 * 16 - tirc_warp_in_group() * 512), tirc_wgmma_desc<128>(B_tf32x3_shared + k_0 % 4 * 8192 + k_1 * 16), tirc_wgmma_desc<128>(A_tf32x3_shared + k_0 % 4 * 4096 + ((int)(threadIdx.y)) * 512 + k_1 * 16 - tirc_warp_in_group() * 512 + 8), tirc_wgmma_desc<128>(B_tf32x3_shared + k_0 % 4 * 8192 + k_1 * 16 + 8));
+        tirc_wgmma_m64n128k16_tf32(C_warp + 0, tirc_wgmma_desc<128>(A_tf32x3_shared + k_0 % 4 * 4096 + ((int)(threadIdx.y)) * 512 + k_1 * 16 - tirc_warp_in_group() * 512), tirc_wgmma_desc<128>(B_tf32x3_shared + k_0 % 4 * 4096 + k_1 * 16), tirc_wgmma_desc<128>(A_tf32x3_shared + k_0 % 4 * 4096 + ((int)(threadIdx.y)) * 512 + k_1 * 16 - tirc_warp_in_group() * 512 + 8), tirc_wgmma_desc<128>(B_tf32x3_shared + k_0 % 4 * 4096 + k_1 * 16 + 8));
       }
       tirc_wgmma_commit();
       tirc_wgmma_wait<1>();
+      if ((k_0 - 0 + 1) % 4 == 0) {
+        tirc_wgmma_wait<0>();
+        #pragma unroll
+        for (int tirc_r = 0; tirc_r < 64; ++tirc_r) { C_warp_promoted[tirc_r] += C_warp[tirc_r]; C_warp[tirc_r] = 0.0f; }
+      }
       if (k_0 > 0) { __syncwarp(); if (tirc_tid % 32 == 0) tirc_mbar_arrive(&tirc_empty[(k_0 - 0 + 3) % 4]); }
     }
     tirc_wgmma_wait<0>();
     __syncwarp(); if (tirc_tid % 32 == 0) tirc_mbar_arrive(&tirc_empty[3]);
     #pragma unroll
-    for (int ax1_0 = 0; ax1_0 < 16; ++ax1_0) {
+    for (int tirc_r = 0; tirc_r < 64; ++tirc_r) C_warp[tirc_r] += C_warp_promoted[tirc_r];
+    #pragma unroll
+    for (int ax1_0 = 0; ax1_0 < 8; ++ax1_0) {
       tirc_wgmma_commit();
       tirc_wgmma_wait<0>();
-      tirc_mma_store(C + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ((int)(threadIdx.y)) * 65536 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ax1_0 * 16, C_warp + ax1_0 * 8, 4096);
+      tirc_mma_store(C + ((int)(blockIdx.x)) / 256 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ((int)(threadIdx.y)) * 65536 + ((int)(blockIdx.x)) / 8 % 32 * 128 + ax1_0 * 16, C_warp + ax1_0 * 8, 4096);
       tirc_wgmma_fence();
     }
   }

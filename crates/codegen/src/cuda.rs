@@ -1793,6 +1793,37 @@ impl Gen {
     /// are done).
     fn consumer_loop(&mut self, l: &For, versions: i64, ind: usize) -> Result<(), Diagnostic> {
         let in_flight = if self.wgmma { self.wgmma_in_flight } else { 0 };
+        // `tirc.promote_every`: the wgmma accumulators and their promoted
+        // copies (C name, registers a lane).
+        let promote = tirc_ir::launch::promote_every(l);
+        let mut accs: Vec<(String, i64)> = Vec::new();
+        if let Some(p) = promote {
+            let mut bufs: Vec<Buffer> = Vec::new();
+            l.body.walk(&mut |x| {
+                if let Stmt::Wmma(w) = x {
+                    if w.op.wgmma_tiles() > 0 && !bufs.contains(&w.tiles[0].buffer) {
+                        bufs.push(w.tiles[0].buffer.clone());
+                    }
+                }
+            });
+            if bufs.is_empty() {
+                return Err(Diagnostic::new(format!(
+                    "loop `{}` promotes its accumulators every {p} iterations, but has no wgmma products",
+                    l.var.name()
+                )));
+            }
+            for b in bufs {
+                let (ty, per) = warp_type(&b)?;
+                let size = b.num_elements().ok_or_else(|| Diagnostic::new("an accumulator of run-time size"))?;
+                let lanes = tirc_ir::wmma::LANES;
+                let n = self.buf_name(&b);
+                let len = (size + lanes * per - 1) / (lanes * per);
+                self.line(ind, &format!("{ty} {n}_promoted[{len}];"));
+                self.line(ind, "#pragma unroll");
+                self.line(ind, &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {n}_promoted[tirc_r] = 0.0f;"));
+                accs.push((n, len));
+            }
+        }
         let (k, min, s) = self.ws_loop_head(l, versions, ind)?;
         self.line(ind + 1, &format!("tirc_mbar_wait(&tirc_full[{s}], tirc_full_phase >> {s} & 1u);"));
         self.line(ind + 1, &format!("tirc_full_phase ^= 1u << {s};"));
@@ -1807,6 +1838,21 @@ impl Gen {
             self.line(ind + 1, "tirc_wgmma_commit();");
             self.line(ind + 1, &format!("tirc_wgmma_wait<{in_flight}>();"));
         }
+        if let Some(p) = promote {
+            // All products done, the accumulators added into their
+            // promoted copies and restarted (the next iteration's fence
+            // orders these writes before its products).
+            self.line(ind + 1, &format!("if (({k} - {min} + 1) % {p} == 0) {{"));
+            self.line(ind + 2, "tirc_wgmma_wait<0>();");
+            for (n, len) in &accs {
+                self.line(ind + 2, "#pragma unroll");
+                self.line(
+                    ind + 2,
+                    &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {{ {n}_promoted[tirc_r] += {n}[tirc_r]; {n}[tirc_r] = 0.0f; }}"),
+                );
+            }
+            self.line(ind + 1, "}");
+        }
         if in_flight > 0 {
             let prev = format!("({k} - {min} + {}) % {versions}", versions - 1);
             self.line(ind + 1, &format!("if ({k} > {min}) {{ {} }}", release(&prev)));
@@ -1819,6 +1865,13 @@ impl Gen {
             if let Some(n) = l.extent.as_int().filter(|n| *n > 0) {
                 self.line(ind, &release(&((n - 1).rem_euclid(versions)).to_string()));
             }
+        }
+        for (n, len) in &accs {
+            self.line(ind, "#pragma unroll");
+            self.line(
+                ind,
+                &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {n}[tirc_r] += {n}_promoted[tirc_r];"),
+            );
         }
         self.wgmma_pending = false;
         Ok(())

@@ -48,6 +48,23 @@ pub const WGMMA_IN_FLIGHT: &str = "tirc.wgmma_in_flight";
 /// the two sides meeting at mbarriers.
 pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
 
+/// A schedule's annotation of a warp-specialized loop of `wgmma` products
+/// (`sch.annotate(k0, "tirc.promote_every", P)`): every `P` iterations the
+/// tensor cores' float32 accumulators are added into a second set of
+/// registers, rounded to nearest, and restart from zero; the loop's end adds
+/// them back. The tensor cores add each product into their accumulators
+/// with the bits below the larger operand's cut off (an error that grows
+/// with the depth of the sum, always toward zero); promoted every `P`
+/// steps, it grows with `P` only. The same sum, so the simulator (which
+/// adds exactly rounded) runs the loop as written; it costs a wait for the
+/// products in flight and two registers an accumulator.
+pub const PROMOTE_EVERY: &str = "tirc.promote_every";
+
+/// The promotion interval of loop `l`, if it has one.
+pub fn promote_every(l: &crate::For) -> Option<i64> {
+    l.annotations.iter().find(|(k, _)| k == PROMOTE_EVERY).and_then(|(_, v)| v.as_int())
+}
+
 /// The bytes of a warp-specialized kernel's mbarriers: a "full" and an
 /// "empty" one (8 bytes each) for each version of its tiles (the most any
 /// of its loops has); 0 without such a loop.

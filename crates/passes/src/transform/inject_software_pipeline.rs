@@ -187,6 +187,19 @@ fn visit(
         _ => false,
     };
     let expanded = match s {
+        Stmt::For(l)
+            if !ws
+                && tirc_ir::launch::warp_specialized(l).is_none()
+                && l.annotations.iter().any(|(k, _)| k == tirc_ir::launch::PROMOTE_EVERY) =>
+        {
+            return Err(Diagnostic::new(format!(
+                "loop `{}` has `{}` but is not warp-specialized: accumulators are promoted in a warp-specialized loop of wgmma products",
+                l.var.name(),
+                tirc_ir::launch::PROMOTE_EVERY
+            ))
+            .help("annotate the loop with `tirc.warp_specialize` too, or leave the promotion out")
+            .or_at_ir(l.span, "this loop"))
+        }
         Stmt::For(l) if ws && !l.annotations.iter().any(|(k, _)| k == STAGE) => {
             return Err(Diagnostic::new(format!(
                 "loop `{}` has `{}` but no `{STAGE}`: warp specialization splits a software pipeline's stages",
