@@ -17,7 +17,7 @@ def main():
     plot_w, plot_h = w - left - 20, h - bottom - top_pad
     group = plot_w / len(rows)
     bar = group * 0.8 / len(names)
-    colors = ["#1f77b4", "#7f7f7f", "#ff7f0e", "#2ca02c"]
+    colors = ["#1f77b4", "#7f7f7f", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<rect width="{w}" height="{h}" fill="white"/>',
            f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>']
