@@ -251,3 +251,47 @@ fn operands_of_one_shape_keep_their_own_tensor_maps() {
         assert_eq!(seen.len(), 2, "{schedule}: the copies use maps {seen:?}");
     }
 }
+
+/// Two promoted warp-specialized loops in one scope (lowered text of
+/// `tf32x3` with its main loop twice) declare their promoted accumulators
+/// under two names, not one twice (a C++ redefinition), and each adds its
+/// own back.
+#[test]
+fn two_promoted_loops_keep_their_own_registers() {
+    let src = read(&root().join("tests/data/tf32/two_promoted_loops.tir"));
+    let req = Request {
+        func: Some("sgemm_4".into()),
+        target: tirc_ir::target::Target::from_arch("sm_90a").unwrap_or_else(|e| panic!("{e}")),
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    let cu = &c.kernels[0].cuda.source;
+    let decls: Vec<&str> = cu.lines().filter(|l| l.trim_start().starts_with("float C_pad_warp_promoted")).collect();
+    assert_eq!(decls.len(), 2, "{decls:?}");
+    assert_ne!(decls[0].trim(), decls[1].trim());
+    assert_eq!(cu.matches("+= C_pad_warp_promoted_1[tirc_r]").count(), 1);
+}
+
+/// A tf32 product is exact only where its own operands are tf32 values: a
+/// `T.tf32_round` elsewhere in the function (a block beside the product)
+/// leaves the raw tf32 wgmma at tf32's tolerance, compared with cuBLAS's
+/// TF32 math.
+#[test]
+fn rounding_elsewhere_leaves_a_raw_tf32_product_at_its_tolerance() {
+    let src = read(&root().join("tests/data/tf32/unsplit_beside_rounding.tir"));
+    let req = Request {
+        schedule: Some("wgmma_tf32_nt".into()),
+        params: [("BM", "64"), ("BN", "64"), ("STAGES", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(c.uses_tf32());
+    assert!(c.tolerance() > 1e-4, "tolerance {}", c.tolerance());
+    let lowered: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+    let (e, tol) =
+        tirc::verify::sim_check_kernels(&c.original, &lowered, &c.intermediates, 3).unwrap_or_else(|m| panic!("{m}"));
+    assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e} (tolerance {tol})", e.rel_err);
+}

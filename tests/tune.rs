@@ -358,3 +358,15 @@ fn run_time_sizes_are_tuned_at_each_value() {
     assert_eq!(code, 1);
     assert!(err.contains("`x` is not an integer"), "{err}");
 }
+
+/// A function of several kernels whose intermediates have run-time sizes
+/// (`pad_einsum`'s padded copies, sized at launch) tunes: its
+/// intermediates take the sizes the candidates run at.
+#[test]
+fn several_kernels_of_run_time_sizes_tune() {
+    let file = "ir-examples/linear_dynamic.tir";
+    let space = "BM=32;BN=32;BK=16,32";
+    let (code, out, err) = tune(&[file, "-s", "step6_padded", "--target", "sim", "--space", space, "--no-progress"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("2 ok, 0 mismatch, 0 crashed, 0 rejected"), "{out}");
+}

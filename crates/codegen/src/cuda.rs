@@ -1795,8 +1795,20 @@ impl Gen {
         let in_flight = if self.wgmma { self.wgmma_in_flight } else { 0 };
         // `tirc.promote_every`: the wgmma accumulators and their promoted
         // copies (C name, registers a lane).
-        let promote = tirc_ir::launch::promote_every(l);
-        let mut accs: Vec<(String, i64)> = Vec::new();
+        let promote = match l.annotations.iter().find(|(k, _)| k == tirc_ir::launch::PROMOTE_EVERY) {
+            None => None,
+            Some((_, v)) => match v.as_int() {
+                Some(p) if p >= 1 => Some(p),
+                _ => {
+                    return Err(Diagnostic::new(format!(
+                        "`{}` of loop `{}` takes a number of iterations, 1 or more",
+                        tirc_ir::launch::PROMOTE_EVERY,
+                        l.var.name()
+                    )))
+                }
+            },
+        };
+        let mut accs: Vec<(String, String, i64)> = Vec::new();
         if let Some(p) = promote {
             let mut bufs: Vec<Buffer> = Vec::new();
             l.body.walk(&mut |x| {
@@ -1818,10 +1830,12 @@ impl Gen {
                 let lanes = tirc_ir::wmma::LANES;
                 let n = self.buf_name(&b);
                 let len = (size + lanes * per - 1) / (lanes * per);
-                self.line(ind, &format!("{ty} {n}_promoted[{len}];"));
+                // Fresh: two promoted loops may share a scope.
+                let promoted = self.fresh(&format!("{n}_promoted"));
+                self.line(ind, &format!("{ty} {promoted}[{len}];"));
                 self.line(ind, "#pragma unroll");
-                self.line(ind, &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {n}_promoted[tirc_r] = 0.0f;"));
-                accs.push((n, len));
+                self.line(ind, &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {promoted}[tirc_r] = 0.0f;"));
+                accs.push((n, promoted, len));
             }
         }
         let (k, min, s) = self.ws_loop_head(l, versions, ind)?;
@@ -1844,11 +1858,11 @@ impl Gen {
             // orders these writes before its products).
             self.line(ind + 1, &format!("if (({k} - {min} + 1) % {p} == 0) {{"));
             self.line(ind + 2, "tirc_wgmma_wait<0>();");
-            for (n, len) in &accs {
+            for (n, promoted, len) in &accs {
                 self.line(ind + 2, "#pragma unroll");
                 self.line(
                     ind + 2,
-                    &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {{ {n}_promoted[tirc_r] += {n}[tirc_r]; {n}[tirc_r] = 0.0f; }}"),
+                    &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {{ {promoted}[tirc_r] += {n}[tirc_r]; {n}[tirc_r] = 0.0f; }}"),
                 );
             }
             self.line(ind + 1, "}");
@@ -1866,11 +1880,11 @@ impl Gen {
                 self.line(ind, &release(&((n - 1).rem_euclid(versions)).to_string()));
             }
         }
-        for (n, len) in &accs {
+        for (n, promoted, len) in &accs {
             self.line(ind, "#pragma unroll");
             self.line(
                 ind,
-                &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {n}[tirc_r] += {n}_promoted[tirc_r];"),
+                &format!("for (int tirc_r = 0; tirc_r < {len}; ++tirc_r) {n}[tirc_r] += {promoted}[tirc_r];"),
             );
         }
         self.wgmma_pending = false;

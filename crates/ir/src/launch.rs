@@ -60,11 +60,6 @@ pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
 /// products in flight and two registers an accumulator.
 pub const PROMOTE_EVERY: &str = "tirc.promote_every";
 
-/// The promotion interval of loop `l`, if it has one.
-pub fn promote_every(l: &crate::For) -> Option<i64> {
-    l.annotations.iter().find(|(k, _)| k == PROMOTE_EVERY).and_then(|(_, v)| v.as_int())
-}
-
 /// The bytes of a warp-specialized kernel's mbarriers: a "full" and an
 /// "empty" one (8 bytes each) for each version of its tiles (the most any
 /// of its loops has); 0 without such a loop.

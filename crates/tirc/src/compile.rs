@@ -84,14 +84,7 @@ impl Compiled {
     /// operands into tf32 parts for float32's accuracy (`decompose_tf32x3`):
     /// its rival is SGEMM.
     pub fn uses_tf32(&self) -> bool {
-        if self.kernels.iter().any(|k| crate::verify::rounds_to_tf32(&k.lowered)) {
-            return false;
-        }
-        let mut tf32 = false;
-        for k in &self.kernels {
-            k.lowered.body.walk(&mut |s| tf32 |= matches!(s, tirc_ir::Stmt::Wmma(w) if w.is_tf32()));
-        }
-        tf32
+        crate::verify::multiplies_as_tf32(self.kernels.iter().map(|k| &k.lowered))
     }
 
     /// The lowered IR of every kernel, in launch order.

@@ -127,35 +127,109 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
 /// The relative error a result may have: by the narrowest float type the
 /// function computes in — its parameters, its intermediate buffers, its
 /// casts (an accumulation in it rounds at every step), and tf32 products
-/// (float16's 10 bits of mantissa) unless the function rounds its own
-/// operands to tf32 (`decompose_tf32x3`).
+/// (float16's 10 bits of mantissa) unless their operands are tf32 values
+/// already (`decompose_tf32x3`'s split copies: see [`Tf32Values`]).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
-    tolerance_of(f, rounds_to_tf32(f))
+    tolerance_of(f, &Tf32Values::of(&[f]))
 }
 
 /// The tolerance of a function run as `kernels`: the loosest of theirs and
-/// the original's, where tf32 products count as exact if any of them
-/// rounds operands to tf32 (`decompose_tf32x3`'s split kernels, then its
-/// product kernel).
-pub fn function_tolerance<'a>(original: &PrimFunc, kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> f64 {
-    let exact = rounds_to_tf32(original) || kernels.clone().into_iter().any(rounds_to_tf32);
-    kernels.into_iter().map(|k| tolerance_of(k, exact)).fold(tolerance_of(original, exact), f64::max)
+/// the original's, the tf32 values followed from kernel to kernel.
+pub fn function_tolerance<'a>(original: &'a PrimFunc, kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> f64 {
+    let mut all: Vec<&PrimFunc> = vec![original];
+    all.extend(kernels.clone());
+    let exact = Tf32Values::of(&all);
+    kernels.into_iter().map(|k| tolerance_of(k, &exact)).fold(tolerance_of(original, &exact), f64::max)
 }
 
-/// Whether a function rounds values to tf32 (`T.tf32_round`): its tf32
-/// products are then of exact tf32 values, split from float32 ones to keep
-/// float32's accuracy.
-pub fn rounds_to_tf32(f: &PrimFunc) -> bool {
-    let mut found = false;
-    f.body.walk(&mut |s| {
-        s.for_each_expr(|e| {
-            e.walk(&mut |x| found |= matches!(x, tirc_ir::Expr::Call(tirc_ir::Intrinsic::Tf32Round, _)))
-        })
-    });
-    found
+/// Whether `kernels` multiply float32 as tf32 anywhere on operands that are
+/// not tf32 values already: their result is tf32's, and cuBLAS is compared
+/// with its TF32 math; where every tf32 product reads split operands
+/// (`decompose_tf32x3`), the result is float32's and SGEMM is the rival.
+pub fn multiplies_as_tf32<'a>(kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> bool {
+    let all: Vec<&PrimFunc> = kernels.clone().into_iter().collect();
+    let exact = Tf32Values::of(&all);
+    let mut inexact = false;
+    for k in kernels {
+        k.body.walk(&mut |s| inexact |= matches!(s, Stmt::Wmma(w) if w.is_tf32() && !exact.operands_of(w)));
+    }
+    inexact
 }
 
-fn tolerance_of(f: &PrimFunc, tf32_exact: bool) -> f64 {
+/// The buffers (by name, across the kernels of one function) whose every
+/// write is a tf32 value: `T.tf32_round(..)`, a choice between such values,
+/// a literal tf32 holds exactly (the zeros of padding), or a copy of such a
+/// buffer (plain, `cp.async`, bulk tensor copy, `ldmatrix`). A tf32
+/// product of such operands is exact. Found from nothing up, so a buffer
+/// counts only once all that writes it does.
+pub struct Tf32Values(std::collections::HashSet<String>);
+
+impl Tf32Values {
+    pub fn of(funcs: &[&PrimFunc]) -> Tf32Values {
+        use tirc_ir::{Expr, Intrinsic, WmmaOp};
+        let mut set: std::collections::HashSet<String> = std::collections::HashSet::new();
+        loop {
+            let is_tf32 = |e: &Expr, set: &std::collections::HashSet<String>| -> bool {
+                fn go(e: &Expr, set: &std::collections::HashSet<String>) -> bool {
+                    match e {
+                        Expr::Call(Intrinsic::Tf32Round, _) => true,
+                        Expr::Call(Intrinsic::CpAsync | Intrinsic::TmaLoad, args) => {
+                            args.first().is_some_and(|a| go(a, set))
+                        }
+                        Expr::Select(_, a, b) => go(a, set) && go(b, set),
+                        Expr::Load(b, _) => set.contains(b.name()),
+                        Expr::Float(v, _) => sim_tf32(*v) == *v,
+                        _ => false,
+                    }
+                }
+                go(e, set)
+            };
+            // Each written buffer: whether all its writes so far are tf32.
+            let mut writes: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+            for f in funcs {
+                f.body.walk(&mut |s| {
+                    let (dst, ok) = match s {
+                        Stmt::Store { buffer, value, .. } => (buffer.name().to_string(), is_tf32(value, &set)),
+                        Stmt::Wmma(w) if !w.tiles.is_empty() => {
+                            let copy = matches!(w.op, WmmaOp::Load { .. } | WmmaOp::LdMatrix { .. });
+                            let ok = copy && w.tiles.get(1).is_some_and(|t| set.contains(t.buffer.name()));
+                            (w.tiles[0].buffer.name().to_string(), ok)
+                        }
+                        _ => return,
+                    };
+                    *writes.entry(dst).or_insert(true) &= ok;
+                });
+            }
+            let next: std::collections::HashSet<String> =
+                writes.into_iter().filter(|(_, ok)| *ok).map(|(n, _)| n).collect();
+            if next == set {
+                return Tf32Values(set);
+            }
+            set = next;
+        }
+    }
+
+    /// Whether both operands of a tf32 product hold tf32 values.
+    pub fn operands_of(&self, w: &tirc_ir::Wmma) -> bool {
+        let operands: &[tirc_ir::Tile] = match w.op {
+            tirc_ir::WmmaOp::MmaSync { .. } => w.tiles.get(1..3).unwrap_or(&[]),
+            tirc_ir::WmmaOp::Wgmma { .. } => w.tiles.get(w.op.wgmma_tiles()..).unwrap_or(&[]),
+            _ => &[],
+        };
+        !operands.is_empty() && operands.iter().all(|t| self.0.contains(t.buffer.name()))
+    }
+}
+
+/// `x` rounded to tf32 as `T.tf32_round` rounds it.
+fn sim_tf32(x: f64) -> f64 {
+    let f = x as f32;
+    if !f.is_finite() {
+        return f as f64;
+    }
+    f32::from_bits(f.to_bits().wrapping_add(0x1000) & 0xffff_e000) as f64
+}
+
+fn tolerance_of(f: &PrimFunc, exact: &Tf32Values) -> f64 {
     let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();
     let mut accumulations = 0.0f64;
     f.body.walk(&mut |s| {
@@ -165,7 +239,7 @@ fn tolerance_of(f: &PrimFunc, tf32_exact: bool) -> f64 {
                 accumulations = accumulations.max(accumulation_error(&r.block));
             }
             Stmt::Allocate { buffer, .. } => types.push(buffer.dtype()),
-            Stmt::Wmma(w) if w.is_tf32() && !tf32_exact => types.push(tirc_ir::DType::F16),
+            Stmt::Wmma(w) if w.is_tf32() && !exact.operands_of(w) => types.push(tirc_ir::DType::F16),
             _ => {}
         }
         s.for_each_expr(|e| {

@@ -23,7 +23,14 @@
 //! scheduled as a tf32 product of length `3 K` (e.g. `wgmma` tf32 through
 //! `tensorize`, after `transform_layout` has stored the operands K-major).
 //! The result is float32's, so a run checks it at float32's tolerance, and
-//! `--compare cublas` times cuBLAS's SGEMM (not its TF32 math).
+//! `--compare cublas` times cuBLAS's SGEMM (not its TF32 math). The split
+//! is for finite values below 2^128 (1 - 2^-12): within a tf32 step of
+//! float32's largest, `hi` rounds to infinity, and the sum turns NaN (as it
+//! does for infinite inputs, where float32 would give infinity).
+//!
+//! Its accuracy on the GPU depends on the tensor cores' additions too,
+//! which cut bits off: promote the accumulators (`tirc.promote_every`) for
+//! float32's accuracy at every depth (docs/benchmarks.md).
 //!
 //! Preconditions, checked in this order:
 //! 1. The block is in the function, in the root block's scope.
@@ -78,7 +85,7 @@ pub fn decompose_tf32x3(sch: &mut Schedule, block: &BlockRV) -> Result<Vec<Block
     let kloop = r.iter_values[kpos]
         .as_var()
         .and_then(|v| loops.iter().find(|l| &l.var == v))
-        .filter(|l| kdom.min.as_int() == Some(0) && l.min.as_int() == Some(0) && same_expr(&l.extent, &kdom.extent));
+        .filter(|l| kdom.min.as_int() == Some(0) && l.min.as_int() == Some(0) && same_extent(&l.extent, &kdom.extent));
     let Some(kloop) = kloop else {
         return Err(ScheduleError::new(format!(
             "reduction variable `{}` of block `{block}` is not bound to a loop of its own over its whole domain",
@@ -147,7 +154,7 @@ pub fn decompose_tf32x3(sch: &mut Schedule, block: &BlockRV) -> Result<Vec<Block
         let dims: Vec<usize> = (0..idx.len()).filter(|d| idx[*d].as_var() == Some(&kv)).collect();
         let others = idx.iter().filter(|e| e.as_var() != Some(&kv)).any(uses_k_var(&kv));
         match dims[..] {
-            [d] if !others && same_expr(&buf.shape()[d], &kdom.extent) => Ok(d),
+            [d] if !others && same_extent(&buf.shape()[d], &kdom.extent) => Ok(d),
             [d] if !others => Err(ScheduleError::new(format!(
                 "block `{block}` reads `{}` along `{}` over {} of its {} elements: tirc splits only operands the \
                  reduction covers whole",
@@ -193,14 +200,14 @@ pub fn decompose_tf32x3(sch: &mut Schedule, block: &BlockRV) -> Result<Vec<Block
         taken.push(name.clone());
         let k = src.shape()[d].clone();
         let mut shape = src.shape().to_vec();
-        shape[d] = Expr::folded(BinOp::Mul, Expr::int(3), k.clone());
+        shape[d] = Expr::folded(BinOp::Mul, Expr::Int(3, k.dtype()), k.clone());
         let dst = Buffer::new(name.clone(), DType::F32, shape, src.scope());
         before.push(split_nest(&mut root, &name, src, &dst, d, lo_part));
         split.push(dst);
         names.push(name);
     }
     // The block over `3 K`, reading the split copies.
-    let three_k = Expr::folded(BinOp::Mul, Expr::int(3), kdom.extent.clone());
+    let three_k = Expr::folded(BinOp::Mul, Expr::Int(3, kdom.extent.dtype()), kdom.extent.clone());
     let load = |buf: &Buffer, idx: &[Expr]| Expr::Load(buf.clone(), idx.to_vec());
     let new_term = Expr::binary(BinOp::Mul, load(&split[0], xi), load(&split[1], yi));
     let new_value = if is_out(a) {
@@ -211,19 +218,17 @@ pub fn decompose_tf32x3(sch: &mut Schedule, block: &BlockRV) -> Result<Vec<Block
     let mut nb = r.clone();
     nb.block.iter_vars[kpos].dom = Range::from_extent(three_k.clone());
     nb.block.body = Stmt::Store { buffer: out.clone(), indices: out_idx.clone(), value: new_value };
-    let mut reads: Vec<BufferRegion> = Vec::new();
-    for reg in &r.block.reads {
-        if &reg.buffer == xb || &reg.buffer == yb {
-            // X == Y (`A @ A^T`) reads one buffer through two copies.
-            for (src, dst) in [(xb, &split[0]), (yb, &split[1])] {
-                if &reg.buffer == src && !reads.iter().any(|w| &w.buffer == dst) {
-                    reads.push(BufferRegion { buffer: dst.clone(), region: reg.region.clone() });
-                }
-            }
-        } else {
-            reads.push(reg.clone());
-        }
-    }
+    // The block's reads: what it read besides X and Y, and each split copy
+    // at the point its load reads (its own indices: `A @ A^T` reads one
+    // buffer through two copies at two points), `k` now over `3 K`.
+    let point = |b: &Buffer, idx: &[Expr]| BufferRegion {
+        buffer: b.clone(),
+        region: idx.iter().map(|i| Range::new(i.clone(), Expr::Int(1, i.dtype()))).collect(),
+    };
+    let mut reads: Vec<BufferRegion> =
+        r.block.reads.iter().filter(|reg| &reg.buffer != xb && &reg.buffer != yb).cloned().collect();
+    reads.push(point(&split[0], xi));
+    reads.push(point(&split[1], yi));
     nb.block.reads = reads;
     let kvar = kloop.var.clone();
     let stmts = root_stmts(&sch.func.body);
@@ -239,6 +244,15 @@ pub fn decompose_tf32x3(sch: &mut Schedule, block: &BlockRV) -> Result<Vec<Block
     }
     set_root(sch, body, split);
     Ok(names)
+}
+
+/// Whether two extents are the same: equal constants (of any integer
+/// type), or the same expression.
+fn same_extent(a: &Expr, b: &Expr) -> bool {
+    match (a.as_int(), b.as_int()) {
+        (Some(x), Some(y)) => x == y,
+        _ => same_expr(a, b),
+    }
 }
 
 /// Whether an expression mentions `v`.
@@ -266,12 +280,14 @@ fn grow(s: &Stmt, block: &str, k: &Var, three_k: &Expr, nb: &BlockRealize) -> St
 /// part `p` (extent 3) just outside dimension `d`, storing `lo(src[..])` at
 /// `p == lo_part` and `hi(src[..])` at the other two, at `p * K + k`.
 fn split_nest(root: &mut Stmt, name: &str, src: &Buffer, dst: &Buffer, d: usize, lo_part: i64) -> Stmt {
+    // Loops of the type of each dimension's extent (int64 shapes keep
+    // int64 loops), the part's of `k`'s.
     let mut ranges: Vec<(Range, DType)> = Vec::new();
     for (i, n) in src.shape().iter().enumerate() {
         if i == d {
-            ranges.push((Range::from_extent(Expr::int(3)), DType::I32));
+            ranges.push((Range::from_extent(Expr::Int(3, n.dtype())), n.dtype()));
         }
-        ranges.push((Range::from_extent(n.clone()), DType::I32));
+        ranges.push((Range::from_extent(n.clone()), n.dtype()));
     }
     let k = src.shape()[d].clone();
     block_nest(root, &ranges, "i", |iter_vars| {
@@ -284,10 +300,10 @@ fn split_nest(root: &mut Stmt, name: &str, src: &Buffer, dst: &Buffer, d: usize,
         let round = |e: Expr| Expr::Call(Intrinsic::Tf32Round, vec![e]);
         let hi = round(x.clone());
         let lo = round(Expr::binary(BinOp::Sub, x, hi.clone()));
-        let is_lo = Expr::binary(BinOp::Eq, part, Expr::int(lo_part));
+        let is_lo = Expr::binary(BinOp::Eq, part.clone(), Expr::Int(lo_part, part.dtype()));
         let point = |b: &Buffer, idx: &[Expr]| BufferRegion {
             buffer: b.clone(),
-            region: idx.iter().map(|i| Range::new(i.clone(), Expr::int(1))).collect(),
+            region: idx.iter().map(|i| Range::new(i.clone(), Expr::Int(1, i.dtype()))).collect(),
         };
         Block {
             name: name.to_string(),

@@ -79,6 +79,26 @@ use tirc_ir::subst::substitute_stmt;
 use tirc_ir::{Attr, BinOp, Buffer, BufferId, Diagnostic, Expr, For, ForKind, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
+    // `tirc.promote_every` belongs on a loop to be warp-specialized (or, in
+    // lowered text, one that is), wherever it stands.
+    let mut misplaced = None;
+    f.body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            let promotes = l.annotations.iter().any(|(k, _)| k == tirc_ir::launch::PROMOTE_EVERY);
+            let ws = super::warp_specialize::asked(l).unwrap_or(true) || tirc_ir::launch::warp_specialized(l).is_some();
+            if promotes && !ws && misplaced.is_none() {
+                misplaced = Some((l.var.name().to_string(), l.span));
+            }
+        }
+    });
+    if let Some((name, span)) = misplaced {
+        return Err(Diagnostic::new(format!(
+            "loop `{name}` has `{}` but is not warp-specialized: accumulators are promoted in a warp-specialized loop of wgmma products",
+            tirc_ir::launch::PROMOTE_EVERY
+        ))
+        .help("annotate the loop with `tirc.warp_specialize` too, or leave the promotion out")
+        .or_at_ir(span, "this loop"));
+    }
     if !ctx.target.has_cp_async() {
         let mut bad = None;
         f.body.walk(&mut |s| {
@@ -187,19 +207,6 @@ fn visit(
         _ => false,
     };
     let expanded = match s {
-        Stmt::For(l)
-            if !ws
-                && tirc_ir::launch::warp_specialized(l).is_none()
-                && l.annotations.iter().any(|(k, _)| k == tirc_ir::launch::PROMOTE_EVERY) =>
-        {
-            return Err(Diagnostic::new(format!(
-                "loop `{}` has `{}` but is not warp-specialized: accumulators are promoted in a warp-specialized loop of wgmma products",
-                l.var.name(),
-                tirc_ir::launch::PROMOTE_EVERY
-            ))
-            .help("annotate the loop with `tirc.warp_specialize` too, or leave the promotion out")
-            .or_at_ir(l.span, "this loop"))
-        }
         Stmt::For(l) if ws && !l.annotations.iter().any(|(k, _)| k == STAGE) => {
             return Err(Diagnostic::new(format!(
                 "loop `{}` has `{}` but no `{STAGE}`: warp specialization splits a software pipeline's stages",

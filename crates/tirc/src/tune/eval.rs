@@ -115,6 +115,8 @@ pub fn build(
         }
         kernels.push((lowered, kernel));
     }
+    // The intermediates of run-time sizes take the sizes measured at.
+    let intermediates = intermediates.iter().map(|b| b.specialize(sizes)).collect();
     Ok(Built { kernels, intermediates })
 }
 
