@@ -178,7 +178,7 @@ impl Tf32Values {
                         }
                         Expr::Select(_, a, b) => go(a, set) && go(b, set),
                         Expr::Load(b, _) => set.contains(b.name()),
-                        Expr::Float(v, _) => sim_tf32(*v) == *v,
+                        Expr::Float(v, _) => sim::tf32(*v) == *v,
                         _ => false,
                     }
                 }
@@ -220,14 +220,6 @@ impl Tf32Values {
     }
 }
 
-/// `x` rounded to tf32 as `T.tf32_round` rounds it.
-fn sim_tf32(x: f64) -> f64 {
-    let f = x as f32;
-    if !f.is_finite() {
-        return f as f64;
-    }
-    f32::from_bits(f.to_bits().wrapping_add(0x1000) & 0xffff_e000) as f64
-}
 
 fn tolerance_of(f: &PrimFunc, exact: &Tf32Values) -> f64 {
     let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();

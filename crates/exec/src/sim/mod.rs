@@ -28,6 +28,8 @@ mod compile;
 mod machine;
 mod race;
 mod value;
+/// A float32 rounded to tf32 as `T.tf32_round` and the tf32 products round it.
+pub use value::tf32;
 
 use crate::data::HostData;
 use machine::{Machine, Mem};

@@ -56,7 +56,7 @@ impl Precision {
 
 /// `x` (a float32) rounded to tf32, 10 bits of mantissa, to nearest with
 /// ties away from zero (`cvt.rna.tf32.f32`); infinities and NaN stay.
-pub(super) fn tf32(x: f64) -> f64 {
+pub fn tf32(x: f64) -> f64 {
     let f = x as f32;
     if !f.is_finite() {
         return f as f64;
