@@ -295,3 +295,39 @@ fn rounding_elsewhere_leaves_a_raw_tf32_product_at_its_tolerance() {
         tirc::verify::sim_check_kernels(&c.original, &lowered, &c.intermediates, 3).unwrap_or_else(|m| panic!("{m}"));
     assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e} (tolerance {tol})", e.rel_err);
 }
+
+/// A parameter holds its caller's float32 until it is written: rounding
+/// part of it to tf32 does not make a tf32 product of it exact (tf32's
+/// tolerance, cuBLAS's TF32 math).
+#[test]
+fn a_partly_rounded_parameter_is_not_tf32() {
+    let src = read(&root().join("tests/data/tf32/parameter_partly_rounded.tir"));
+    let req = Request {
+        schedule: Some("mma_tf32".into()),
+        params: [("BM", "64"), ("BN", "64"), ("WM", "2"), ("WN", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    assert!(c.uses_tf32());
+    assert!(c.tolerance() > 1e-4, "tolerance {}", c.tolerance());
+}
+
+/// A warp-specialized loop of run-time extent inside another loop releases
+/// its last tile version after it (the next pass's producer waits for it).
+#[test]
+fn a_run_time_warp_specialized_loop_releases_its_last_version() {
+    let src = read(&root().join("tests/data/tf32/nested_run_time_extent.tir"));
+    let req = Request {
+        target: tirc_ir::target::Target::from_arch("sm_90a").unwrap_or_else(|e| panic!("{e}")),
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    let cu = &c.kernels[0].cuda.source;
+    assert!(
+        cu.contains("if (nk > 0) { __syncwarp(); if (tirc_tid % 32 == 0) tirc_mbar_arrive(&tirc_empty[((nk) - 1) % "),
+        "{cu}"
+    );
+}

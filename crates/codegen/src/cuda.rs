@@ -1824,6 +1824,42 @@ impl Gen {
                     l.var.name()
                 )));
             }
+            // Only the products may touch the accumulators inside the
+            // loop: a store, fill or read there would see them restarted,
+            // and one declared there would not outlive it.
+            let touched = |x: &Stmt| -> Option<Buffer> {
+                match x {
+                    Stmt::Wmma(w) if w.op.wgmma_tiles() > 0 => None,
+                    Stmt::Wmma(w) => w.tiles.iter().map(|t| &t.buffer).find(|b| bufs.contains(b)).cloned(),
+                    Stmt::Allocate { buffer, .. } | Stmt::Store { buffer, .. } if bufs.contains(buffer) => {
+                        Some(buffer.clone())
+                    }
+                    _ => {
+                        let mut read = None;
+                        x.for_each_expr(|e| {
+                            e.walk(&mut |y| match y {
+                                Expr::Load(b, _) if bufs.contains(b) && read.is_none() => read = Some(b.clone()),
+                                _ => {}
+                            })
+                        });
+                        read
+                    }
+                }
+            };
+            let mut other = None;
+            l.body.walk(&mut |x| {
+                if other.is_none() {
+                    other = touched(x);
+                }
+            });
+            if let Some(b) = other {
+                return Err(Diagnostic::new(format!(
+                    "loop `{}` promotes its accumulators every {p} iterations, but `{}` is declared, read or written \
+                     in it by more than its wgmma products: promotion restarts it from zero",
+                    l.var.name(),
+                    b.name()
+                )));
+            }
             for b in bufs {
                 let (ty, per) = warp_type(&b)?;
                 let size = b.num_elements().ok_or_else(|| Diagnostic::new("an accumulator of run-time size"))?;
@@ -1876,8 +1912,15 @@ impl Gen {
         self.line(ind, "}");
         if in_flight > 0 {
             self.line(ind, "tirc_wgmma_wait<0>();");
-            if let Some(n) = l.extent.as_int().filter(|n| *n > 0) {
-                self.line(ind, &release(&((n - 1).rem_euclid(versions)).to_string()));
+            // The last iteration's version, released once its products are
+            // done (the producer of a loop that runs again waits for it).
+            match l.extent.as_int() {
+                Some(n) if n > 0 => self.line(ind, &release(&((n - 1).rem_euclid(versions)).to_string())),
+                Some(_) => {}
+                None => {
+                    let n = self.expr(&l.extent)?;
+                    self.line(ind, &format!("if ({n} > 0) {{ {} }}", release(&format!("(({n}) - 1) % {versions}"))));
+                }
             }
         }
         for (n, promoted, len) in &accs {

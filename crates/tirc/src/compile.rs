@@ -84,7 +84,7 @@ impl Compiled {
     /// operands into tf32 parts for float32's accuracy (`decompose_tf32x3`):
     /// its rival is SGEMM.
     pub fn uses_tf32(&self) -> bool {
-        crate::verify::multiplies_as_tf32(self.kernels.iter().map(|k| &k.lowered))
+        crate::verify::multiplies_as_tf32(&self.original, self.kernels.iter().map(|k| &k.lowered))
     }
 
     /// The lowered IR of every kernel, in launch order.

@@ -130,7 +130,7 @@ pub fn sizes(f: &PrimFunc) -> Result<Vec<usize>, String> {
 /// (float16's 10 bits of mantissa) unless their operands are tf32 values
 /// already (`decompose_tf32x3`'s split copies: see [`Tf32Values`]).
 pub fn default_tolerance(f: &PrimFunc) -> f64 {
-    tolerance_of(f, &Tf32Values::of(&[f]))
+    tolerance_of(f, &Tf32Values::of(f, &[f]))
 }
 
 /// The tolerance of a function run as `kernels`: the loosest of theirs and
@@ -138,7 +138,7 @@ pub fn default_tolerance(f: &PrimFunc) -> f64 {
 pub fn function_tolerance<'a>(original: &'a PrimFunc, kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> f64 {
     let mut all: Vec<&PrimFunc> = vec![original];
     all.extend(kernels.clone());
-    let exact = Tf32Values::of(&all);
+    let exact = Tf32Values::of(original, &all);
     kernels.into_iter().map(|k| tolerance_of(k, &exact)).fold(tolerance_of(original, &exact), f64::max)
 }
 
@@ -146,9 +146,9 @@ pub fn function_tolerance<'a>(original: &'a PrimFunc, kernels: impl IntoIterator
 /// not tf32 values already: their result is tf32's, and cuBLAS is compared
 /// with its TF32 math; where every tf32 product reads split operands
 /// (`decompose_tf32x3`), the result is float32's and SGEMM is the rival.
-pub fn multiplies_as_tf32<'a>(kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> bool {
+pub fn multiplies_as_tf32<'a>(original: &PrimFunc, kernels: impl IntoIterator<Item = &'a PrimFunc> + Clone) -> bool {
     let all: Vec<&PrimFunc> = kernels.clone().into_iter().collect();
-    let exact = Tf32Values::of(&all);
+    let exact = Tf32Values::of(original, &all);
     let mut inexact = false;
     for k in kernels {
         k.body.walk(&mut |s| inexact |= matches!(s, Stmt::Wmma(w) if w.is_tf32() && !exact.operands_of(w)));
@@ -161,11 +161,13 @@ pub fn multiplies_as_tf32<'a>(kernels: impl IntoIterator<Item = &'a PrimFunc> + 
 /// a literal tf32 holds exactly (the zeros of padding), or a copy of such a
 /// buffer (plain, `cp.async`, bulk tensor copy, `ldmatrix`). A tf32
 /// product of such operands is exact. Found from nothing up, so a buffer
-/// counts only once all that writes it does.
+/// counts only once all that writes it does; never a parameter of the
+/// function, which holds what its caller gave until (and where) it is
+/// written.
 pub struct Tf32Values(std::collections::HashSet<String>);
 
 impl Tf32Values {
-    pub fn of(funcs: &[&PrimFunc]) -> Tf32Values {
+    pub fn of(original: &PrimFunc, funcs: &[&PrimFunc]) -> Tf32Values {
         use tirc_ir::{Expr, Intrinsic, WmmaOp};
         let mut set: std::collections::HashSet<String> = std::collections::HashSet::new();
         loop {
@@ -200,8 +202,9 @@ impl Tf32Values {
                     *writes.entry(dst).or_insert(true) &= ok;
                 });
             }
+            let given = |n: &str| original.params.iter().any(|p| p.name() == n);
             let next: std::collections::HashSet<String> =
-                writes.into_iter().filter(|(_, ok)| *ok).map(|(n, _)| n).collect();
+                writes.into_iter().filter(|(n, ok)| *ok && !given(n)).map(|(n, _)| n).collect();
             if next == set {
                 return Tf32Values(set);
             }
@@ -219,7 +222,6 @@ impl Tf32Values {
         !operands.is_empty() && operands.iter().all(|t| self.0.contains(t.buffer.name()))
     }
 }
-
 
 fn tolerance_of(f: &PrimFunc, exact: &Tf32Values) -> f64 {
     let mut types: Vec<tirc_ir::DType> = f.params.iter().map(|b| b.dtype()).collect();
