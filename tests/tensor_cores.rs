@@ -331,3 +331,38 @@ fn a_run_time_warp_specialized_loop_releases_its_last_version() {
         "{cu}"
     );
 }
+
+/// wgmma cuts float32 operands read from shared memory to tf32 (their low
+/// 13 bits dropped), where mma.sync's `cvt.rna` rounds them: 1 + 2^-11
+/// times ones, 64 deep, is 64 through wgmma, as the H100 gives
+/// (`scripts/exp/wgmma_tf32_rounding.sh`), and 64 (1 + 2^-10) through
+/// `mma_tf32`.
+#[test]
+fn wgmma_cuts_float32_operands_to_tf32() {
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let req = Request {
+        schedule: Some("wgmma_tf32_nt".into()),
+        defines: [("M", 128), ("N", 128), ("K", 64)].iter().map(|(d, v)| (d.to_string(), *v)).collect(),
+        params: [("BM", "64"), ("BN", "64"), ("STAGES", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    let mut args = vec![
+        HostData::F32(vec![1.0 + 2f32.powi(-11); 128 * 64]),
+        HostData::F32(vec![1.0; 128 * 64]),
+        HostData::F32(vec![0.0; 128 * 128]),
+    ];
+    for b in &c.intermediates {
+        args.push(
+            HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize).unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    for k in &c.kernels {
+        run(&k.lowered, &mut args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let HostData::F32(out) = &args[2] else { panic!("C is float32") };
+    assert!(out.iter().all(|&x| x == 64.0), "C[0, 0] = {} where wgmma gives 64", out[0]);
+}

@@ -9,7 +9,7 @@
 
 use super::compile::{BlockNode, FExpr, IExpr, Index, Load, Node, Program, Term, WmmaNode};
 use super::race::{Conflict, RaceTable};
-use super::value::{float_to, intrinsic, tf32, wrap_to};
+use super::value::{float_to, intrinsic, tf32, tf32_truncated, wrap_to};
 use super::{SimError, SimOptions, SimStats};
 use std::collections::VecDeque;
 use tirc_ir::expr::{floor_div, floor_mod};
@@ -626,7 +626,9 @@ impl<'p> Machine<'p> {
                 // times 16 columns of B (stored n × k with trans_b, else
                 // k × n).
                 let t = w.op.wgmma_tiles();
-                let round = |x: [f64; T * T]| if w.tf32 { x.map(tf32) } else { x };
+                // float32 operands cut to tf32, as wgmma reads them (not
+                // rounded, as mma.sync's `cvt.rna` operands are).
+                let round = |x: [f64; T * T]| if w.tf32 { x.map(tf32_truncated) } else { x };
                 let a = round(read(self, t)?);
                 for (j, tile) in addr[..t].iter().enumerate() {
                     let acc = from_warp(&read(self, j)?);

@@ -64,6 +64,18 @@ pub fn tf32(x: f64) -> f64 {
     f32::from_bits(f.to_bits().wrapping_add(0x1000) & !0x1fff) as f64
 }
 
+/// `x` (a float32) cut to tf32, its low 13 bits dropped (toward zero):
+/// what `wgmma` does with float32 operands it reads from shared memory
+/// (measured on an H100: 1 + 2^-11 times 1, 64 deep, gives 64, where
+/// rounding to nearest gives 64.0625; `scripts/exp/wgmma_tf32_rounding.sh`).
+pub(super) fn tf32_truncated(x: f64) -> f64 {
+    let f = x as f32;
+    if !f.is_finite() {
+        return f as f64;
+    }
+    f32::from_bits(f.to_bits() & !0x1fff) as f64
+}
+
 /// Every value of `xs` wrapped to the width of integer type `t`, as a GPU's
 /// registers hold it.
 #[inline]
@@ -178,6 +190,8 @@ mod tests {
         assert_eq!(tf32(1.0 + 2f64.powi(-12)), 1.0);
         assert_eq!(tf32(1.0 + 3.0 * 2f64.powi(-10)), 1.0 + 3.0 * 2f64.powi(-10));
         assert!(tf32(f64::NAN).is_nan());
+        assert_eq!(tf32_truncated(1.0 + 2f64.powi(-11)), 1.0);
+        assert_eq!(tf32_truncated(-(1.0 + 3.0 * 2f64.powi(-12))), -1.0);
         // `T.tf32_round`, the same rounding: a float32 split into two tf32
         // parts keeps about 22 of its 24 bits.
         let x = 0.1f32 as f64;
