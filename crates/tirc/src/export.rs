@@ -31,6 +31,9 @@ pub struct Build {
     pub notes: Vec<String>,
     /// What is legal but likely unintended (ptxas spilling registers).
     pub warnings: Vec<String>,
+    /// NVRTC refused the CUDA tirc wrote (a tirc bug: the files are still
+    /// written, to look at, and the command fails).
+    pub refused: Option<String>,
 }
 
 /// What `build` needs besides the compiled function.
@@ -173,6 +176,7 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
     let (mut ptx_file, mut cubin_file) = (Value::Null, Value::Null);
+    let mut refused = None;
     match tirc_exec::gpu::nvrtc_build(&source, o.arch) {
         Ok(out) => {
             // The source holds every kernel; ptxas's report is the worst.
@@ -191,12 +195,16 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
                 None => notes.push(format!("NVRTC gave no cubin for {}: only the PTX is written", o.arch)),
             }
         }
+        // NVRTC there, but the source does not compile: tirc's fault.
+        Err(e) if e.starts_with("NVRTC could not compile") || e.starts_with("NVRTC produced no PTX") => {
+            refused = Some(e)
+        }
         Err(e) => notes.push(format!("no PTX or cubin: {e}")),
     }
     let meta = metadata(&name, c, req, o, &args, &intermediates, &names, ptx_file, cubin_file)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())? + "\n";
     files.push(("kernel.json".to_string(), text.into_bytes()));
-    Ok(Build { files, notes, warnings })
+    Ok(Build { files, notes, warnings, refused })
 }
 
 /// Where the kernels come from, on one line.

@@ -60,5 +60,9 @@ pub fn main(a: Args) -> u8 {
     for w in &b.warnings {
         eprintln!("warning: {w}");
     }
+    if let Some(e) = &b.refused {
+        eprintln!("error: the CUDA tirc wrote does not compile (a tirc bug; the source is written above): {e}");
+        return FAIL;
+    }
     0
 }
