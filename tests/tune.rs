@@ -72,6 +72,10 @@ fn bad_input_exits_1_and_says_which_and_why() {
         (&[&data("empty_values.tir"), "-s", "threads"], "the space gives `TX` no values"),
         (&[&data("unknown_param.tir"), "-s", "threads"], "the space names `TY`, which is not a parameter"),
         (&["tests/data/tune/missing.tir", "-s", "x"], "cannot read"),
+        (
+            &["ir-examples/matmul_dynamic.tir", "-s", "step6_async", "--space", "BK=16", "--sizes", "17", "-D", "m=8"],
+            "-D m=8 and --sizes both give `m`",
+        ),
     ];
     for (args, want) in cases {
         let mut a = args.to_vec();

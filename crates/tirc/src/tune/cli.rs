@@ -387,6 +387,13 @@ fn over_sizes(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -
             Err(e) => return fail(err, e),
         }
     }
+    // A -D of a size --sizes also gives would be overridden silently.
+    if let Some((n, v)) = o.defines.iter().find(|(n, _)| sets.iter().flatten().any(|(m, _)| m == n)) {
+        return fail(
+            err,
+            format!("-D {n}={v} and --sizes both give `{n}`: --sizes tunes at each of its values; leave out the -D"),
+        );
+    }
     let file = a.file.display().to_string();
     let mut outcomes = Vec::new();
     let mut code = 0;
