@@ -1024,6 +1024,15 @@ fn wmma_row_stride(t: &Tile) -> Result<(), Diagnostic> {
 
 /// The C type of a warp buffer's registers and the elements in each:
 /// float32 as `float`, float16 two to an `unsigned`.
+/// The C type and length of the per-lane array that holds a warp buffer
+/// of `size` elements: each lane a 32nd of it, halves packed two to a
+/// register.
+fn warp_array(b: &Buffer, size: i64) -> Result<(&'static str, i64), Diagnostic> {
+    let (ty, per) = warp_type(b)?;
+    let lanes = tirc_ir::wmma::LANES;
+    Ok((ty, (size + lanes * per - 1) / (lanes * per)))
+}
+
 fn warp_type(b: &Buffer) -> Result<(&'static str, i64), Diagnostic> {
     match b.dtype() {
         DType::Float(32) => Ok(("float", 1)),
@@ -1795,19 +1804,7 @@ impl Gen {
         let in_flight = if self.wgmma { self.wgmma_in_flight } else { 0 };
         // `tirc.promote_every`: the wgmma accumulators and their promoted
         // copies (C name, registers a lane).
-        let promote = match l.annotations.iter().find(|(k, _)| k == tirc_ir::launch::PROMOTE_EVERY) {
-            None => None,
-            Some((_, v)) => match v.as_int() {
-                Some(p) if p >= 1 => Some(p),
-                _ => {
-                    return Err(Diagnostic::new(format!(
-                        "`{}` of loop `{}` takes a number of iterations, 1 or more",
-                        tirc_ir::launch::PROMOTE_EVERY,
-                        l.var.name()
-                    )))
-                }
-            },
-        };
+        let promote = tirc_ir::launch::promote_every(l).map_err(Diagnostic::new)?;
         let mut accs: Vec<(String, String, i64)> = Vec::new();
         if let Some(p) = promote {
             let mut bufs: Vec<Buffer> = Vec::new();
@@ -1861,11 +1858,9 @@ impl Gen {
                 )));
             }
             for b in bufs {
-                let (ty, per) = warp_type(&b)?;
                 let size = b.num_elements().ok_or_else(|| Diagnostic::new("an accumulator of run-time size"))?;
-                let lanes = tirc_ir::wmma::LANES;
+                let (ty, len) = warp_array(&b, size)?;
                 let n = self.buf_name(&b);
-                let len = (size + lanes * per - 1) / (lanes * per);
                 // Fresh: two promoted loops may share a scope.
                 let promoted = self.fresh(&format!("{n}_promoted"));
                 self.line(ind, &format!("{ty} {promoted}[{len}];"));
@@ -2084,10 +2079,9 @@ impl Gen {
                     // A warp tile: each lane holds 8 of its 256 elements,
                     // halves packed two to a register.
                     Scope::Warp => {
-                        let (ty, per) = warp_type(buffer)?;
+                        let (ty, len) = warp_array(buffer, size)?;
                         warp_operand_layout(buffer, body)?;
-                        let lanes = tirc_ir::wmma::LANES;
-                        self.line(ind, &format!("{ty} {n}[{}];", (size + lanes * per - 1) / (lanes * per)));
+                        self.line(ind, &format!("{ty} {n}[{len}];"));
                     }
                 }
                 self.stmt(body, ind)?;

@@ -60,6 +60,18 @@ pub const WARP_SPECIALIZED: &str = "tirc.warp_specialized";
 /// products in flight and two registers an accumulator.
 pub const PROMOTE_EVERY: &str = "tirc.promote_every";
 
+/// Loop `l`'s promotion interval (`None` without the annotation); `Err`
+/// for a value that is not a number of iterations, 1 or more.
+pub fn promote_every(l: &crate::For) -> Result<Option<i64>, String> {
+    match l.annotations.iter().find(|(k, _)| k == PROMOTE_EVERY) {
+        None => Ok(None),
+        Some((_, v)) => match v.as_int() {
+            Some(p) if p >= 1 => Ok(Some(p)),
+            _ => Err(format!("`{PROMOTE_EVERY}` of loop `{}` takes a number of iterations, 1 or more", l.var.name())),
+        },
+    }
+}
+
 /// The bytes of a warp-specialized kernel's mbarriers: a "full" and an
 /// "empty" one (8 bytes each) for each version of its tiles (the most any
 /// of its loops has); 0 without such a loop.

@@ -168,30 +168,15 @@ pub struct Tf32Values(std::collections::HashSet<String>);
 
 impl Tf32Values {
     pub fn of(original: &PrimFunc, funcs: &[&PrimFunc]) -> Tf32Values {
-        use tirc_ir::{Expr, Intrinsic, WmmaOp};
+        use tirc_ir::WmmaOp;
         let mut set: std::collections::HashSet<String> = std::collections::HashSet::new();
         loop {
-            let is_tf32 = |e: &Expr, set: &std::collections::HashSet<String>| -> bool {
-                fn go(e: &Expr, set: &std::collections::HashSet<String>) -> bool {
-                    match e {
-                        Expr::Call(Intrinsic::Tf32Round, _) => true,
-                        Expr::Call(Intrinsic::CpAsync | Intrinsic::TmaLoad, args) => {
-                            args.first().is_some_and(|a| go(a, set))
-                        }
-                        Expr::Select(_, a, b) => go(a, set) && go(b, set),
-                        Expr::Load(b, _) => set.contains(b.name()),
-                        Expr::Float(v, _) => sim::tf32(*v) == *v,
-                        _ => false,
-                    }
-                }
-                go(e, set)
-            };
             // Each written buffer: whether all its writes so far are tf32.
             let mut writes: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
             for f in funcs {
                 f.body.walk(&mut |s| {
                     let (dst, ok) = match s {
-                        Stmt::Store { buffer, value, .. } => (buffer.name().to_string(), is_tf32(value, &set)),
+                        Stmt::Store { buffer, value, .. } => (buffer.name().to_string(), holds_tf32(value, &set)),
                         Stmt::Wmma(w) if !w.tiles.is_empty() => {
                             let copy = matches!(w.op, WmmaOp::Load { .. } | WmmaOp::LdMatrix { .. });
                             let ok = copy && w.tiles.get(1).is_some_and(|t| set.contains(t.buffer.name()));
@@ -220,6 +205,19 @@ impl Tf32Values {
             _ => &[],
         };
         !operands.is_empty() && operands.iter().all(|t| self.0.contains(t.buffer.name()))
+    }
+}
+
+/// Whether `e` is a tf32 value, given the buffers `set` known to hold them.
+fn holds_tf32(e: &tirc_ir::Expr, set: &std::collections::HashSet<String>) -> bool {
+    use tirc_ir::{Expr, Intrinsic};
+    match e {
+        Expr::Call(Intrinsic::Tf32Round, _) => true,
+        Expr::Call(Intrinsic::CpAsync | Intrinsic::TmaLoad, args) => args.first().is_some_and(|a| holds_tf32(a, set)),
+        Expr::Select(_, a, b) => holds_tf32(a, set) && holds_tf32(b, set),
+        Expr::Load(b, _) => set.contains(b.name()),
+        Expr::Float(v, _) => sim::tf32(*v) == *v,
+        _ => false,
     }
 }
 

@@ -169,10 +169,8 @@ pub(super) fn expand(
     let mut out = l.with_body(body);
     out.kind = ForKind::Serial;
     out.annotations = vec![(WARP_SPECIALIZED.to_string(), Attr::Int(v))];
-    match l.annotations.iter().find(|(k, _)| k == tirc_ir::launch::PROMOTE_EVERY) {
-        None => {}
-        Some((k, Attr::Int(p))) if *p >= 1 => out.annotations.push((k.clone(), Attr::Int(*p))),
-        Some((k, _)) => return Err(Diagnostic::new(format!("`{k}` takes a number of iterations, 1 or more"))),
+    if let Some(p) = tirc_ir::launch::promote_every(l).map_err(Diagnostic::new)? {
+        out.annotations.push((tirc_ir::launch::PROMOTE_EVERY.to_string(), Attr::Int(p)));
     }
     Ok(Stmt::For(Box::new(out)))
 }
