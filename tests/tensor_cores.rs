@@ -215,6 +215,47 @@ fn warp_specialized_wgmma_runs_with_and_without_padding() {
     assert_eq!(c.kernels[2].cuda.tensor_maps.len(), 2, "one map for A's tiles, one for B's");
 }
 
+/// `mma.sync` fed by bulk tensor copies (`-p WS=1`): the shared tiles are
+/// swizzled instead of padded and ldmatrix reads them through the swizzle
+/// (B stored k × n in atoms of 64 columns), and a producer warpgroup gives
+/// its registers to the warps that multiply. On the simulator with and
+/// without padding, each operand layout and type, A's rows of 128 and of
+/// 64 bytes; then the CUDA of the defaults.
+#[test]
+fn warp_specialized_mma_sync_reads_swizzled_tiles() {
+    for s in ["mma", "mma_nt", "mma_bf16"] {
+        let p = [("BM", "64"), ("BN", "64"), ("WM", "2"), ("WN", "2"), ("STAGES", "3"), ("GROUP_M", "2"), ("WS", "1")];
+        check(s, [128, 192, 192], &p, 1);
+        let mut padded = p.to_vec();
+        padded.push(("PAD", "1"));
+        check(s, [100, 140, 70], &padded, 4);
+    }
+    check("mma", [128, 128, 96], &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("WM", "2"), ("WN", "2"), ("WS", "1")], 1);
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let req = Request {
+        schedule: Some("mma".into()),
+        defines: ["M", "N", "K"].iter().map(|d| (d.to_string(), 512)).collect(),
+        params: vec![("WS".into(), "1".into()), ("STAGES".into(), "4".into())],
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    let cuda = &c.kernels[0].cuda.source;
+    for part in [
+        "#define TIRC_SM90A",
+        "__launch_bounds__(384, 1)",
+        "setmaxnreg.dec.sync.aligned.u32 40;",
+        "setmaxnreg.inc.sync.aligned.u32 232;",
+        "tirc_ldmatrix_x4_swizzled<true, false, 128>(",
+        "tirc_ldmatrix_x4_swizzled<false, false, 128>(",
+    ] {
+        assert!(cuda.contains(part), "no {part} in:\n{cuda}");
+    }
+    assert_eq!(c.kernels[0].cuda.tensor_maps.len(), 2, "one map for A's tiles, one for B's");
+    let body = &cuda[cuda.find("extern \"C\"").unwrap_or(0)..];
+    assert!(!body.contains("tirc_cp_async"), "every thread's copies are gone:\n{body}");
+    assert!(body.contains("tirc_tma_load("), "{body}");
+}
+
 /// Two operands of one shape, tile and type (A and B^T of a square product
 /// with square tiles) are copied each through its own tensor map: the
 /// copies of B once read A's map, which the simulator, running the IR,

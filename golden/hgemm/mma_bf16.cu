@@ -9,19 +9,40 @@ __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { l
 // mma.sync on warp tiles: a 16x16 tile is 8 elements per lane, in the layout
 // of the PTX fragments of mma.m16n8k16 (half operands as 4 packed registers).
 __device__ __forceinline__ unsigned tirc_lane() { unsigned l; asm("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
-// ldmatrix.x4 of a 16x16 half tile, rows ldm apart: each lane points at one
-// row of 8 halves; STORED_T for a tile stored transposed (A as k x m, B as n x k).
-template <bool TRANS, bool STORED_T>
-__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const void* tile, int ldm) {
+// ldmatrix.x4 of a 16x16 half tile: each lane points at one row of 8
+// halves; STORED_T for a tile stored transposed (A as k x m, B as n x k).
+// The offset of the lane's row (in halves) in a tile whose rows are ldm apart:
+template <bool STORED_T>
+__device__ __forceinline__ int tirc_ldmatrix_offset(int ldm) {
   unsigned lane = tirc_lane();
   int row = STORED_T ? 8 * (int)(lane >> 4) + (int)(lane & 7) : (int)(lane & 15);
   int col = STORED_T ? 8 * (int)((lane >> 3) & 1) : 8 * (int)(lane >> 4);
-  unsigned a = (unsigned)__cvta_generic_to_shared(reinterpret_cast<const unsigned short*>(tile) + row * ldm + col);
+  return row * ldm + col;
+}
+// the instruction, the lane's row at shared address a:
+template <bool TRANS>
+__device__ __forceinline__ void tirc_ldmatrix_x4_at(unsigned* r, unsigned a) {
   if (TRANS) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
   } else {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
   }
+}
+// from a tile whose rows are ldm apart:
+template <bool TRANS, bool STORED_T>
+__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const void* tile, int ldm) {
+  const unsigned short* p = reinterpret_cast<const unsigned short*>(tile) + tirc_ldmatrix_offset<STORED_T>(ldm);
+  tirc_ldmatrix_x4_at<TRANS>(r, (unsigned)__cvta_generic_to_shared(p));
+}
+// The same from the tile at element `off` past `buf` of a buffer swizzled
+// by BYTES (sch.storage_swizzle, the pattern of tirc_ir::swizzle_offset),
+// `buf` a whole number of the pattern's atoms (8 lines) into it: each
+// lane's row of 16 bytes is one chunk, which the swizzle moves whole.
+template <bool TRANS, bool STORED_T, int BYTES>
+__device__ __forceinline__ void tirc_ldmatrix_x4_swizzled(unsigned* r, const void* buf, int off, int ldm) {
+  int a = 2 * (off + tirc_ldmatrix_offset<STORED_T>(ldm));
+  a ^= ((a >> 7) & (BYTES / 16 - 1)) << 4;
+  tirc_ldmatrix_x4_at<TRANS>(r, (unsigned)__cvta_generic_to_shared(reinterpret_cast<const char*>(buf) + a));
 }
 // c += a * b on a 16x16x16 tile: two m16n8k16, one per 8 columns of c.
 __device__ __forceinline__ void tirc_mma_16x16x16(float* c, const unsigned* a, const unsigned* b) {

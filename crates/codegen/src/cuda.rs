@@ -133,19 +133,40 @@ __device__ __forceinline__ void tirc_wmma_mma_bt(tirc_frag_f16& c, const tirc_fr
 const MMA_PRELUDE: &str = r#"// mma.sync on warp tiles: a 16x16 tile is 8 elements per lane, in the layout
 // of the PTX fragments of mma.m16n8k16 (half operands as 4 packed registers).
 __device__ __forceinline__ unsigned tirc_lane() { unsigned l; asm("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
-// ldmatrix.x4 of a 16x16 half tile, rows ldm apart: each lane points at one
-// row of 8 halves; STORED_T for a tile stored transposed (A as k x m, B as n x k).
-template <bool TRANS, bool STORED_T>
-__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const void* tile, int ldm) {
+// ldmatrix.x4 of a 16x16 half tile: each lane points at one row of 8
+// halves; STORED_T for a tile stored transposed (A as k x m, B as n x k).
+// The offset of the lane's row (in halves) in a tile whose rows are ldm apart:
+template <bool STORED_T>
+__device__ __forceinline__ int tirc_ldmatrix_offset(int ldm) {
   unsigned lane = tirc_lane();
   int row = STORED_T ? 8 * (int)(lane >> 4) + (int)(lane & 7) : (int)(lane & 15);
   int col = STORED_T ? 8 * (int)((lane >> 3) & 1) : 8 * (int)(lane >> 4);
-  unsigned a = (unsigned)__cvta_generic_to_shared(reinterpret_cast<const unsigned short*>(tile) + row * ldm + col);
+  return row * ldm + col;
+}
+// the instruction, the lane's row at shared address a:
+template <bool TRANS>
+__device__ __forceinline__ void tirc_ldmatrix_x4_at(unsigned* r, unsigned a) {
   if (TRANS) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
   } else {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
   }
+}
+// from a tile whose rows are ldm apart:
+template <bool TRANS, bool STORED_T>
+__device__ __forceinline__ void tirc_ldmatrix_x4(unsigned* r, const void* tile, int ldm) {
+  const unsigned short* p = reinterpret_cast<const unsigned short*>(tile) + tirc_ldmatrix_offset<STORED_T>(ldm);
+  tirc_ldmatrix_x4_at<TRANS>(r, (unsigned)__cvta_generic_to_shared(p));
+}
+// The same from the tile at element `off` past `buf` of a buffer swizzled
+// by BYTES (sch.storage_swizzle, the pattern of tirc_ir::swizzle_offset),
+// `buf` a whole number of the pattern's atoms (8 lines) into it: each
+// lane's row of 16 bytes is one chunk, which the swizzle moves whole.
+template <bool TRANS, bool STORED_T, int BYTES>
+__device__ __forceinline__ void tirc_ldmatrix_x4_swizzled(unsigned* r, const void* buf, int off, int ldm) {
+  int a = 2 * (off + tirc_ldmatrix_offset<STORED_T>(ldm));
+  a ^= ((a >> 7) & (BYTES / 16 - 1)) << 4;
+  tirc_ldmatrix_x4_at<TRANS>(r, (unsigned)__cvta_generic_to_shared(reinterpret_cast<const char*>(buf) + a));
 }
 // c += a * b on a 16x16x16 tile: two m16n8k16, one per 8 columns of c.
 __device__ __forceinline__ void tirc_mma_16x16x16(float* c, const unsigned* a, const unsigned* b) {
@@ -315,6 +336,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         dynamic: Vec::new(),
         declared: vec![Vec::new()],
         wgmma: false,
+        warp_tiles: false,
         wgmma_in_flight: tirc_ir::launch::wgmma_in_flight(f),
         wgmma_pending: false,
         wgmma_helpers: Vec::new(),
@@ -333,6 +355,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         tmap_sources: f.params.clone(),
     };
     f.body.walk(&mut |s| g.wgmma |= matches!(s, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));
+    f.body.walk(&mut |s| g.warp_tiles |= matches!(s, Stmt::Wmma(w) if w.op.is_mma()));
     let name = format!("{}_kernel", sanitize(&f.name));
     let mut params = Vec::new();
     let mut sig = Vec::new();
@@ -478,7 +501,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         // outermost axis with threads, whose inner axes it must fill.
         let d = (0..3).rev().find(|&d| launch.block[d] > 1).unwrap_or(0);
         let inner: i64 = launch.block[..d].iter().product();
-        let producers = tirc_ir::launch::producer_threads(g.wgmma);
+        let producers = tirc_ir::launch::producer_threads(g.warp_tiles, consumers);
         if producers % inner != 0 {
             return Err(Diagnostic::new(format!(
                 "a warp-specialized kernel adds a producer of {producers} threads along its outermost thread axis, but the axes inside it have {inner} threads, which does not divide {producers}"
@@ -554,6 +577,9 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     if swizzled {
         src.push_str(SWIZZLE_PRELUDE);
     }
+    if g.wgmma || g.out.contains("setmaxnreg") {
+        src.push_str(SM90A_PRELUDE);
+    }
     if g.wgmma {
         src.push_str(WGMMA_PRELUDE);
         for &(n, dtype, trans_b) in &g.wgmma_helpers {
@@ -574,12 +600,12 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let _ = writeln!(src);
     // The occupancy hint of `extract_launch`, if the schedule gave one.
     let min_blocks_per_sm = tirc_ir::launch::min_blocks_per_sm(f);
-    // A warp-specialized kernel with wgmma runs one block a
-    // multiprocessor: with the 1, the registers are capped at entry, which
+    // A warp-specialized kernel on warp tiles (wgmma, mma.sync) runs one
+    // block a multiprocessor: with the 1, the registers are capped at entry, which
     // setmaxnreg needs.
     let bounds = match min_blocks_per_sm {
         Some(n) => format!("{threads}, {n}"),
-        None if warp_specialized && g.wgmma => format!("{threads}, 1"),
+        None if warp_specialized && g.warp_tiles => format!("{threads}, 1"),
         None => threads.to_string(),
     };
     let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}({}) {{", sig.join(", "));
@@ -602,12 +628,16 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     })
 }
 
+/// The mark of a kernel for the architecture-specific target of its
+/// Hopper GPU (sm_90a for sm_90): one that issues `wgmma` or `setmaxnreg`
+/// (`tirc_exec::gpu::nvrtc_build` reads it).
+const SM90A_PRELUDE: &str = "#define TIRC_SM90A 1\n";
+
 /// What `wgmma` needs: its fences, the wait for the products in flight,
 /// the warp's place in its warpgroup and the shared-memory descriptor of
 /// an operand in swizzled rows of `SW` bytes (PTX ISA, "Matrix Descriptor
 /// Format").
-const WGMMA_PRELUDE: &str = r#"#define TIRC_SM90A 1
-__device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+const WGMMA_PRELUDE: &str = r#"__device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void tirc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
 __device__ __forceinline__ void tirc_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
@@ -764,6 +794,9 @@ pub fn translation_unit(kernels: &[&CudaKernel]) -> String {
     if any(crate::warp_specialized::PRELUDE) {
         src.push_str(crate::warp_specialized::PRELUDE);
     }
+    if any(SM90A_PRELUDE) {
+        src.push_str(SM90A_PRELUDE);
+    }
     if any(WGMMA_PRELUDE) {
         src.push_str(WGMMA_PRELUDE);
         // The wgmma helpers of each width any kernel uses, once each (one
@@ -826,6 +859,10 @@ struct Gen {
     /// The kernel issues `wgmma`: its barriers wait for the products in
     /// flight first, and the helpers of each width it uses.
     wgmma: bool,
+    /// The kernel works on tensor-core warp tiles (`wgmma` or the
+    /// `mma.sync` family): a warp-specialized one gets a producer
+    /// warpgroup that gives its registers to the consumers.
+    warp_tiles: bool,
     /// Batches of products that may stay in flight across a barrier
     /// (`tirc_ir::launch::wgmma_in_flight`).
     wgmma_in_flight: i64,
@@ -884,6 +921,20 @@ enum Side {
     Producer,
     /// The consumers: everything else.
     Consumer,
+}
+
+/// The integer sum `x` as `(whole, rest)`, `x = whole + rest`: `whole`
+/// the terms that are multiples of `m` by their constant factors (a sum
+/// of 0 where none is), `rest` the others.
+fn split_multiples(x: &Expr, m: i64) -> (Expr, Expr) {
+    match x {
+        Expr::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+            let ((aw, ar), (bw, br)) = (split_multiples(a, m), split_multiples(b, m));
+            (Expr::binary(*op, aw, bw), Expr::binary(*op, ar, br))
+        }
+        _ if constant_factor(x) % m == 0 => (x.clone(), Expr::int(0)),
+        _ => (Expr::int(0), x.clone()),
+    }
 }
 
 /// A number every value of the integer expression `x` is a multiple of,
@@ -1692,11 +1743,11 @@ impl Gen {
         self.line(ind, "__syncthreads();");
         // The producer keeps few registers and gives the rest to the
         // consumers (sm_90a), where that is more than they have at entry.
-        let producers = tirc_ir::launch::producer_threads(true);
+        let producers = tirc_ir::launch::producer_threads(self.warp_tiles, c);
         let total = c + producers;
         let at_entry = (65536 / total).min(255) / 8 * 8;
         let given = ((65536 - 40 * producers) / c / 8 * 8).min(240);
-        let rebalance = self.wgmma && given > at_entry;
+        let rebalance = producers % 128 == 0 && given > at_entry;
         self.line(ind, &format!("if (tirc_tid >= {c}) {{"));
         if rebalance {
             self.line(ind + 1, "asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");");
@@ -2105,7 +2156,7 @@ impl Gen {
     /// A tensor-core operation as the `nvcuda::wmma` call that does it.
     fn wmma(&mut self, w: &Wmma, ind: usize) -> Result<(), Diagnostic> {
         if let Some(t) = w.tiles.iter().find(|t| t.buffer.swizzle() != 0) {
-            if w.op.wgmma_tiles() == 0 {
+            if w.op.wgmma_tiles() == 0 && !w.op.reads_swizzled(t.buffer.dtype()) {
                 return Err(Diagnostic::new(format!(
                     "{} reads the swizzled buffer `{}`, which only wgmma's descriptors can describe",
                     w.op.name(),
@@ -2307,7 +2358,29 @@ impl Gen {
                 // A is read row by row as it is stored; B (k × n) is
                 // transposed by the instruction; stored transposed, the
                 // other way round.
-                format!("tirc_ldmatrix_x4<{}, {trans}>({r}, {p}, {ldm});", b != trans)
+                match w.tiles[1].buffer.swizzle() {
+                    0 => format!("tirc_ldmatrix_x4<{}, {trans}>({r}, {p}, {ldm});", b != trans),
+                    bytes => {
+                        // The swizzle repeats every atom: the offset's
+                        // terms of whole atoms move the pointer, and the
+                        // rest (constant once the loops are unrolled) is
+                        // swizzled with the lane's row.
+                        let (flat, _) = flat_tile(&w.tiles[1])?;
+                        let atom = tirc_ir::buffer::swizzle_atom(bytes) / t.bytes() as i64;
+                        let (whole, rest) = split_multiples(&flat, atom);
+                        let (whole, rest) = (self.an.simplify(&whole), self.an.simplify(&rest));
+                        let name = self.buf_name(&w.tiles[1].buffer);
+                        let base = match whole.as_int() {
+                            Some(0) => name,
+                            _ => format!("{name} + {}", self.expr(&whole)?),
+                        };
+                        let rest = self.expr(&rest)?;
+                        format!(
+                            "tirc_ldmatrix_x4_swizzled<{}, {trans}, {bytes}>({r}, {base}, {rest}, {ldm});",
+                            b != trans
+                        )
+                    }
+                }
             }
             WmmaOp::MmaSync { .. } => {
                 let (c, a, b) = (warp(self, &w.tiles[0])?, warp(self, &w.tiles[1])?, warp(self, &w.tiles[2])?);

@@ -250,8 +250,9 @@ pub fn nvrtc_build(source: &str, arch: &str) -> Result<NvrtcOutput, String> {
     if !nvrtc_available() {
         return Err(NVRTC_MISSING.to_string());
     }
-    // A kernel that issues wgmma (its source defines TIRC_SM90A) needs the
-    // architecture-specific target of its Hopper GPU: sm_90a for sm_90.
+    // A kernel that issues wgmma or setmaxnreg (its source defines
+    // TIRC_SM90A) needs the architecture-specific target of its Hopper GPU:
+    // sm_90a for sm_90.
     let specific = format!("{arch}a");
     let arch = if source.contains("#define TIRC_SM90A") && arch == "sm_90" { specific.as_str() } else { arch };
     if arch.is_empty() || !arch.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {

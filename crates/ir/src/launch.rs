@@ -94,11 +94,12 @@ pub fn warp_specialized_loops(body: &crate::Stmt) -> Vec<&crate::For> {
 }
 
 /// The threads of the producer a warp-specialized kernel adds: a warpgroup
-/// where the consumers issue `wgmma` (the producer then hands its
+/// where the consumers work on tensor-core warp tiles (`wgmma`,
+/// `mma.sync`) and are whole warpgroups (the producer then hands its
 /// registers to them with `setmaxnreg`, which works by warpgroups), else
 /// one warp.
-pub fn producer_threads(wgmma: bool) -> i64 {
-    if wgmma {
+pub fn producer_threads(warp_tiles: bool, consumers: i64) -> i64 {
+    if warp_tiles && consumers % 128 == 0 {
         128
     } else {
         32

@@ -225,6 +225,18 @@ impl WmmaOp {
         )
     }
 
+    /// Whether the operation reads a tile of `dtype` elements from a
+    /// buffer swizzled by `storage_swizzle`: `wgmma` through its
+    /// descriptors, `ldmatrix` of 16-bit elements through each lane's
+    /// address (a row of 16 bytes is one chunk of the swizzle).
+    pub fn reads_swizzled(&self, dtype: crate::DType) -> bool {
+        match self {
+            WmmaOp::Wgmma { .. } => true,
+            WmmaOp::LdMatrix { .. } => dtype.bytes() == 2,
+            _ => false,
+        }
+    }
+
     /// The number of accumulator tiles of a `Wgmma` (its first tiles), 0
     /// for the others.
     pub fn wgmma_tiles(&self) -> usize {

@@ -71,14 +71,14 @@ pub fn storage_swizzle(sch: &mut Schedule, block: &BlockRV, buffer_index: i64, b
     let mut other = None;
     sch.func.body.walk(&mut |s| {
         if let Stmt::Wmma(w) = s {
-            if w.op.wgmma_tiles() == 0 && w.tiles.iter().any(|t| t.buffer == b) {
+            if w.tiles.iter().any(|t| t.buffer == b && !w.op.reads_swizzled(t.buffer.dtype())) {
                 other.get_or_insert(w.op.name());
             }
         }
     });
     if let Some(op) = other {
         return Err(ScheduleError::new(format!(
-            "`{}` is read by {op}, which cannot read a swizzled layout (only wgmma's descriptors describe one)",
+            "`{}` is read by {op}, which cannot read a swizzled layout (only wgmma's descriptors and ldmatrix of 16-bit elements can)",
             b.name()
         )));
     }

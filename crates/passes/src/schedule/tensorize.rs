@@ -390,9 +390,14 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             scoped(buffer, Scope::Warp, input)?;
             let (src, sidx) = copied()?;
             scoped(&src, Scope::Shared, input)?;
+            // A shared tile `transform_layout`ed into atoms (as wgmma's B
+            // tiles are) is read as long as each 16×16 tile stays in one.
+            let from = origin(&src, &sidx, v[0], v[1], &v)
+                .or_else(|why| tile_at_points(&src, &sidx, v[0], v[1], &v).map_err(|_| why))
+                .map_err(&refuse)?;
             Wmma {
                 op: WmmaOp::LdMatrix { b, trans },
-                tiles: vec![warp(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
+                tiles: vec![warp(buffer, indices, v[0], v[1])?, from],
                 value: None,
             }
         }
@@ -467,9 +472,9 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         }
     };
     w.check().map_err(&refuse)?;
-    if let Some(t) = w.tiles.iter().find(|t| t.buffer.swizzle() != 0 && w.op.wgmma_tiles() == 0) {
+    if let Some(t) = w.tiles.iter().find(|t| t.buffer.swizzle() != 0 && !w.op.reads_swizzled(t.buffer.dtype())) {
         return Err(refuse(format!(
-            "`{}` is swizzled (storage_swizzle), a layout only wgmma's descriptors describe",
+            "`{}` is swizzled (storage_swizzle), a layout only wgmma's descriptors and ldmatrix of 16-bit elements read",
             t.buffer.name()
         )));
     }

@@ -220,6 +220,13 @@ fn wgmma_layout_mismatch(body: &Stmt) -> Option<String> {
     why
 }
 
+/// Whether `s` holds a tensor-core operation on warp tiles (`WmmaOp::is_mma`).
+pub(crate) fn has_warp_tiles(s: &Stmt) -> bool {
+    let mut found = false;
+    s.walk(&mut |x| found |= matches!(x, Stmt::Wmma(w) if w.op.is_mma()));
+    found
+}
+
 pub(crate) fn has_wgmma(s: &Stmt) -> bool {
     let mut found = false;
     s.walk(&mut |x| found |= matches!(x, Stmt::Wmma(w) if w.op.wgmma_tiles() > 0));

@@ -557,15 +557,15 @@ pub fn check_copies(f: &tirc_ir::PrimFunc, target: &Target) -> Result<(), Diagno
     let threads = head.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| (*v).clone()).collect();
     go(body, &mut At { within: None, last: None, varying: threads, under_varying: false }, f, target)?;
     if let Some(l) = tirc_ir::launch::warp_specialized_loops(&f.body).first() {
-        let producers = tirc_ir::launch::producer_threads(super::has_wgmma(&f.body));
-        let threads = tirc_ir::launch::launch_config(f).threads_per_block() + producers;
+        let consumers = tirc_ir::launch::launch_config(f).threads_per_block();
+        let threads = consumers + tirc_ir::launch::producer_threads(super::has_warp_tiles(&f.body), consumers);
         if threads > target.max_threads_per_block {
             return Err(Diagnostic::new(format!(
                 "with the producer of its warp-specialized loop the kernel would launch {threads} threads per block, more than the {} {} allows",
                 target.max_threads_per_block,
                 target.arch()
             ))
-            .help("bind fewer threads: the producer adds a warp (a warpgroup with wgmma)")
+            .help("bind fewer threads: the producer adds a warp (a warpgroup with wgmma or mma.sync)")
             .or_at_ir(l.span, "this loop"));
         }
     }
