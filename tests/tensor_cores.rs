@@ -231,6 +231,10 @@ fn warp_specialized_mma_sync_reads_swizzled_tiles() {
         check(s, [100, 140, 70], &padded, 4);
     }
     check("mma", [128, 128, 96], &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("WM", "2"), ("WN", "2"), ("WS", "1")], 1);
+    // B's tile narrower than a 64-column atom: one atom of BN columns.
+    for s in ["mma", "mma_bf16"] {
+        check(s, [128, 96, 128], &[("BM", "64"), ("BN", "32"), ("WM", "2"), ("WN", "1"), ("WS", "1")], 1);
+    }
     let src = read(&root().join("ir-examples/hgemm.tir"));
     let req = Request {
         schedule: Some("mma".into()),

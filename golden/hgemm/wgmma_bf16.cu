@@ -142,6 +142,9 @@ template <int BYTES, int ELEM, typename I> __device__ __forceinline__ I tirc_swi
   return (a ^ (((a >> 7) & (BYTES / 16 - 1)) << 4)) / ELEM;
 }
 #define TIRC_SM90A 1
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "these kernels use wgmma or setmaxnreg: compile them for sm_90a (nvcc -arch=sm_90a)"
+#endif
 __device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void tirc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }

@@ -179,6 +179,9 @@ __device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* 
   asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" :: "r"(tirc_smem(dst)), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(tirc_smem(b)) : "memory");
 }
 #define TIRC_SM90A 1
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "these kernels use wgmma or setmaxnreg: compile them for sm_90a (nvcc -arch=sm_90a)"
+#endif
 __device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void tirc_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }

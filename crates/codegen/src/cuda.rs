@@ -631,7 +631,11 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
 /// The mark of a kernel for the architecture-specific target of its
 /// Hopper GPU (sm_90a for sm_90): one that issues `wgmma` or `setmaxnreg`
 /// (`tirc_exec::gpu::nvrtc_build` reads it).
-const SM90A_PRELUDE: &str = "#define TIRC_SM90A 1\n";
+const SM90A_PRELUDE: &str = r#"#define TIRC_SM90A 1
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "these kernels use wgmma or setmaxnreg: compile them for sm_90a (nvcc -arch=sm_90a)"
+#endif
+"#;
 
 /// What `wgmma` needs: its fences, the wait for the products in flight,
 /// the warp's place in its warpgroup and the shared-memory descriptor of
@@ -921,6 +925,28 @@ enum Side {
     Producer,
     /// The consumers: everything else.
     Consumer,
+}
+
+/// The registers a thread of a warp-specialized kernel's producer keeps
+/// when it hands the rest to the consumers.
+const PRODUCER_REGISTERS: i64 = 40;
+
+/// The registers each of `consumers` threads gets from a producer
+/// warpgroup of `producers` threads that keeps `PRODUCER_REGISTERS`
+/// (`setmaxnreg`), if that is more than they have at entry. The block
+/// holds `threads × at_entry` registers, the most `__launch_bounds__(threads,
+/// 1)` lets ptxas give a thread (a multiple of 8), and `setmaxnreg.inc`
+/// waits until the block's own pool has what it asks for: the consumers'
+/// share must fit what the producer frees, or the kernel hangs.
+fn register_handover(consumers: i64, producers: i64) -> Option<i64> {
+    if producers % 128 != 0 || consumers % 128 != 0 || consumers == 0 {
+        return None;
+    }
+    let threads = consumers + producers;
+    let at_entry = (65536 / threads).min(255) / 8 * 8;
+    let pool = threads * at_entry;
+    let given = ((pool - PRODUCER_REGISTERS * producers) / consumers / 8 * 8).min(240);
+    (given > at_entry).then_some(given)
 }
 
 /// The integer sum `x` as `(whole, rest)`, `x = whole + rest`: `whole`
@@ -1744,13 +1770,10 @@ impl Gen {
         // The producer keeps few registers and gives the rest to the
         // consumers (sm_90a), where that is more than they have at entry.
         let producers = tirc_ir::launch::producer_threads(self.warp_tiles, c);
-        let total = c + producers;
-        let at_entry = (65536 / total).min(255) / 8 * 8;
-        let given = ((65536 - 40 * producers) / c / 8 * 8).min(240);
-        let rebalance = producers % 128 == 0 && given > at_entry;
+        let rebalance = register_handover(c, producers);
         self.line(ind, &format!("if (tirc_tid >= {c}) {{"));
-        if rebalance {
-            self.line(ind + 1, "asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\");");
+        if rebalance.is_some() {
+            self.line(ind + 1, &format!("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGISTERS};\");"));
         }
         self.line(ind + 1, &format!("if (tirc_tid == {c}) {{"));
         self.line(ind + 2, "unsigned tirc_empty_phase = 0u, tirc_used = 0u;");
@@ -1760,7 +1783,7 @@ impl Gen {
         r?;
         self.line(ind + 1, "}");
         self.line(ind, "} else {");
-        if rebalance {
+        if let Some(given) = rebalance {
             self.line(ind + 1, &format!("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 {given};\");"));
         }
         self.line(ind + 1, "unsigned tirc_full_phase = 0u;");
@@ -2616,5 +2639,33 @@ impl Gen {
                 format!("{name}({})", xs?.join(", "))
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the consumers are handed fits the block's own pool at every
+    /// block a producer warpgroup can serve (more would hang the kernel in
+    /// `setmaxnreg.inc`), and a producer warp hands nothing over.
+    #[test]
+    fn handed_over_registers_fit_the_block() {
+        for consumers in (128..=896).step_by(128) {
+            let threads = consumers + 128;
+            let at_entry = (65536 / threads).min(255) / 8 * 8;
+            if let Some(given) = register_handover(consumers, 128) {
+                assert!(given % 8 == 0 && given > at_entry && given <= 240, "{consumers}: {given}");
+                assert!(
+                    given * consumers + PRODUCER_REGISTERS * 128 <= threads * at_entry,
+                    "{consumers} consumers given {given} of a pool of {threads} x {at_entry}"
+                );
+            }
+        }
+        assert_eq!(register_handover(256, 128), Some(232));
+        assert_eq!(register_handover(384, 128), Some(152));
+        assert_eq!(register_handover(512, 128), Some(104));
+        assert_eq!(register_handover(768, 128), None);
+        assert_eq!(register_handover(256, 32), None);
     }
 }

@@ -245,16 +245,24 @@ impl PtxasReport {
     }
 }
 
+/// The architecture `source` is compiled for on a GPU of `arch`: a kernel
+/// that issues wgmma or setmaxnreg (its source defines TIRC_SM90A) needs
+/// the architecture-specific target of its Hopper GPU, sm_90a for sm_90.
+pub fn compile_arch(source: &str, arch: &str) -> String {
+    if source.contains("#define TIRC_SM90A") && arch == "sm_90" {
+        format!("{arch}a")
+    } else {
+        arch.to_string()
+    }
+}
+
 /// [`nvrtc_compile`], keeping the cubin too.
 pub fn nvrtc_build(source: &str, arch: &str) -> Result<NvrtcOutput, String> {
     if !nvrtc_available() {
         return Err(NVRTC_MISSING.to_string());
     }
-    // A kernel that issues wgmma or setmaxnreg (its source defines
-    // TIRC_SM90A) needs the architecture-specific target of its Hopper GPU:
-    // sm_90a for sm_90.
-    let specific = format!("{arch}a");
-    let arch = if source.contains("#define TIRC_SM90A") && arch == "sm_90" { specific.as_str() } else { arch };
+    let arch = compile_arch(source, arch);
+    let arch = arch.as_str();
     if arch.is_empty() || !arch.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!("invalid GPU architecture {arch:?} (expected e.g. \"sm_90\")"));
     }

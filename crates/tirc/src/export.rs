@@ -177,6 +177,9 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
     let mut warnings = Vec::new();
     let (mut ptx_file, mut cubin_file) = (Value::Null, Value::Null);
     let mut refused = None;
+    // What the PTX and cubin are for, and what nvcc must be told (sm_90a
+    // where the kernels use wgmma or setmaxnreg).
+    let arch = tirc_exec::gpu::compile_arch(&source, o.arch);
     match tirc_exec::gpu::nvrtc_build(&source, o.arch) {
         Ok(out) => {
             // The source holds every kernel; ptxas's report is the worst.
@@ -192,7 +195,7 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
                     files.push((format!("{name}.cubin"), bin));
                     cubin_file = json!(format!("{name}.cubin"));
                 }
-                None => notes.push(format!("NVRTC gave no cubin for {}: only the PTX is written", o.arch)),
+                None => notes.push(format!("NVRTC gave no cubin for {arch}: only the PTX is written")),
             }
         }
         // NVRTC there, but the source does not compile: tirc's fault.
@@ -201,7 +204,8 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
         }
         Err(e) => notes.push(format!("no PTX or cubin: {e}")),
     }
-    let meta = metadata(&name, c, req, o, &args, &intermediates, &names, ptx_file, cubin_file)?;
+    let built = Options { name: o.name, arch: &arch, source_file: o.source_file };
+    let meta = metadata(&name, c, req, &built, &args, &intermediates, &names, ptx_file, cubin_file)?;
     let text = serde_json::to_string_pretty(&meta).map_err(|e| e.to_string())? + "\n";
     files.push(("kernel.json".to_string(), text.into_bytes()));
     Ok(Build { files, notes, warnings, refused })

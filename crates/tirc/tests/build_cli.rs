@@ -216,3 +216,40 @@ fn an_extent_of_sizes_is_checked_to_be_at_least_one() {
     let source = std::fs::read_to_string(dir.join("diff.cu")).unwrap();
     assert!(source.contains("(long long)((((long long)n) - 1)) < 1"), "{source}");
 }
+
+/// Kernels that use sm_90a's instructions (here `setmaxnreg`, which the
+/// producer warpgroup of a warp-specialized `mma.sync` kernel hands its
+/// registers over with) are built for sm_90a when asked for sm_90, and
+/// `kernel.json` says so; the source stops nvcc with a message where it
+/// would compile them for another target.
+#[test]
+fn sm90a_kernels_say_what_they_are_built_for() {
+    let dir = out_dir("sm90a");
+    let d = dir.display().to_string();
+    let o = tirc(&[
+        "build",
+        "ir-examples/hgemm.tir",
+        "-s",
+        "mma",
+        "-p",
+        "WS=1",
+        "-D",
+        "M=512",
+        "-D",
+        "N=256",
+        "-D",
+        "K=128",
+        "--arch",
+        "sm_90",
+        "-o",
+        &d,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&dir)["arch"], "sm_90a");
+    let source = std::fs::read_to_string(dir.join("hgemm.cu")).unwrap();
+    assert!(source.contains("setmaxnreg.inc") && source.contains("!defined(__CUDA_ARCH_FEAT_SM90_ALL)"), "{source}");
+    if nvrtc_required() {
+        let ptx = std::fs::read_to_string(dir.join("hgemm.ptx")).unwrap();
+        assert!(ptx.contains(".target sm_90a"), "PTX for another target");
+    }
+}
