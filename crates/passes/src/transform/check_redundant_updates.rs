@@ -13,14 +13,33 @@
 //! = A[tx, j]`): then the threads write different values to one element,
 //! and which lands is a race, also refused. So is an update whose index
 //! names the thread but provably sends two threads to one element
-//! (`s[threadIdx_x // 2] += ..`). Run after the pipeline, when
+//! (`s[threadIdx_x // 2] += ..`). Across thread blocks, which run in no
+//! order and meet at no barrier, an update of global memory is refused
+//! where two neighbouring blocks provably update one element (a producer
+//! computed at a loop bound to the block index, whose consumer reads a halo
+//! of it). Run after the pipeline, when
 //! accumulators that could live
 //! in registers (`promote_accumulators`) do: the refusal names the buffer
 //! and the axis.
 
-use tirc_ir::{BinOp, Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
+use std::collections::HashSet;
+use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
+    let mut writes = Vec::new();
+    blocks_write(&f.body, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut writes);
+    if let Some((buffer, axis, element)) = blocks_meet(&writes) {
+        return Err(Diagnostic::new(format!(
+            "thread blocks {axis} = 0 and {axis} = 1 both write `{buffer}` at [{element}], and one of them \
+             updates it (reads the element it writes): thread blocks run in no order, so one block's writes can \
+             land between the other's updates (a race, and a wrong result)"
+        ))
+        .help(
+            "give each block its own copy of the buffer (set_scope to \"shared\" or \"local\"), or compute it \
+             outside the loop bound to the block index (its own kernel)",
+        )
+        .or_at_ir(f.span, "in this function"));
+    }
     let mut found = None;
     walk(&f.body, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut found);
     match found {
@@ -212,4 +231,174 @@ fn two_threads_meet(v: &Var, extent: Option<i64>, indices: &[Expr], conds: &[Exp
                 d.as_int() == Some(0)
             })
     })
+}
+
+/// What a loop, a thread or a block index ranges over, for `blocks_write`.
+enum Axis {
+    /// A loop from its minimum, or a thread index from 0, `extent` values
+    /// (`None`: not a constant).
+    Counted { min: Option<i64>, extent: Option<i64> },
+    /// A block index, named for the message.
+    Block(String),
+}
+
+/// What the stores into one global buffer write where one block index is
+/// 0 and where it is 1 (the other block indices 0), over every loop and
+/// thread around them, and what of it they update (their value reads the
+/// element they write); `None` where some store's elements could not be
+/// computed.
+struct BlockWrites {
+    buffer: Buffer,
+    axis: Var,
+    name: String,
+    /// Written and updated elements at the block index 0, then 1.
+    sets: Option<[(Elements, Elements); 2]>,
+}
+
+/// A set of elements of a buffer, each its indices.
+type Elements = HashSet<Vec<i64>>;
+
+/// Collects `BlockWrites` of every store into global memory under a block
+/// index. Each store's elements are enumerated over the loops and threads
+/// around it (constant extents, at most 2^16 points, every condition
+/// computable); a store where that fails leaves its buffer undecided.
+fn blocks_write(
+    s: &Stmt,
+    scope: &mut Vec<(Var, Axis)>,
+    conds: &mut Vec<Expr>,
+    lets: &mut Vec<(Var, Expr)>,
+    out: &mut Vec<BlockWrites>,
+) {
+    match s {
+        Stmt::Let { var, value, body } => {
+            lets.push((var.clone(), tirc_ir::subst::substitute(value, lets)));
+            blocks_write(body, scope, conds, lets, out);
+            lets.pop();
+        }
+        Stmt::Launch { var, tag, extent, body } => {
+            let axis = if tag.is_block {
+                Axis::Block(tag.name())
+            } else {
+                Axis::Counted { min: Some(0), extent: extent.as_int() }
+            };
+            scope.push((var.clone(), axis));
+            blocks_write(body, scope, conds, lets, out);
+            scope.pop();
+        }
+        Stmt::For(l) => {
+            let min = tirc_ir::subst::substitute(&l.min, lets).as_int();
+            let extent = tirc_ir::subst::substitute(&l.extent, lets).as_int();
+            scope.push((l.var.clone(), Axis::Counted { min, extent }));
+            blocks_write(&l.body, scope, conds, lets, out);
+            scope.pop();
+        }
+        Stmt::If { cond, then, orelse } => {
+            conds.push(tirc_ir::subst::substitute(cond, lets));
+            blocks_write(then, scope, conds, lets, out);
+            conds.pop();
+            if let Some(e) = orelse {
+                conds.push(Expr::Not(Box::new(tirc_ir::subst::substitute(cond, lets))));
+                blocks_write(e, scope, conds, lets, out);
+                conds.pop();
+            }
+        }
+        Stmt::Store { buffer, indices, value } if buffer.scope() == Scope::Global => {
+            let value = tirc_ir::subst::substitute(value, lets);
+            let mut reads = false;
+            value.walk(&mut |e| reads |= matches!(e, Expr::Load(b, _) if b.key() == buffer.key()));
+            let indices: Vec<Expr> = indices.iter().map(|i| tirc_ir::subst::substitute(i, lets)).collect();
+            for (b, axis) in scope.iter() {
+                let Axis::Block(name) = axis else { continue };
+                let i = match out.iter().position(|w| w.buffer.key() == buffer.key() && w.axis == *b) {
+                    Some(i) => i,
+                    None => {
+                        let empty = || (HashSet::new(), HashSet::new());
+                        out.push(BlockWrites {
+                            buffer: buffer.clone(),
+                            axis: b.clone(),
+                            name: name.clone(),
+                            sets: Some([empty(), empty()]),
+                        });
+                        out.len() - 1
+                    }
+                };
+                let found = [elements(scope, b, 0, &indices, conds), elements(scope, b, 1, &indices, conds)];
+                let w = &mut out[i];
+                match (&mut w.sets, found) {
+                    (Some(sets), [Some(first), Some(second)]) => {
+                        for (set, new) in sets.iter_mut().zip([first, second]) {
+                            if reads {
+                                set.1.extend(new.iter().cloned());
+                            }
+                            set.0.extend(new);
+                        }
+                    }
+                    (sets, _) => *sets = None,
+                }
+            }
+        }
+        _ => s.for_each_child(|c| blocks_write(c, scope, conds, lets, out)),
+    }
+}
+
+/// The buffer, the block axis and the least element that block 0 updates
+/// and block 1 writes, or block 0 writes and block 1 updates: one block's
+/// writes land among the other's updates, in no order. (Elements both
+/// only write are not: they hold one value whichever lands last, as where
+/// each block recomputes the halo it reads.)
+fn blocks_meet(writes: &[BlockWrites]) -> Option<(String, String, String)> {
+    for w in writes {
+        let Some([(w0, u0), (w1, u1)]) = &w.sets else { continue };
+        let met = u0.iter().filter(|e| w1.contains(*e)).chain(u1.iter().filter(|e| w0.contains(*e))).min();
+        if let Some(e) = met {
+            let element = e.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+            return Some((w.buffer.name().to_string(), w.name.clone(), element));
+        }
+    }
+    None
+}
+
+/// The elements `indices` names where block index `b` is `value`, the
+/// other block indices 0, over every point of the loops and threads of
+/// `scope` that passes `conds`; `None` where that cannot be computed.
+fn elements(scope: &[(Var, Axis)], b: &Var, value: i64, indices: &[Expr], conds: &[Expr]) -> Option<Elements> {
+    let mut ranges = Vec::new();
+    let mut fixed: Vec<(usize, i64)> = Vec::new();
+    for (v, axis) in scope {
+        match axis {
+            Axis::Block(_) => fixed.push((v.key(), if v == b { value } else { 0 })),
+            Axis::Counted { min, extent } => ranges.push((v.key(), (*min)?, (*extent)?)),
+        }
+    }
+    let points = ranges.iter().try_fold(1i64, |n, r| n.checked_mul(r.2.max(0)))?;
+    if points > 1 << 16 {
+        return None;
+    }
+    let mut out = HashSet::new();
+    let mut at: Vec<i64> = ranges.iter().map(|r| r.1).collect();
+    for _ in 0..points {
+        let lookup = |v: &Var| {
+            let k = v.key();
+            fixed.iter().find(|f| f.0 == k).map(|f| f.1).or_else(|| ranges.iter().position(|r| r.0 == k).map(|i| at[i]))
+        };
+        let mut pass = true;
+        for c in conds {
+            if tirc_ir::expr::eval(c, &lookup)? == 0 {
+                pass = false;
+                break;
+            }
+        }
+        if pass {
+            out.insert(indices.iter().map(|i| tirc_ir::expr::eval(i, &lookup)).collect::<Option<Vec<i64>>>()?);
+        }
+        // The next point, the innermost axis fastest.
+        for i in (0..at.len()).rev() {
+            at[i] += 1;
+            if at[i] < ranges[i].1 + ranges[i].2 {
+                break;
+            }
+            at[i] = ranges[i].1;
+        }
+    }
+    Some(out)
 }

@@ -30,7 +30,8 @@
 //! coefficients of the thread indices (`C[i, j] +=` in place) stays with
 //! the thread that owns the element and is not, unless some thread index
 //! is in none of its indices (`S[blockIdx.x]`, written by one thread and
-//! read by all).
+//! read by all), or unless each thread's elements reach those of the next
+//! (`P[tx]` written, `P[tx + 1]` read: a halo).
 
 use std::collections::HashSet;
 use tirc_ir::{Buffer, BufferId, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
@@ -40,7 +41,8 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let threads: Vec<Var> = heads.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| v.clone()).collect();
     // Multi-buffered tiles of a software pipeline got their barriers there.
     let skip = std::mem::take(&mut f.facts.pipeline_synced);
-    let globals = if threads.is_empty() { HashSet::new() } else { exchanged_globals(&body, &threads) };
+    let blocks: Vec<Var> = heads.iter().filter(|(_, t, _)| t.is_block).map(|(v, _, _)| v.clone()).collect();
+    let globals = if threads.is_empty() { HashSet::new() } else { exchanged_globals(&body, &threads, &blocks) };
     let varying = varying_vars(&body, &threads);
     let cx = Cx { skip, globals, varying };
     let mut st = State::default();
@@ -76,32 +78,96 @@ impl Cx {
 
 /// The global buffers `body` both writes and reads where some access maps
 /// the threads onto the elements differently from another (the
-/// coefficients of `threads` in its index differ, or are not constants).
-fn exchanged_globals(body: &Stmt, threads: &[Var]) -> HashSet<BufferId> {
+/// coefficients of `threads` in its index differ, or are not constants),
+/// or where one map lets two threads meet: each thread's elements, the part
+/// of each index that does not depend on the thread (the thread and block
+/// indices at 0) over the loops around it, span more than the distance
+/// between two threads' (`P[tx]` written and `P[tx + 1]` read).
+fn exchanged_globals(body: &Stmt, threads: &[Var], blocks: &[Var]) -> HashSet<BufferId> {
     type Mapping = Vec<Vec<Option<i64>>>;
-    let mut seen: Vec<(Buffer, bool, bool, Vec<Mapping>)> = Vec::new();
+    struct Seen {
+        buffer: Buffer,
+        written: bool,
+        read: bool,
+        maps: Vec<Mapping>,
+        /// Each access's indices, the thread and block indices at 0.
+        rests: Vec<Vec<Expr>>,
+        /// The distinct `canonical` forms of those.
+        keys: Vec<String>,
+    }
+    let uniform: Vec<(Var, Expr)> =
+        threads.iter().chain(blocks).map(|v| (v.clone(), Expr::Int(0, v.dtype()))).collect();
+    // The ranges of the loops (constant ones), for the spans.
+    let mut an = crate::arith::Analyzer::new();
+    let mut loops: Vec<(Var, i64, i64)> = Vec::new();
+    body.walk(&mut |x| {
+        if let Stmt::For(l) = x {
+            if let (Some(min), Some(extent)) = (l.min.as_int(), l.extent.as_int()) {
+                if extent > 0 {
+                    an.bind(&l.var, min, min + extent - 1);
+                    loops.push((l.var.clone(), min, extent));
+                }
+            }
+        }
+    });
+    // An access's indices with its loops named by their place and range
+    // (`C[i * 48 + j]` of one nest and `C[i_1 * 48 + j_1]` of another over
+    // the same ranges read alike).
+    let canonical = |rest: &[Expr]| -> String {
+        let mut names: Vec<(Var, Expr)> = Vec::new();
+        for e in rest {
+            e.walk(&mut |x| {
+                if let Expr::Var(v) = x {
+                    if let Some((_, min, extent)) = loops.iter().find(|l| l.0 == *v) {
+                        if !names.iter().any(|n| n.0 == *v) {
+                            let name = format!("loop{}_{min}_{extent}", names.len());
+                            names.push((v.clone(), Expr::Var(Var::new(name, v.dtype()))));
+                        }
+                    }
+                }
+            });
+        }
+        rest.iter()
+            .map(|e| tirc_ir::printer::print_expr(&tirc_ir::subst::substitute(e, &names)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut seen: Vec<Seen> = Vec::new();
     let mut note = |b: &Buffer, idx: &[Expr], store: bool| {
         if b.scope() != Scope::Global {
             return;
         }
         let mapping: Mapping =
             idx.iter().map(|e| threads.iter().map(|t| tirc_ir::region::coefficient(e, t)).collect()).collect();
-        let i = match seen.iter().position(|(x, ..)| x.id() == b.id()) {
+        let i = match seen.iter().position(|x| x.buffer.id() == b.id()) {
             Some(i) => i,
             None => {
-                seen.push((b.clone(), false, false, Vec::new()));
+                seen.push(Seen {
+                    buffer: b.clone(),
+                    written: false,
+                    read: false,
+                    maps: Vec::new(),
+                    rests: Vec::new(),
+                    keys: Vec::new(),
+                });
                 seen.len() - 1
             }
         };
         let e = &mut seen[i];
         if store {
-            e.1 = true;
+            e.written = true;
         } else {
-            e.2 = true;
+            e.read = true;
         }
-        if !e.3.contains(&mapping) {
-            e.3.push(mapping);
+        if !e.maps.contains(&mapping) {
+            e.maps.push(mapping);
         }
+        let rest: Vec<Expr> = idx.iter().map(|x| tirc_ir::subst::substitute(x, &uniform)).collect();
+        let key = canonical(&rest);
+        if !e.keys.contains(&key) {
+            e.keys.push(key);
+        }
+        e.rests.push(rest);
     };
     body.for_each_access(&mut |b, idx, store| note(b, idx, store));
     // One map, affine in every thread index: each element stays with one
@@ -111,7 +177,37 @@ fn exchanged_globals(body: &Stmt, threads: &[Var]) -> HashSet<BufferId> {
     let shared_along = |m: &Mapping| (0..threads.len()).any(|t| m.iter().all(|dim| dim[t] == Some(0)));
     let exchanged =
         |m: &[Mapping]| m.len() > 1 || m.iter().flatten().flatten().any(Option::is_none) || m.iter().any(shared_along);
-    seen.into_iter().filter(|(_, w, r, m)| *w && *r && exchanged(m)).map(|(b, ..)| b.id()).collect()
+    // Under one map, accesses that name the same elements of each thread
+    // (one `canonical` form: an update in place, a nest and another over
+    // the same ranges) keep each element with its thread, as before this
+    // test. Others keep threads `t` apart along a thread index only by a
+    // dimension that it alone indexes (coefficient `c`) where every
+    // thread's elements span at most `|c|`; a span that cannot be bounded
+    // counts as kept apart.
+    let meet = |x: &Seen| {
+        if x.keys.len() <= 1 {
+            return false;
+        }
+        let Some(m) = x.maps.first() else { return false };
+        (0..threads.len()).any(|t| {
+            let dims: Vec<(usize, i64)> = (0..m.len())
+                .filter_map(|d| match m[d][t] {
+                    Some(c) if c != 0 && (0..threads.len()).all(|u| u == t || m[d][u] == Some(0)) => Some((d, c)),
+                    _ => None,
+                })
+                .collect();
+            !dims.is_empty()
+                && dims.iter().all(|&(d, c)| {
+                    let bounds: Option<Vec<(i64, i64)>> = x.rests.iter().map(|r| an.bound(&r[d])).collect();
+                    bounds.is_some_and(|b| {
+                        let lo = b.iter().map(|p| p.0).min().unwrap_or(0);
+                        let hi = b.iter().map(|p| p.1).max().unwrap_or(0);
+                        hi - lo + 1 > c.abs()
+                    })
+                })
+        })
+    };
+    seen.into_iter().filter(|x| x.written && x.read && (exchanged(&x.maps) || meet(x))).map(|x| x.buffer.id()).collect()
 }
 
 /// The shared buffers `s` reads and writes.
