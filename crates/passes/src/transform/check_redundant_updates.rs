@@ -25,21 +25,29 @@
 use std::collections::HashSet;
 use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, PrimFunc, Scope, Stmt, Var};
 
-pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
+/// Refuses a kernel whose thread blocks meet at an element of global
+/// memory that one of them updates (`blocks_write`, `blocks_meet`). Run
+/// before `promote_accumulators`, which turns an update of global memory
+/// into a register's and a plain store.
+pub fn blocks(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut writes = Vec::new();
     blocks_write(&f.body, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut writes);
-    if let Some((buffer, axis, element)) = blocks_meet(&writes) {
-        return Err(Diagnostic::new(format!(
-            "thread blocks {axis} = 0 and {axis} = 1 both write `{buffer}` at [{element}], and one of them \
-             updates it (reads the element it writes): thread blocks run in no order, so one block's writes can \
-             land between the other's updates (a race, and a wrong result)"
+    match blocks_meet(&writes) {
+        None => Ok(()),
+        Some((buffer, which, element)) => Err(Diagnostic::new(format!(
+            "thread blocks {which} both write `{buffer}` at [{element}], and one of them updates it (reads the \
+             element it writes): thread blocks run in no order, so one block's writes can land between the \
+             other's updates (a race, and a wrong result)"
         ))
         .help(
             "give each block its own copy of the buffer (set_scope to \"shared\" or \"local\"), or compute it \
              outside the loop bound to the block index (its own kernel)",
         )
-        .or_at_ir(f.span, "in this function"));
+        .or_at_ir(f.span, "in this function")),
     }
+}
+
+pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
     let mut found = None;
     walk(&f.body, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut found);
     match found {
@@ -238,30 +246,43 @@ enum Axis {
     /// A loop from its minimum, or a thread index from 0, `extent` values
     /// (`None`: not a constant).
     Counted { min: Option<i64>, extent: Option<i64> },
-    /// A block index, named for the message.
-    Block(String),
+    /// A block index, named for the message, and its extent (`None`: not
+    /// a constant).
+    Block(String, Option<i64>),
 }
 
-/// What the stores into one global buffer write where one block index is
-/// 0 and where it is 1 (the other block indices 0), over every loop and
-/// thread around them, and what of it they update (their value reads the
-/// element they write); `None` where some store's elements could not be
-/// computed.
+/// What the stores into one global buffer write at each of a few blocks
+/// (`block_points`), over every loop and thread around them, and what of
+/// it they update (their value reads the element they write); `sets` is
+/// `None` where some store's elements could not be computed.
 struct BlockWrites {
     buffer: Buffer,
-    axis: Var,
-    name: String,
-    /// Written and updated elements at the block index 0, then 1.
-    sets: Option<[(Elements, Elements); 2]>,
+    /// The block indices' names, outermost launch first.
+    axes: Vec<String>,
+    points: Vec<Vec<i64>>,
+    /// Written and updated elements at each point.
+    sets: Option<Vec<(Elements, Elements)>>,
 }
 
 /// A set of elements of a buffer, each its indices.
 type Elements = HashSet<Vec<i64>>;
 
+/// The blocks compared: each block index at 0, 1 and 2 (those its extent
+/// has), every combination.
+fn block_points(extents: &[Option<i64>]) -> Vec<Vec<i64>> {
+    let mut points = vec![Vec::new()];
+    for e in extents {
+        let n = e.map_or(3, |e| e.clamp(1, 3));
+        points = points.iter().flat_map(|p| (0..n).map(move |v| [p.clone(), vec![v]].concat())).collect();
+    }
+    points
+}
+
 /// Collects `BlockWrites` of every store into global memory under a block
 /// index. Each store's elements are enumerated over the loops and threads
 /// around it (constant extents, at most 2^16 points, every condition
-/// computable); a store where that fails leaves its buffer undecided.
+/// computable); a store where that fails leaves its buffer undecided (as
+/// run-time sizes do).
 fn blocks_write(
     s: &Stmt,
     scope: &mut Vec<(Var, Axis)>,
@@ -277,7 +298,7 @@ fn blocks_write(
         }
         Stmt::Launch { var, tag, extent, body } => {
             let axis = if tag.is_block {
-                Axis::Block(tag.name())
+                Axis::Block(tag.name(), extent.as_int())
             } else {
                 Axis::Counted { min: Some(0), extent: extent.as_int() }
             };
@@ -307,66 +328,101 @@ fn blocks_write(
             let mut reads = false;
             value.walk(&mut |e| reads |= matches!(e, Expr::Load(b, _) if b.key() == buffer.key()));
             let indices: Vec<Expr> = indices.iter().map(|i| tirc_ir::subst::substitute(i, lets)).collect();
-            for (b, axis) in scope.iter() {
-                let Axis::Block(name) = axis else { continue };
-                let i = match out.iter().position(|w| w.buffer.key() == buffer.key() && w.axis == *b) {
-                    Some(i) => i,
-                    None => {
-                        let empty = || (HashSet::new(), HashSet::new());
-                        out.push(BlockWrites {
-                            buffer: buffer.clone(),
-                            axis: b.clone(),
-                            name: name.clone(),
-                            sets: Some([empty(), empty()]),
-                        });
-                        out.len() - 1
-                    }
-                };
-                let found = [elements(scope, b, 0, &indices, conds), elements(scope, b, 1, &indices, conds)];
-                let w = &mut out[i];
-                match (&mut w.sets, found) {
-                    (Some(sets), [Some(first), Some(second)]) => {
-                        for (set, new) in sets.iter_mut().zip([first, second]) {
-                            if reads {
-                                set.1.extend(new.iter().cloned());
-                            }
-                            set.0.extend(new);
-                        }
-                    }
-                    (sets, _) => *sets = None,
+            let blocks: Vec<(&Var, &String, Option<i64>)> = scope
+                .iter()
+                .filter_map(|(v, a)| match a {
+                    Axis::Block(name, extent) => Some((v, name, *extent)),
+                    Axis::Counted { .. } => None,
+                })
+                .collect();
+            if blocks.is_empty() {
+                return;
+            }
+            let i = match out.iter().position(|w| w.buffer.key() == buffer.key()) {
+                Some(i) => i,
+                None => {
+                    let points = block_points(&blocks.iter().map(|b| b.2).collect::<Vec<_>>());
+                    let sets = Some(points.iter().map(|_| (HashSet::new(), HashSet::new())).collect());
+                    let axes = blocks.iter().map(|b| b.1.clone()).collect();
+                    out.push(BlockWrites { buffer: buffer.clone(), axes, points, sets });
+                    out.len() - 1
                 }
+            };
+            let w = &mut out[i];
+            let found: Option<Vec<Elements>> = w
+                .points
+                .iter()
+                .map(|p| {
+                    let at: Vec<(usize, i64)> = blocks.iter().zip(p).map(|(b, &v)| (b.0.key(), v)).collect();
+                    elements(scope, &at, &indices, conds)
+                })
+                .collect();
+            match (&mut w.sets, found) {
+                (Some(sets), Some(found)) if found.len() == sets.len() => {
+                    for (set, new) in sets.iter_mut().zip(found) {
+                        if reads {
+                            set.1.extend(new.iter().cloned());
+                        }
+                        set.0.extend(new);
+                    }
+                }
+                (sets, _) => *sets = None,
             }
         }
         _ => s.for_each_child(|c| blocks_write(c, scope, conds, lets, out)),
     }
 }
 
-/// The buffer, the block axis and the least element that block 0 updates
-/// and block 1 writes, or block 0 writes and block 1 updates: one block's
-/// writes land among the other's updates, in no order. (Elements both
-/// only write are not: they hold one value whichever lands last, as where
-/// each block recomputes the halo it reads.)
+/// The buffer, the two blocks (as the message names them) and the least
+/// element that one of two different blocks updates and the other writes:
+/// one block's writes land among the other's updates, in no order.
+/// (Elements both only write are not: they hold one value whichever lands
+/// last, as where each block recomputes the halo it reads.)
 fn blocks_meet(writes: &[BlockWrites]) -> Option<(String, String, String)> {
     for w in writes {
-        let Some([(w0, u0), (w1, u1)]) = &w.sets else { continue };
-        let met = u0.iter().filter(|e| w1.contains(*e)).chain(u1.iter().filter(|e| w0.contains(*e))).min();
-        if let Some(e) = met {
+        let Some(sets) = &w.sets else { continue };
+        let mut best: Option<(Vec<i64>, usize, usize)> = None;
+        for (a, (_, ua)) in sets.iter().enumerate() {
+            for (b, (wb, _)) in sets.iter().enumerate() {
+                if a == b {
+                    continue;
+                }
+                if let Some(e) = ua.iter().filter(|e| wb.contains(*e)).min() {
+                    if best.as_ref().is_none_or(|x| *e < x.0) {
+                        best = Some((e.clone(), a.min(b), a.max(b)));
+                    }
+                }
+            }
+        }
+        if let Some((e, a, b)) = best {
             let element = e.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
-            return Some((w.buffer.name().to_string(), w.name.clone(), element));
+            let show = |p: &[i64]| p.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+            let (pa, pb) = (&w.points[a], &w.points[b]);
+            // One axis that differs, the others at 0: `blockIdx.x = 0 and
+            // blockIdx.x = 1`; else every axis.
+            let differing: Vec<usize> = (0..pa.len()).filter(|&k| pa[k] != pb[k]).collect();
+            let which = if differing.len() == 1 && (0..pa.len()).all(|k| differing.contains(&k) || pa[k] == 0) {
+                let k = differing[0];
+                format!("{} = {} and {} = {}", w.axes[k], pa[k], w.axes[k], pb[k])
+            } else {
+                let names = w.axes.join(", ");
+                format!("({names}) = ({}) and ({})", show(pa), show(pb))
+            };
+            return Some((w.buffer.name().to_string(), which, element));
         }
     }
     None
 }
 
-/// The elements `indices` names where block index `b` is `value`, the
-/// other block indices 0, over every point of the loops and threads of
-/// `scope` that passes `conds`; `None` where that cannot be computed.
-fn elements(scope: &[(Var, Axis)], b: &Var, value: i64, indices: &[Expr], conds: &[Expr]) -> Option<Elements> {
+/// The elements `indices` names where the block indices are as `blocks`
+/// says (by key), over every point of the loops and threads of `scope`
+/// that passes `conds`; `None` where that cannot be computed.
+fn elements(scope: &[(Var, Axis)], blocks: &[(usize, i64)], indices: &[Expr], conds: &[Expr]) -> Option<Elements> {
     let mut ranges = Vec::new();
     let mut fixed: Vec<(usize, i64)> = Vec::new();
     for (v, axis) in scope {
         match axis {
-            Axis::Block(_) => fixed.push((v.key(), if v == b { value } else { 0 })),
+            Axis::Block(..) => fixed.push((v.key(), blocks.iter().find(|b| b.0 == v.key()).map_or(0, |b| b.1))),
             Axis::Counted { min, extent } => ranges.push((v.key(), (*min)?, (*extent)?)),
         }
     }

@@ -182,8 +182,9 @@ fn exchanged_globals(body: &Stmt, threads: &[Var], blocks: &[Var]) -> HashSet<Bu
     // the same ranges) keep each element with its thread, as before this
     // test. Others keep threads `t` apart along a thread index only by a
     // dimension that it alone indexes (coefficient `c`) where every
-    // thread's elements span at most `|c|`; a span that cannot be bounded
-    // counts as kept apart.
+    // thread's elements span at most `|c|`: with no such dimension (two
+    // thread indices in one flat index), or a span that cannot be bounded
+    // (a run-time window, a `let`), the threads may meet.
     let meet = |x: &Seen| {
         if x.keys.len() <= 1 {
             return false;
@@ -196,15 +197,14 @@ fn exchanged_globals(body: &Stmt, threads: &[Var], blocks: &[Var]) -> HashSet<Bu
                     _ => None,
                 })
                 .collect();
-            !dims.is_empty()
-                && dims.iter().all(|&(d, c)| {
-                    let bounds: Option<Vec<(i64, i64)>> = x.rests.iter().map(|r| an.bound(&r[d])).collect();
-                    bounds.is_some_and(|b| {
-                        let lo = b.iter().map(|p| p.0).min().unwrap_or(0);
-                        let hi = b.iter().map(|p| p.1).max().unwrap_or(0);
-                        hi - lo + 1 > c.abs()
-                    })
+            dims.iter().all(|&(d, c)| {
+                let bounds: Option<Vec<(i64, i64)>> = x.rests.iter().map(|r| an.bound(&r[d])).collect();
+                bounds.is_none_or(|b| {
+                    let lo = b.iter().map(|p| p.0).min().unwrap_or(0);
+                    let hi = b.iter().map(|p| p.1).max().unwrap_or(0);
+                    hi - lo + 1 > c.abs()
                 })
+            })
         })
     };
     seen.into_iter().filter(|x| x.written && x.read && (exchanged(&x.maps) || meet(x))).map(|x| x.buffer.id()).collect()

@@ -78,7 +78,8 @@ pub const PIPELINE: &[Pass] = &[
 /// (`split_kernels::check_one_kernel`: split it first) and one whose local
 /// buffers would be read by other threads than wrote them
 /// (`check_local_buffers`); after them, a kernel in which several threads
-/// would update one element of shared or global memory at once
+/// would update one element of shared or global memory at once, and (once
+/// the barriers are in) one whose thread blocks would
 /// (`check_redundant_updates`).
 pub fn lower(
     mut func: PrimFunc,
@@ -94,6 +95,11 @@ pub fn lower(
         verify_ir::after(p.name, &func, &ctx.target)?;
         axes.covered_by(p.name, &func)?;
         observe(p.name, &func);
+        // Thread blocks that meet at an update of global memory, while it
+        // is still an update (`promote_accumulators` makes it a register's).
+        if p.name == "insert_barriers" {
+            check_redundant_updates::blocks(&func)?;
+        }
     }
     check_redundant_updates::run(&func)?;
     warp_specialize::check_copies(&func, &ctx.target)?;
