@@ -25,6 +25,19 @@ fn check(schedule: &str, sizes: [i64; 3], params: &[(&str, &str)], kernels: usiz
     assert!(e.rel_err <= tol && e.non_finite == 0, "{schedule} at {sizes:?}: rel_err {:.3e}", e.rel_err);
 }
 
+/// Runs every kernel of `c` in order on the simulator over `args` (the
+/// function's parameters), its intermediates appended as poison.
+fn run_kernels(c: &tirc::compile::Compiled, args: &mut Vec<HostData>) {
+    for b in &c.intermediates {
+        args.push(
+            HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize).unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    for k in &c.kernels {
+        run(&k.lowered, args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 const SMALL: &[(&str, &str)] = &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("WM", "2"), ("WN", "2")];
 
 #[test]
@@ -117,14 +130,7 @@ fn tf32x3_keeps_float32s_bits_through_tf32_products() {
         HostData::F32(vec![1.0; len]),
         HostData::F32(vec![0.0; len]),
     ];
-    for b in &c.intermediates {
-        args.push(
-            HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize).unwrap_or_else(|e| panic!("{e}")),
-        );
-    }
-    for k in &c.kernels {
-        run(&k.lowered, &mut args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-    }
+    run_kernels(&c, &mut args);
     let HostData::F32(out) = &args[2] else { panic!("C is float32") };
     let want = n as f32 * (1.0 + 2f32.powi(-11));
     assert!(out.iter().all(|&x| x == want), "C[0, 0] = {} where float32 gives {want}", out[0]);
@@ -400,14 +406,7 @@ fn wgmma_cuts_float32_operands_to_tf32() {
         HostData::F32(vec![1.0; 128 * 64]),
         HostData::F32(vec![0.0; 128 * 128]),
     ];
-    for b in &c.intermediates {
-        args.push(
-            HostData::poisoned(b.dtype(), b.num_elements().unwrap_or(0) as usize).unwrap_or_else(|e| panic!("{e}")),
-        );
-    }
-    for k in &c.kernels {
-        run(&k.lowered, &mut args, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"));
-    }
+    run_kernels(&c, &mut args);
     let HostData::F32(out) = &args[2] else { panic!("C is float32") };
     assert!(out.iter().all(|&x| x == 64.0), "C[0, 0] = {} where wgmma gives 64", out[0]);
 }
