@@ -257,3 +257,102 @@ fn a_vector_store_of_a_select_keeps_its_condition() {
     let (e, tol) = sim_check(&c.original, &c.first().lowered, 3).unwrap_or_else(|m| panic!("{m}"));
     assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
 }
+
+/// `align_input_rows`: an input whose rows miss the alignment its loads
+/// want, read many times, is copied once into aligned rows (a kernel of its
+/// own, first), and the kernels read the copy; where the loads run too few
+/// times, or their runs start anywhere in a line whatever the rows, or the
+/// user says `never`, nothing is copied.
+#[test]
+fn misaligned_inputs_read_many_times_are_copied_into_aligned_rows() {
+    use tirc::compile::AlignMode;
+    let matmul = read(&root().join("ir-examples/matmul.tir"));
+    let conv = read(&root().join("ir-examples/conv2d.tir"));
+    let compiled = |src: &str, schedule: &str, sizes: &[(&str, i64)], mode: AlignMode| {
+        let req = Request {
+            schedule: Some(schedule.into()),
+            defines: sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            aligned_copies: mode,
+            ..Request::default()
+        };
+        compile(src, &req).unwrap_or_else(|d| panic!("{schedule}: {}", d[0].message))
+    };
+    let cube = |n: i64| [("M", n), ("N", n), ("K", n)];
+    let copied = |c: &tirc::compile::Compiled| -> Vec<String> {
+        c.intermediates.iter().map(|b| b.name().to_string()).filter(|n| n.ends_with("_aligned")).collect()
+    };
+    // step1 reads B along the threads of a warp, rows of 4097 floats: B is
+    // copied into rows of 4128 (a multiple of 32), and the product reads
+    // the copy with that stride.
+    let c = compiled(&matmul, "step1", &cube(4097), AlignMode::Auto);
+    assert_eq!(copied(&c), ["B_aligned"], "{:?}", c.aligned);
+    assert_eq!(c.kernels.len(), 2);
+    assert!(c.aligned[0].contains("`B` [4097, 4097] copied to `B_aligned` [4097, 4128]"), "{}", c.aligned[0]);
+    let product = print_func(&c.kernels[1].lowered);
+    assert!(product.contains("B_aligned[k * 4128 + ") && !product.contains(" B["), "{product}");
+    // step6_async copies tiles of A and B by 16-byte vectors: both copied
+    // at 8191³; at 2000³ the rows (8000 bytes) are 16-byte aligned already.
+    assert_eq!(copied(&compiled(&matmul, "step6_async", &cube(8191), AlignMode::Auto)), ["A_aligned", "B_aligned"]);
+    assert!(copied(&compiled(&matmul, "step6_async", &cube(2000), AlignMode::Auto)).is_empty());
+    // At 1000×1100×999 the tiles' copies of A run 17 million times: a copy
+    // of A would cost more than it saves (measured: step4 0.098 → 0.106 ms).
+    let small = [("M", 1000), ("N", 1100), ("K", 999)];
+    assert!(copied(&compiled(&matmul, "step4", &small, AlignMode::Auto)).is_empty());
+    // conv2d's `direct` reads X[.., y + r, x + s]: each run starts s
+    // elements into a row, so aligned rows would not align the runs.
+    assert!(copied(&compiled(&conv, "direct", &[], AlignMode::Auto)).is_empty());
+    // `never` leaves the function alone, `always` copies wherever a load
+    // misses its alignment.
+    let never = compiled(&matmul, "step1", &cube(4097), AlignMode::Never);
+    assert!(copied(&never).is_empty() && never.kernels.len() == 1 && never.aligned.is_empty());
+    assert_eq!(copied(&compiled(&matmul, "step4", &small, AlignMode::Always)), ["A_aligned"]);
+}
+
+/// The copies compute what the function computes: each matmul schedule
+/// that reads an input along a warp or a vector, at sizes no tile divides,
+/// with every misaligned input copied (`always`), checked on the simulator,
+/// races included. The copy's padding is zero, so a reader past a row's end
+/// (a TMA box, a zero-filled tile) reads what it read before.
+#[test]
+fn aligned_copies_keep_the_result() {
+    use tirc::compile::AlignMode;
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    for (schedule, params) in [
+        ("step1", vec![("TX", "32")]),
+        ("step4", vec![]),
+        ("step5", vec![]),
+        ("step6", vec![]),
+        ("step6_async", vec![("STAGES", "2")]),
+    ] {
+        let req = Request {
+            schedule: Some(schedule.into()),
+            defines: vec![("M".into(), 67), ("N".into(), 69), ("K".into(), 35)],
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            aligned_copies: AlignMode::Always,
+            ..Request::default()
+        };
+        let c = compile(&src, &req).unwrap_or_else(|d| panic!("{schedule}: {}", d[0].message));
+        assert!(!c.aligned.is_empty(), "{schedule}: nothing copied");
+        let kernels: Vec<_> = c.kernels.iter().map(|k| k.lowered.clone()).collect();
+        let (e, tol) = tirc::verify::sim_check_kernels(&c.original, &kernels, &c.intermediates, 5)
+            .unwrap_or_else(|m| panic!("{schedule}: {m}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0, "{schedule}: rel_err {:.3e}", e.rel_err);
+    }
+}
+
+/// What the copy looks like: a kernel of its own that pads each row with
+/// zeros, and the product reading the copy.
+#[test]
+fn an_aligned_copy_as_lowered() {
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    let req = Request {
+        schedule: Some("step1".into()),
+        defines: vec![("M".into(), 37), ("N".into(), 41), ("K".into(), 35)],
+        params: vec![("TX".into(), "32".into())],
+        aligned_copies: tirc::compile::AlignMode::Always,
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{}", d[0].message));
+    assert_eq!(c.kernels.len(), 2, "{:?}", c.aligned);
+    insta::assert_snapshot!(format!("# {}\n{}", c.aligned.join("\n# "), c.lowered_text()));
+}

@@ -89,6 +89,23 @@ fn every_primitive_and_pass_preserves_the_result() {
                 let fs: Vec<PrimFunc> = after.iter().map(|a| a[i].1.clone()).collect();
                 jobs.push((what, original.clone(), at(&fs, &values), sized(&inter, &values), seed, i < barriers));
             }
+            // Every input whose rows miss the alignment of its loads copied
+            // into aligned rows first (`align_input_rows`, as `always`).
+            let (aligned, copies) =
+                transform::align_input_rows::run(&sch.func, transform::align_input_rows::Mode::Always);
+            if !copies.is_empty() {
+                let (kernels, inter) = split_kernels(&aligned);
+                let lowered: Vec<PrimFunc> = kernels
+                    .into_iter()
+                    .map(|k| {
+                        transform::lower(k, &transform::PassContext::default(), |_, _| {})
+                            .unwrap_or_else(|e| panic!("{} {} aligned: {}", ex.display(), s.name, e.message))
+                    })
+                    .collect();
+                seed += 1;
+                let what = format!("{} {} with its inputs' rows aligned", ex.display(), s.name);
+                jobs.push((what, original.clone(), at(&lowered, &values), sized(&inter, &values), seed, false));
+            }
             // The lowered kernels, compiled once, at the other test sizes.
             for other in test_size_sets(&src).iter().skip(1) {
                 let vals = size_values(&generic, other);

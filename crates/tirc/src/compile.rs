@@ -29,7 +29,12 @@ pub struct Request {
     /// The GPU the kernels are for (`--arch`; the H100's sm_90 by default):
     /// lowering checks threads, shared memory and instructions against it.
     pub target: tirc_ir::target::Target,
+    /// Whether inputs whose rows are not aligned are copied into aligned
+    /// rows first (`--aligned-copies`, `transform::align_input_rows`).
+    pub aligned_copies: AlignMode,
 }
+
+pub use tirc_passes::transform::align_input_rows::Mode as AlignMode;
 
 /// Everything compiling produced, for the commands to print or run.
 #[derive(Clone)]
@@ -37,7 +42,12 @@ pub struct Compiled {
     pub module: Module,
     /// The function before any schedule: the reference.
     pub original: PrimFunc,
+    /// The function as scheduled, with the aligned copies of its inputs
+    /// (`aligned`) at its top: what the kernels are split from.
     pub scheduled: PrimFunc,
+    /// The inputs copied into aligned rows (`align_input_rows`), each with
+    /// a line that says why.
+    pub aligned: Vec<String>,
     /// The steps applied, in order (`registry::Step`: the primitive, its
     /// arguments, its results; each prints as a schedule line).
     pub trace: Vec<tirc_passes::schedule::registry::Step>,
@@ -550,6 +560,8 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         Some(s) if d.span.is_none() => d.or_at(s).label("while lowering this function"),
         _ => d,
     };
+    let (scheduled, aligned) = transform::align_input_rows::run(&scheduled, req.aligned_copies);
+    let aligned: Vec<String> = aligned.iter().map(|c| c.describe()).collect();
     let (funcs, intermediates) = split_kernels(&scheduled);
     let mut kernels = Vec::new();
     let mut warnings: Vec<Diagnostic> = crate::verify::undefined_reads(&original)
@@ -588,7 +600,18 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
     }
     check_fractions(&original, &req.fractions)?;
     check_scalar_range(&original, &req.defines, &req.fractions)?;
-    Ok(Compiled { module, original, scheduled, trace, replay, kernels, intermediates, warnings, scalar_values: vec![] })
+    Ok(Compiled {
+        module,
+        original,
+        scheduled,
+        aligned,
+        trace,
+        replay,
+        kernels,
+        intermediates,
+        warnings,
+        scalar_values: vec![],
+    })
 }
 
 /// A `-D` that is not an integer names a scalar parameter of `f`: module

@@ -155,6 +155,9 @@ fn usage_errors_exit_2() {
     assert_eq!(code(&tirc(&["frobnicate"])), 2);
     assert_eq!(code(&tirc(&["lower", "ir-examples/matmul.tir", "--print-after", "no_such_pass"])), 2);
     assert_eq!(code(&tirc(&["lower", "ir-examples/matmul.tir", "-D", "M"])), 2);
+    let o = tirc(&["lower", "ir-examples/matmul.tir", "--aligned-copies", "sometimes"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not one of auto, always, never"), "{}", stderr(&o));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! `verify_local_indices` is a check of the lowered kernel, not a pass: it
 //! returns warnings.
 
+pub mod align_input_rows;
 pub mod check_local_buffers;
 pub mod check_redundant_updates;
 pub mod compact_buffers;

@@ -85,7 +85,13 @@ pub fn main(a: Args) -> u8 {
         println!("# --emit {}", a.emit.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_default());
     }
     match a.emit.unwrap_or(Emit::Tir) {
-        Emit::Tir => print!("{}", c.lowered_text()),
+        Emit::Tir => {
+            // Why the function has a kernel more than its schedule made.
+            for line in &c.aligned {
+                println!("# aligned: {line}");
+            }
+            print!("{}", c.lowered_text())
+        }
         Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
         Emit::Cuda => print!("{}", c.cuda_text()),
         Emit::Dot => print!("{}", tirc_passes::schedule::deps::dot(&c.scheduled)),

@@ -40,6 +40,9 @@ pub struct Common {
     /// The GPU architecture to compile for (sm_80, sm_90, sm_90a, ...): lowering checks threads per block, shared memory and instructions against it, and `lower --emit ptx` and `build` compile for it.
     #[arg(long, value_name = "SM", default_value = "sm_90", value_parser = parse_arch)]
     pub arch: tirc_ir::target::Target,
+    /// Copy an input whose rows are not aligned (a row of 4097 floats), and which the kernels read many times, into a buffer whose rows are, before the kernels that read it: `auto` where the loads that miss their alignment run at least 2^26 times and 32 times the input's elements, `always` wherever one does, `never` to read every input as given.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = crate::compile::AlignMode::parse)]
+    pub aligned_copies: crate::compile::AlignMode,
 }
 
 fn parse_arch(s: &str) -> Result<tirc_ir::target::Target, String> {
@@ -106,6 +109,7 @@ impl Common {
             params: self.param.clone(),
             specialize: self.specialize,
             target: self.arch.clone(),
+            aligned_copies: self.aligned_copies,
         }
     }
 }

@@ -571,6 +571,9 @@ fn print_text(a: &Args, c: &Compiled, o: &Outcome) {
             .collect();
         println!("scalars: {}", shown.join(", "));
     }
+    for line in &c.aligned {
+        println!("aligned: {line}");
+    }
     for k in &c.kernels {
         let l = k.cuda.launch;
         println!(

@@ -94,7 +94,9 @@ pub fn build(
 ) -> Result<Built, String> {
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
-    let (funcs, intermediates) = transform::split_kernels::split_kernels(&sch.func);
+    // What `run` compiles: misaligned inputs copied where that pays.
+    let (func, _) = transform::align_input_rows::run(&sch.func, transform::align_input_rows::Mode::Auto);
+    let (funcs, intermediates) = transform::split_kernels::split_kernels(&func);
     let mut kernels = Vec::new();
     for f in funcs {
         let lowered = transform::lower(f, &transform::PassContext::default(), |_, _| {}).map_err(|d| d.message)?;
