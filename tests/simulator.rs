@@ -618,3 +618,30 @@ fn negating_a_float_flips_the_sign_of_zero() {
     assert_eq!(args[1], HostData::F32(vec![-pi, pi]));
     assert_eq!(args[2], HostData::F32(vec![f32::NEG_INFINITY, f32::INFINITY]));
 }
+
+/// The check's poison is a NaN of its own: a kernel that leaves an element
+/// unwritten fails even where the reference computes a NaN there (the log
+/// of a negative number), and passes where it writes the NaN itself.
+#[test]
+fn an_element_left_unwritten_fails_where_the_reference_is_nan() {
+    let reference = func(
+        "@T.prim_func
+def f(A: T.Buffer((8,), \"float32\"), B: T.Buffer((8,), \"float32\")):
+    for i in range(8):
+        with T.block(\"B\"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = T.log(A[vi] - T.float32(10.0))
+",
+    );
+    let skips_last = func(
+        "@T.prim_func
+def f(A: T.Buffer((8,), \"float32\"), B: T.Buffer((8,), \"float32\")):
+    for i in range(7):
+        B[i] = T.log(A[i] - T.float32(10.0))
+",
+    );
+    let (e, _) = tirc::verify::sim_check(&reference, &reference, 3).unwrap_or_else(|m| panic!("{m}"));
+    assert_eq!(e.non_finite, 0, "NaN in both is the same result");
+    let (e, tol) = tirc::verify::sim_check(&reference, &skips_last, 3).unwrap_or_else(|m| panic!("{m}"));
+    assert!(e.non_finite == 1 && e.rel_err > tol, "an unwritten element passed: {e:?}");
+}

@@ -30,6 +30,9 @@ trait Elem: Copy {
     /// large sentinel for integers, so that a read of what was never
     /// written cannot pass the comparison.
     const POISON: Self;
+    /// Whether this is [`Elem::POISON`], bit for bit (a NaN a kernel
+    /// computes is another NaN).
+    fn is_poison(self) -> bool;
     fn to_f64(self) -> f64;
     /// The nearest element (integers saturate, as Rust's `as` does).
     fn from_f64(x: f64) -> Self;
@@ -41,6 +44,9 @@ macro_rules! elem {
     ($($t:ty = $poison:expr),*) => {$(
         impl Elem for $t {
             const POISON: Self = $poison;
+            fn is_poison(self) -> bool {
+                self.to_le_bytes() == Self::POISON.to_le_bytes()
+            }
             fn to_f64(self) -> f64 {
                 self as f64
             }
@@ -59,9 +65,10 @@ macro_rules! elem {
     )*};
 }
 
+// Float poison is a quiet NaN with a payload of its own, so that an element
+// left unwritten is told from a NaN the function computes.
 elem!(
-    f32 = f32::NAN,
-    f64 = f64::NAN,
+    f64 = f64::from_bits(0x7FFC_A5A5_A5A5_A5A5),
     i8 = i8::MIN + 7,
     i16 = i16::MIN + 7,
     i32 = i32::MIN + 7,
@@ -72,10 +79,45 @@ elem!(
     u64 = u64::MAX - 7
 );
 
+// float32 by hand: a NaN's payload goes to and from the high mantissa bits
+// of float64 as the hardware's conversions take it, where `as` leaves it
+// unspecified (the poison must survive the simulator's float64 memory).
+impl Elem for f32 {
+    const POISON: Self = f32::from_bits(0x7FE5_A5A5);
+    fn is_poison(self) -> bool {
+        self.to_bits() == Self::POISON.to_bits()
+    }
+    fn to_f64(self) -> f64 {
+        if self.is_nan() {
+            let b = self.to_bits() as u64;
+            f64::from_bits(((b & 0x8000_0000) << 32) | 0x7FF8_0000_0000_0000 | ((b & 0x003F_FFFF) << 29))
+        } else {
+            self as f64
+        }
+    }
+    fn from_f64(x: f64) -> Self {
+        if x.is_nan() {
+            let b = x.to_bits();
+            f32::from_bits((((b >> 32) & 0x8000_0000) | 0x7FC0_0000 | ((b >> 29) & 0x003F_FFFF)) as u32)
+        } else {
+            x as f32
+        }
+    }
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes())
+    }
+    fn from_le(b: &[u8]) -> Self {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
 macro_rules! half_elem {
     ($($t:ty),*) => {$(
         impl Elem for $t {
-            const POISON: Self = <$t>::NAN;
+            const POISON: Self = <$t>::from_bits(0x7FE5);
+            fn is_poison(self) -> bool {
+                self.to_bits() == Self::POISON.to_bits()
+            }
             fn to_f64(self) -> f64 {
                 <$t>::to_f64(self)
             }
@@ -164,6 +206,19 @@ impl HostData {
     /// Element `i` as f64.
     pub fn get(&self, i: usize) -> f64 {
         each!(self, v => v[i].to_f64())
+    }
+
+    /// Whether element `i` still holds the poison it was filled with.
+    pub fn is_poison(&self, i: usize) -> bool {
+        each!(self, v => v[i].is_poison())
+    }
+
+    /// The poison of this data's type, as the float64 the reference holds.
+    pub fn poison_f64(&self) -> f64 {
+        fn of<T: Elem>(_: &[T]) -> f64 {
+            T::POISON.to_f64()
+        }
+        each!(self, v => of(v))
     }
 
     /// Every element as f64.
@@ -287,11 +342,16 @@ pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
     let mut ref2 = 0.0;
     let mut max_abs: f64 = 0.0;
     let mut non_finite = 0;
+    let poison = out.poison_f64();
     for (i, r) in reference.iter().enumerate() {
         let o = out.get(i);
         // Poison the function itself leaves in place (an output it writes
-        // only in part) is not an error of the kernel.
+        // only in part) is not an error of the kernel; poison where the
+        // reference computed a NaN is an element the kernel never wrote.
         if o.is_nan() && r.is_nan() {
+            if out.is_poison(i) && r.to_bits() != poison.to_bits() {
+                non_finite += 1;
+            }
             continue;
         }
         // An infinity the reference has too (a division by zero both
@@ -315,6 +375,28 @@ pub fn compare(out: &HostData, reference: &[f64]) -> ErrorStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An element the kernel leaves unwritten fails the comparison even
+    /// where the reference computes a NaN (`log` of a negative number);
+    /// poison the reference leaves in place too, and NaN both compute,
+    /// pass.
+    #[test]
+    fn an_unwritten_element_fails_where_the_reference_is_nan() {
+        for t in [DType::Float(32), DType::Float(16), DType::BFloat16, DType::Float(64)] {
+            let mut out = HostData::poisoned(t, 3).unwrap();
+            let computed_nan = (-1.0f64).ln();
+            let left = out.poison_f64();
+            out.set_f64(&[left, computed_nan, left]);
+            // The round trip through f64 keeps the poison's bits.
+            assert!(out.is_poison(0) && !out.is_poison(1) && out.is_poison(2), "{t}");
+            // Element 0: unwritten where the reference is NaN; 1: NaN in
+            // both; 2: poison in both.
+            let s = compare(&out, &[computed_nan, computed_nan, left]);
+            assert_eq!(s.non_finite, 1, "{t}");
+            let s = compare(&out, &[left, computed_nan, left]);
+            assert_eq!(s.non_finite, 0, "{t}");
+        }
+    }
 
     #[test]
     fn a_result_computed_from_undefined_memory_is_known() {
