@@ -356,3 +356,75 @@ fn an_aligned_copy_as_lowered() {
     assert_eq!(c.kernels.len(), 2, "{:?}", c.aligned);
     insta::assert_snapshot!(format!("# {}\n{}", c.aligned.join("\n# "), c.lowered_text()));
 }
+
+/// A tile narrower than its thread tile (N = 31 < BN = 32, so the shared
+/// tile of B is compacted to rows of 31): the multiply-adds of the last
+/// column stay guarded, since unguarded they would read the first element
+/// of the next pipeline stage, which a copy in flight writes (a race the
+/// simulator reported; each variable of `bx * 32 + tx * 4 + j < 31` alone
+/// could reach it, their sum cannot).
+#[test]
+fn a_compacted_tile_s_last_column_keeps_its_guard() {
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    for n in [31, 30] {
+        let params = [("BM", "32"), ("BN", "32"), ("BK", "16")];
+        let (_, lowered) = lowered(&src, Some("step6_async"), &[("M", 32), ("N", n), ("K", 32)], &params);
+        let text = print_func(&lowered);
+        assert!(text.contains("if blockIdx_x * 32 + threadIdx_x * 4 + j_1_1"), "N = {n}: the guard went:\n{text}");
+    }
+}
+
+/// The pass's limits: rows shorter than a line's worth of threads, names
+/// the user's scalars hold, and kernels whose tiles TMA copies.
+#[test]
+fn aligned_copies_leave_short_rows_taken_names_and_tma_alone() {
+    use tirc::compile::AlignMode;
+    let compiled =
+        |src: &str, func: Option<&str>, schedule: Option<&str>, defines: &[(&str, i64)], params: &[(&str, &str)]| {
+            let req = Request {
+                schedule: schedule.map(Into::into),
+                func: func.map(Into::into),
+                defines: defines.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                aligned_copies: AlignMode::Always,
+                ..Request::default()
+            };
+            compile(src, &req).unwrap_or_else(|d| panic!("{}", d[0].message))
+        };
+    // Three threads along rows of three floats: no line to align.
+    let short = "@T.prim_func
+def f(X: T.Buffer((64, 3), \"float32\"), Y: T.Buffer((64, 3), \"float32\")):
+    for by in T.thread_binding(2, thread=\"blockIdx.x\"):
+        for ty in T.thread_binding(32, thread=\"threadIdx.y\"):
+            for tx in T.thread_binding(3, thread=\"threadIdx.x\"):
+                with T.block(\"Y\"):
+                    vi = T.axis.spatial(64, by * 32 + ty)
+                    vj = T.axis.spatial(3, tx)
+                    Y[vi, vj] = X[vi, vj] * T.float32(2.0)
+";
+    assert!(compiled(short, Some("f"), None, &[], &[]).aligned.is_empty());
+    // A scalar named like the copy keeps its name; the copy takes another.
+    let taken = "@T.prim_func
+def f(A: T.Buffer((8, 33), \"float32\"), B: T.Buffer((8, 33), \"float32\"), A_aligned: T.float32):
+    for i in T.thread_binding(8, thread=\"blockIdx.x\"):
+        for j in T.thread_binding(33, thread=\"threadIdx.x\"):
+            with T.block(\"B\"):
+                vi, vj = T.axis.remap(\"SS\", [i, j])
+                B[vi, vj] = A[vi, vj] * A_aligned
+";
+    let c = compiled(taken, Some("f"), None, &[], &[]);
+    assert!(c.aligned.len() == 1 && c.aligned[0].contains("`A_aligned_1`"), "{:?}", c.aligned);
+    assert!(c.original.scalars.iter().any(|v| v.name() == "A_aligned"));
+    // step6_async with WS=1 copies its tiles by TMA: left alone, so that
+    // its own diagnostic (rows TMA cannot copy) is the one the user sees.
+    let matmul = read(&root().join("ir-examples/matmul.tir"));
+    let req = Request {
+        schedule: Some("step6_async".into()),
+        defines: vec![("M".into(), 8191), ("N".into(), 8191), ("K".into(), 8191)],
+        params: vec![("WS".into(), "1".into())],
+        aligned_copies: AlignMode::Auto,
+        ..Request::default()
+    };
+    let e = compile(&matmul, &req).err().map(|d| d[0].message.clone()).unwrap_or_default();
+    assert!(!e.contains("_aligned"), "{e}");
+}

@@ -91,7 +91,7 @@ fn every_primitive_and_pass_preserves_the_result() {
             }
             // Every input whose rows miss the alignment of its loads copied
             // into aligned rows first (`align_input_rows`, as `always`).
-            let (aligned, copies) =
+            let (aligned, copies, _) =
                 transform::align_input_rows::run(&sch.func, transform::align_input_rows::Mode::Always);
             if !copies.is_empty() {
                 let (kernels, inter) = split_kernels(&aligned);

@@ -48,6 +48,9 @@ pub struct Compiled {
     /// The inputs copied into aligned rows (`align_input_rows`), each with
     /// a line that says why.
     pub aligned: Vec<String>,
+    /// The function as the schedule left it, before those copies
+    /// (`--print-after schedule`).
+    pub as_scheduled: PrimFunc,
     /// The steps applied, in order (`registry::Step`: the primitive, its
     /// arguments, its results; each prints as a schedule line).
     pub trace: Vec<tirc_passes::schedule::registry::Step>,
@@ -81,6 +84,18 @@ impl Compiled {
     /// The first kernel: the only one of most functions.
     pub fn first(&self) -> &Kernel {
         &self.kernels[0]
+    }
+
+    /// The index of the first kernel of the function itself: the aligned
+    /// copies of its inputs (`aligned`) run before it.
+    pub fn main_index(&self) -> usize {
+        self.aligned.len().min(self.kernels.len() - 1)
+    }
+
+    /// The kernel `--json` and the resource report describe: the first of
+    /// the function's own.
+    pub fn main(&self) -> &Kernel {
+        &self.kernels[self.main_index()]
     }
 
     /// The relative error its result may have: the function's types, and
@@ -224,6 +239,7 @@ impl Compiled {
         })?;
         self.original = specialized;
         self.scheduled = self.scheduled.specialize(&values);
+        self.as_scheduled = self.as_scheduled.specialize(&values);
         self.intermediates = self.intermediates.iter().map(|b| b.specialize(&values)).collect();
         for b in &self.intermediates {
             check_buffer(b).map_err(|m| at(Diagnostic::new(m)))?;
@@ -254,6 +270,7 @@ impl Compiled {
         let bound: Vec<(Var, f64)> = values.iter().map(|(v, x, _)| (v.clone(), *x)).collect();
         self.original = self.original.bind_scalars(&bound);
         self.scheduled = self.scheduled.bind_scalars(&bound);
+        self.as_scheduled = self.as_scheduled.bind_scalars(&bound);
         for k in &mut self.kernels {
             k.lowered = bind_kernel_scalars(&k.lowered, &mut k.cuda, &bound);
             for (_, f) in &mut k.after {
@@ -560,7 +577,8 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         Some(s) if d.span.is_none() => d.or_at(s).label("while lowering this function"),
         _ => d,
     };
-    let (scheduled, aligned) = transform::align_input_rows::run(&scheduled, req.aligned_copies);
+    let as_scheduled = scheduled.clone();
+    let (scheduled, aligned, refused) = transform::align_input_rows::run(&scheduled, req.aligned_copies);
     let aligned: Vec<String> = aligned.iter().map(|c| c.describe()).collect();
     let (funcs, intermediates) = split_kernels(&scheduled);
     let mut kernels = Vec::new();
@@ -578,6 +596,9 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
             }
         })
         .collect();
+    if let Some(why) = refused {
+        warnings.push(Diagnostic::warning(why).help("--aligned-copies never reads every input as given"));
+    }
     for (b, r) in transform::lower_blocks::unpadded_global_buffers(&scheduled) {
         let d = Diagnostic::warning(format!(
             "block `{}` asks to pad `{}` (buffer_dim_align), which is in global memory: it keeps its compact layout",
@@ -605,6 +626,7 @@ pub fn compile_module(module: Module, req: &Request) -> Result<Compiled, Diagnos
         original,
         scheduled,
         aligned,
+        as_scheduled,
         trace,
         replay,
         kernels,

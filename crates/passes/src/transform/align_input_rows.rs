@@ -18,8 +18,9 @@
 //! - 16 bytes, a vector, where the load is copied element for element
 //!   (a block that stores the load, as `cache_read` makes) along a
 //!   vectorized loop;
-//! - 128 bytes, a line, where consecutive threads (`threadIdx.x`) read
-//!   consecutive elements of a row, in a copy or in the computation;
+//! - 128 bytes, a line, where consecutive threads (`threadIdx.x`, a line's
+//!   worth of them at least) read consecutive elements of a row, in a copy
+//!   or in the computation;
 //! - nothing otherwise (a row read by one thread, or broadcast).
 //!
 //! Where the rows of `P` (its last extent times the element size) miss the
@@ -34,7 +35,9 @@
 //! `Mode::Always` copies wherever a load misses its alignment, whatever the
 //! count (for tests, and for a user who knows better); `Mode::Never` leaves
 //! the function as it is. A size known only at run time leaves the count
-//! unknown: `Mode::Auto` then copies nothing.
+//! unknown: `Mode::Auto` then copies nothing. A kernel that copies its
+//! tiles by TMA (`tirc.warp_specialize`) is left alone: it checks its
+//! tiles' bounds against the buffer it copies from.
 
 use crate::schedule::cache::{copy_block_nest, root_stmts, set_root};
 use crate::schedule::{bind::bind, fuse::fuse, get, split::split, Schedule};
@@ -72,6 +75,9 @@ pub const VECTOR: usize = 16;
 pub const MIN_READS: u128 = 1 << 26;
 /// ... and this many times the elements of the input.
 pub const MIN_REUSE: u128 = 32;
+/// ... and only rows of this many bytes at least, which the padding grows
+/// by an eighth at most.
+pub const MIN_ROW: usize = 8 * LINE;
 /// Threads per block of the copy.
 const THREADS: i64 = 256;
 
@@ -107,10 +113,11 @@ impl Copied {
     }
 }
 
-/// The function with its misaligned inputs copied, and what was copied.
-pub fn run(f: &PrimFunc, mode: Mode) -> (PrimFunc, Vec<Copied>) {
-    if mode == Mode::Never {
-        return (f.clone(), vec![]);
+/// The function with its misaligned inputs copied, what was copied, and
+/// why copies that were due could not be made (a warning for the user).
+pub fn run(f: &PrimFunc, mode: Mode) -> (PrimFunc, Vec<Copied>, Option<String>) {
+    if mode == Mode::Never || warp_specialized(&f.body) {
+        return (f.clone(), vec![], None);
     }
     let mut loads = Vec::new();
     scan(&f.body, Some(1), &mut Env::default(), &mut loads);
@@ -127,21 +134,38 @@ pub fn run(f: &PrimFunc, mode: Mode) -> (PrimFunc, Vec<Copied>) {
         let want = missed.iter().map(|l| l.want).max().unwrap_or(LINE);
         let reads = missed.iter().try_fold(0u128, |acc, l| l.count.map(|c| acc.saturating_add(c)));
         let elements: u128 = p.shape().iter().filter_map(Expr::as_int).map(|n| n as u128).product();
-        let often = reads.is_some_and(|n| n >= MIN_READS && n >= MIN_REUSE.saturating_mul(elements));
+        // Rows shorter than `MIN_ROW` would grow by more than an eighth.
+        let often = row >= MIN_ROW && reads.is_some_and(|n| n >= MIN_READS && n >= MIN_REUSE.saturating_mul(elements));
         if mode == Mode::Always || often {
             chosen.push((p.clone(), reads, want));
         }
     }
     if chosen.is_empty() {
-        return (f.clone(), vec![]);
+        return (f.clone(), vec![], None);
     }
     match copy(f, &chosen) {
-        Some(done) => done,
+        Ok((g, copied)) => (g, copied, None),
         // The copy is a few schedule steps on a nest this pass built; should
         // one of them refuse, the function stays as it was (slower, not
-        // wrong).
-        None => (f.clone(), vec![]),
+        // wrong), and the user is told.
+        Err(why) => {
+            let names: Vec<&str> = chosen.iter().map(|(p, ..)| p.name()).collect();
+            (f.clone(), vec![], Some(format!("the aligned copies of {} were not made: {why}", names.join(", "))))
+        }
     }
+}
+
+/// A kernel whose copies TMA makes (`tirc.warp_specialize`) tests its
+/// tiles against the buffer it copies from: it is left to read its inputs
+/// as given, and to say so where their rows do not suit TMA.
+fn warp_specialized(body: &Stmt) -> bool {
+    let mut found = false;
+    body.walk(&mut |s| {
+        if let Stmt::For(l) = s {
+            found |= l.annotations.iter().any(|(k, _)| k == super::warp_specialize::WARP_SPECIALIZE);
+        }
+    });
+    found
 }
 
 /// The bytes of one row of `p`: its last extent times its element size,
@@ -169,8 +193,8 @@ struct Load {
 
 #[derive(Default)]
 struct Env {
-    /// The loops around, with their kinds.
-    loops: Vec<(Var, ForKind)>,
+    /// The loops around, with their kinds and constant extents.
+    loops: Vec<(Var, ForKind, Option<i64>)>,
     /// Block variables in terms of the loops.
     subst: Vec<(Var, Expr)>,
     /// Whether the statement is inside a block that copies a load.
@@ -183,13 +207,13 @@ fn scan(s: &Stmt, count: Option<u128>, env: &mut Env, out: &mut Vec<Load>) {
             // A loop bound to a thread axis that a loop around it is bound
             // to too is the same threads, not more of them.
             let again = matches!(&l.kind, ForKind::ThreadBinding(t)
-                if env.loops.iter().any(|(_, k)| matches!(k, ForKind::ThreadBinding(u) if u == t)));
+                if env.loops.iter().any(|(_, k, _)| matches!(k, ForKind::ThreadBinding(u) if u == t)));
             let n = match again {
                 true => Some(1),
                 false => l.extent.as_int().filter(|n| *n >= 0).map(|n| n as u128),
             };
             let inner = count.zip(n).map(|(c, n)| c.saturating_mul(n));
-            env.loops.push((l.var.clone(), l.kind));
+            env.loops.push((l.var.clone(), l.kind, l.extent.as_int()));
             scan(&l.body, inner, env, out);
             env.loops.pop();
         }
@@ -230,21 +254,23 @@ fn note(e: &Expr, count: Option<u128>, env: &Env, out: &mut Vec<Load>) {
         return;
     }
     // Only loads that GPU threads run.
-    if !env.loops.iter().any(|(_, k)| matches!(k, ForKind::ThreadBinding(_))) {
+    if !env.loops.iter().any(|(_, k, _)| matches!(k, ForKind::ThreadBinding(_))) {
         return;
     }
     let last = substitute(&idx[idx.len() - 1], &env.subst);
     let bytes = b.dtype().bytes().max(1);
     // The loop along which consecutive elements are read: a vector's
     // lanes in a copy, else the threads of a warp.
-    let vector = env.loops.iter().find(|(v, k)| env.copy && *k == ForKind::Vectorized && last.uses(v));
+    let vector = env.loops.iter().find(|(v, k, _)| env.copy && *k == ForKind::Vectorized && last.uses(v));
     let threads = env
         .loops
         .iter()
-        .find(|(v, k)| matches!(k, ForKind::ThreadBinding(t) if !t.is_block && t.dim == 0) && last.uses(v));
+        .find(|(v, k, _)| matches!(k, ForKind::ThreadBinding(t) if !t.is_block && t.dim == 0) && last.uses(v));
     let want = match (vector, threads) {
-        (Some((v, _)), _) if starts_aligned(&last, v, VECTOR / bytes) => VECTOR,
-        (None, Some((v, _))) if starts_aligned(&last, v, LINE / bytes) => LINE,
+        (Some((v, ..)), _) if starts_aligned(&last, v, VECTOR / bytes) => VECTOR,
+        // The threads must span a line at least: three threads along a
+        // row of three floats gain nothing from a line of their own.
+        (None, Some((v, _, Some(n)))) if *n as usize * bytes >= LINE && starts_aligned(&last, v, LINE / bytes) => LINE,
         _ => 0,
     };
     out.push(Load { buffer: b.clone(), count, want });
@@ -279,9 +305,12 @@ fn starts_aligned(index: &Expr, along: &Var, unit: usize) -> bool {
 }
 
 /// The function with each of `chosen` copied at its top and read from the
-/// copy; `None` if a schedule step refused.
-fn copy(f: &PrimFunc, chosen: &[(Buffer, Option<u128>, usize)]) -> Option<(PrimFunc, Vec<Copied>)> {
+/// copy; the reason where a schedule step refused.
+fn copy(f: &PrimFunc, chosen: &[(Buffer, Option<u128>, usize)]) -> Result<(PrimFunc, Vec<Copied>), String> {
+    // Fresh against buffers and blocks, and against the scalar parameters
+    // and sizes, whose names are the kernels' arguments too.
     let mut taken = crate::common::tree::block_and_buffer_names(f);
+    taken.extend(f.scalars.iter().chain(&f.sizes).map(|v| v.name().to_string()));
     let mut root = f.body.clone();
     let mut nests = Vec::new();
     let mut map = Vec::new();
@@ -291,9 +320,11 @@ fn copy(f: &PrimFunc, chosen: &[(Buffer, Option<u128>, usize)]) -> Option<(PrimF
         taken.push(name.clone());
         let per_line = (LINE / p.dtype().bytes().max(1)) as i64;
         let mut shape = p.shape().to_vec();
-        let last = shape.last()?.as_int()?;
+        let last = row_bytes(p).ok_or("a shape not known")? as i64 / p.dtype().bytes().max(1) as i64;
         let padded = (last + per_line - 1) / per_line * per_line;
-        *shape.last_mut()? = Expr::int(padded);
+        if let Some(l) = shape.last_mut() {
+            *l = Expr::int(padded);
+        }
         let q = Buffer::new(name.clone(), p.dtype(), shape.clone(), Scope::Global);
         let zero = Expr::zero(p.dtype());
         let value = |load: Expr, idx: &[Expr]| {
@@ -311,12 +342,13 @@ fn copy(f: &PrimFunc, chosen: &[(Buffer, Option<u128>, usize)]) -> Option<(PrimF
     let mut sch = Schedule::new(f.clone());
     set_root(&mut sch, stmts, map.iter().map(|(_, q)| q.clone()).collect());
     for (name, _) in &nests {
-        let block = get::get_block(&sch, name).ok()?;
-        let loops = get::get_loops(&sch, &block).ok()?;
-        let fused = fuse(&mut sch, &loops).ok()?;
-        let parts = split(&mut sch, &fused, &[None, Some(THREADS)]).ok()?;
-        bind(&mut sch, &parts[0], "blockIdx.x").ok()?;
-        bind(&mut sch, &parts[1], "threadIdx.x").ok()?;
+        let why = |e: crate::schedule::ScheduleError| e.message;
+        let block = get::get_block(&sch, name).map_err(why)?;
+        let loops = get::get_loops(&sch, &block).map_err(why)?;
+        let fused = fuse(&mut sch, &loops).map_err(why)?;
+        let parts = split(&mut sch, &fused, &[None, Some(THREADS)]).map_err(why)?;
+        bind(&mut sch, &parts[0], "blockIdx.x").map_err(why)?;
+        bind(&mut sch, &parts[1], "threadIdx.x").map_err(why)?;
     }
-    Some((sch.func, copied))
+    Ok((sch.func, copied))
 }

@@ -520,11 +520,76 @@ fn loads_stay_in_place(w: &Write, dropped: &[Expr], mode: Loads) -> bool {
         idx.iter().all(|i| {
             let i = w.ranges.simplify(i);
             match (w.ranges.bound(&i), narrowed.bound(&i)) {
-                (Some((lo, hi)), Some((nlo, nhi))) => nlo <= lo && hi <= nhi,
+                (Some((lo, hi)), Some((nlo, nhi))) => {
+                    // A condition over several variables (`bx * 32 + tx * 4
+                    // + j < 31`) bounds their sum, which narrowing each
+                    // variable alone does not see.
+                    let joint = dropped.iter().filter_map(|d| max_under(&w.ranges, &i, d)).min();
+                    nlo <= lo && hi <= nhi && joint.is_none_or(|m| hi <= m)
+                }
                 _ => false,
             }
         })
     })
+}
+
+/// The condition `c` as `x < 0`, for the integer comparisons.
+fn as_negative(c: &Expr) -> Option<Expr> {
+    let one = |a: &Expr| Expr::Int(1, a.dtype());
+    let x = match c {
+        Expr::Binary(BinOp::Lt, a, b) => Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone()),
+        Expr::Binary(BinOp::Le, a, b) => {
+            Expr::binary(BinOp::Sub, Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone()), one(a))
+        }
+        Expr::Binary(BinOp::Gt, a, b) => Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone()),
+        Expr::Binary(BinOp::Ge, a, b) => {
+            Expr::binary(BinOp::Sub, Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone()), one(a))
+        }
+        _ => return None,
+    };
+    x.dtype().is_int().then_some(x)
+}
+
+/// The largest value of the index `i` where `cond` holds, where `i` is
+/// `lambda` times `cond`'s linear form plus terms of other variables: with
+/// `cond` as `x < 0`, `i = lambda * x + rest` is at most `max(rest) -
+/// lambda`. `None` where `i` does not hold the form so.
+fn max_under(an: &Analyzer, i: &Expr, cond: &Expr) -> Option<i64> {
+    let x = an.simplify(&as_negative(cond)?);
+    let mut form: Vec<(i64, Var)> = Vec::new();
+    let plain = split_sum(&x, 1, &mut |c, t| match t {
+        Expr::Var(v) => {
+            form.push((c, v.clone()));
+            true
+        }
+        t => t.as_int().is_some(),
+    });
+    let mut index: Vec<(i64, Var)> = Vec::new();
+    split_sum(i, 1, &mut |c, t| {
+        if let Expr::Var(v) = t {
+            index.push((c, v.clone()));
+        }
+        true
+    });
+    if !plain || form.is_empty() {
+        return None;
+    }
+    let coef = |v: &Var| index.iter().filter(|(_, u)| u == v).map(|(c, _)| c).sum::<i64>();
+    let (a, v) = form.iter().find(|(_, v)| coef(v) != 0)?;
+    let b = coef(v);
+    if b % a != 0 || b / a <= 0 {
+        return None;
+    }
+    let lambda = b / a;
+    if form.iter().any(|(a, v)| coef(v) != 0 && coef(v) != lambda * a) {
+        return None;
+    }
+    let t = x.dtype();
+    let rest = an.simplify(&Expr::binary(BinOp::Sub, i.clone(), Expr::binary(BinOp::Mul, Expr::Int(lambda, t), x)));
+    if form.iter().any(|(_, v)| coef(v) != 0 && rest.uses(v)) {
+        return None;
+    }
+    an.bound(&rest).map(|(_, hi)| hi - lambda)
 }
 
 /// `an` with the range of each variable tightened by the conditions

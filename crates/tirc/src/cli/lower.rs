@@ -44,8 +44,8 @@ pub struct Args {
 pub fn main(a: Args) -> u8 {
     let names = tirc_passes::transform::pass_names();
     for p in &a.print_after {
-        if !names.contains(&p.as_str()) && p != "schedule" {
-            eprintln!("error: unknown pass `{p}`; the passes are: schedule, {}", names.join(", "));
+        if !names.contains(&p.as_str()) && p != "schedule" && p != "align_input_rows" {
+            eprintln!("error: unknown pass `{p}`; the passes are: schedule, align_input_rows, {}", names.join(", "));
             return USAGE;
         }
     }
@@ -65,6 +65,13 @@ pub fn main(a: Args) -> u8 {
     if a.print_after_all || !a.print_after.is_empty() {
         if want("schedule") {
             println!("# after schedule");
+            print!("{}", print_func(&c.as_scheduled));
+        }
+        if want("align_input_rows") {
+            println!("# after align_input_rows");
+            for line in &c.aligned {
+                println!("# aligned: {line}");
+            }
             print!("{}", print_func(&c.scheduled));
         }
         for (i, k) in c.kernels.iter().enumerate() {
@@ -93,7 +100,12 @@ pub fn main(a: Args) -> u8 {
             print!("{}", c.lowered_text())
         }
         Emit::Scheduled => print!("{}", print_func(&c.scheduled)),
-        Emit::Cuda => print!("{}", c.cuda_text()),
+        Emit::Cuda => {
+            for line in &c.aligned {
+                println!("// aligned: {line}");
+            }
+            print!("{}", c.cuda_text())
+        }
         Emit::Dot => print!("{}", tirc_passes::schedule::deps::dot(&c.scheduled)),
         Emit::Trace => match &a.common.schedule {
             Some(s) => print!("{}", c.replay_text(s)),

@@ -368,7 +368,7 @@ fn execute(a: &Args, c: &Compiled) -> Result<Outcome, String> {
                 eprintln!("warning: {w}");
             }
         }
-        resources = Some(g.resources(&ks[0])?);
+        resources = Some(g.resources(&ks[c.main_index()])?);
         let bufs: Vec<gpu::DeviceBuffer> = run_args.iter().map(|d| g.upload(d)).collect::<Result<_, _>>()?;
         let refs: Vec<&gpu::DeviceBuffer> = bufs.iter().collect();
         for k in &ks {
@@ -511,21 +511,22 @@ fn outcome_json(a: &Args, c: &Compiled, o: &Outcome) -> String {
         format!("\"gflops\": {}", num(o.gflops)),
         format!("\"bytes\": {}", num(Some(o.bytes))),
         format!("\"gbps\": {}", num(o.time_ms.map(|t| o.bytes / (t * 1e6)))),
-        format!("\"kernel\": \"{}\"", c.first().cuda.name),
+        format!("\"kernel\": \"{}\"", c.main().cuda.name),
         format!(
             "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
-            c.first().cuda.launch.grid[0],
-            c.first().cuda.launch.grid[1],
-            c.first().cuda.launch.grid[2],
-            c.first().cuda.launch.block[0],
-            c.first().cuda.launch.block[1],
-            c.first().cuda.launch.block[2]
+            c.main().cuda.launch.grid[0],
+            c.main().cuda.launch.grid[1],
+            c.main().cuda.launch.grid[2],
+            c.main().cuda.launch.block[0],
+            c.main().cuda.launch.block[1],
+            c.main().cuda.launch.block[2]
         ),
         format!(
             "\"kernels\": [{}]",
             c.kernels.iter().map(|k| format!("\"{}\"", k.cuda.name)).collect::<Vec<_>>().join(", ")
         ),
     ];
+    fields.push(format!("\"aligned\": [{}]", c.aligned.iter().map(|l| json_str(l)).collect::<Vec<_>>().join(", ")));
     if let Some(d) = &o.device {
         fields.push(format!("\"device\": {}", json_str(d)));
     }

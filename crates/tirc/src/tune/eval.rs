@@ -95,7 +95,7 @@ pub fn build(
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
     // What `run` compiles: misaligned inputs copied where that pays.
-    let (func, _) = transform::align_input_rows::run(&sch.func, transform::align_input_rows::Mode::Auto);
+    let (func, ..) = transform::align_input_rows::run(&sch.func, transform::align_input_rows::Mode::Auto);
     let (funcs, intermediates) = transform::split_kernels::split_kernels(&func);
     let mut kernels = Vec::new();
     for f in funcs {
