@@ -204,6 +204,14 @@ fn warp_specialized_wgmma_runs_with_and_without_padding() {
             check(s, [300, 130, 72], &padded, 4);
         }
     }
+    // B stored k × n is laid out in atoms of 64 columns: below 64 columns,
+    // or at 100, the tile is 64 wide and B and C are padded to it (B and
+    // C copied, the product between them: three kernels).
+    for s in ["wgmma", "wgmma_bf16"] {
+        for n in [31, 100] {
+            check(s, [64, n, 64], &[("BM", "64"), ("PAD", "1")], 3);
+        }
+    }
     let src = read(&root().join("ir-examples/hgemm.tir"));
     let req = Request {
         schedule: Some("wgmma".into()),
