@@ -337,6 +337,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         declared: vec![Vec::new()],
         wgmma: false,
         warp_tiles: false,
+        handover: false,
         wgmma_in_flight: tirc_ir::launch::wgmma_in_flight(f),
         wgmma_pending: false,
         wgmma_helpers: Vec::new(),
@@ -577,7 +578,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     if swizzled {
         src.push_str(SWIZZLE_PRELUDE);
     }
-    if g.wgmma || g.out.contains("setmaxnreg") {
+    if g.wgmma || g.handover {
         src.push_str(SM90A_PRELUDE);
     }
     if g.wgmma {
@@ -867,6 +868,8 @@ struct Gen {
     /// `mma.sync` family): a warp-specialized one gets a producer
     /// warpgroup that gives its registers to the consumers.
     warp_tiles: bool,
+    /// The kernel hands registers between warps (`setmaxnreg`, sm_90a).
+    handover: bool,
     /// Batches of products that may stay in flight across a barrier
     /// (`tirc_ir::launch::wgmma_in_flight`).
     wgmma_in_flight: i64,
@@ -1771,6 +1774,7 @@ impl Gen {
         // consumers (sm_90a), where that is more than they have at entry.
         let producers = tirc_ir::launch::producer_threads(self.warp_tiles, c);
         let rebalance = register_handover(c, producers);
+        self.handover |= rebalance.is_some();
         self.line(ind, &format!("if (tirc_tid >= {c}) {{"));
         if rebalance.is_some() {
             self.line(ind + 1, &format!("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGISTERS};\");"));
