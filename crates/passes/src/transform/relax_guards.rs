@@ -524,8 +524,11 @@ fn loads_stay_in_place(w: &Write, dropped: &[Expr], mode: Loads) -> bool {
                     // A condition over several variables (`bx * 32 + tx * 4
                     // + j < 31`) bounds their sum, which narrowing each
                     // variable alone does not see.
-                    let joint = dropped.iter().filter_map(|d| max_under(&w.ranges, &i, d)).min();
-                    nlo <= lo && hi <= nhi && joint.is_none_or(|m| hi <= m)
+                    let joint: Vec<(Option<i64>, Option<i64>)> =
+                        dropped.iter().filter_map(|d| bounds_under(&w.ranges, &i, d)).collect();
+                    let inside =
+                        joint.iter().all(|(jlo, jhi)| jlo.is_none_or(|m| m <= lo) && jhi.is_none_or(|m| hi <= m));
+                    nlo <= lo && hi <= nhi && inside
                 }
                 _ => false,
             }
@@ -550,11 +553,13 @@ fn as_negative(c: &Expr) -> Option<Expr> {
     x.dtype().is_int().then_some(x)
 }
 
-/// The largest value of the index `i` where `cond` holds, where `i` is
-/// `lambda` times `cond`'s linear form plus terms of other variables: with
-/// `cond` as `x < 0`, `i = lambda * x + rest` is at most `max(rest) -
-/// lambda`. `None` where `i` does not hold the form so.
-fn max_under(an: &Analyzer, i: &Expr, cond: &Expr) -> Option<i64> {
+/// Bounds of the index `i` where `cond` holds, where `i` is `lambda` times
+/// `cond`'s linear form plus terms of other variables: with `cond` as `x <
+/// 0` (so `x <= -1`), `i = lambda * x + rest` is at most `max(rest) -
+/// lambda` for a positive `lambda` (an upper bound), at least `min(rest) -
+/// lambda` for a negative one (a lower bound). `None` where `i` does not
+/// hold the form so.
+fn bounds_under(an: &Analyzer, i: &Expr, cond: &Expr) -> Option<(Option<i64>, Option<i64>)> {
     let x = an.simplify(&as_negative(cond)?);
     let mut form: Vec<(i64, Var)> = Vec::new();
     let plain = split_sum(&x, 1, &mut |c, t| match t {
@@ -574,22 +579,26 @@ fn max_under(an: &Analyzer, i: &Expr, cond: &Expr) -> Option<i64> {
     if !plain || form.is_empty() {
         return None;
     }
-    let coef = |v: &Var| index.iter().filter(|(_, u)| u == v).map(|(c, _)| c).sum::<i64>();
-    let (a, v) = form.iter().find(|(_, v)| coef(v) != 0)?;
-    let b = coef(v);
-    if b % a != 0 || b / a <= 0 {
+    let coef = |v: &Var| index.iter().filter(|(_, u)| u == v).try_fold(0i64, |acc, (c, _)| acc.checked_add(*c));
+    let (a, v) = form.iter().find(|(a, v)| *a != 0 && coef(v).is_some_and(|c| c != 0))?;
+    let b = coef(v)?;
+    if b % a != 0 {
         return None;
     }
     let lambda = b / a;
-    if form.iter().any(|(a, v)| coef(v) != 0 && coef(v) != lambda * a) {
+    if form.iter().any(|(a, v)| coef(v).is_none_or(|c| c != 0 && Some(c) != lambda.checked_mul(*a))) {
         return None;
     }
     let t = x.dtype();
     let rest = an.simplify(&Expr::binary(BinOp::Sub, i.clone(), Expr::binary(BinOp::Mul, Expr::Int(lambda, t), x)));
-    if form.iter().any(|(_, v)| coef(v) != 0 && rest.uses(v)) {
+    if form.iter().any(|(_, v)| coef(v) != Some(0) && rest.uses(v)) {
         return None;
     }
-    an.bound(&rest).map(|(_, hi)| hi - lambda)
+    let (lo, hi) = an.bound(&rest)?;
+    Some(match lambda > 0 {
+        true => (None, Some(hi.checked_sub(lambda)?)),
+        false => (Some(lo.checked_sub(lambda)?), None),
+    })
 }
 
 /// `an` with the range of each variable tightened by the conditions
