@@ -40,7 +40,7 @@ pub struct Common {
     /// The GPU architecture to compile for (sm_80, sm_90, sm_90a, ...): lowering checks threads per block, shared memory and instructions against it, and `lower --emit ptx` and `build` compile for it.
     #[arg(long, value_name = "SM", default_value = "sm_90", value_parser = parse_arch)]
     pub arch: tirc_ir::target::Target,
-    /// Copy an input whose rows are not aligned (a row of 4097 floats), and which the kernels read many times, into a buffer whose rows are, before the kernels that read it: `auto` where the loads that miss their alignment run at least 2^26 times and 32 times the input's elements, `always` wherever one does, `never` to read every input as given.
+    /// Copy an input whose rows are not aligned (a row of 4097 floats), and which the kernels read many times, into a buffer whose rows are, before the kernels that read it: `auto` where the loads that miss their alignment run at least 2^26 times and 32 times the input's elements (a count known when compiling) and the rows are 1024 bytes or more, `always` wherever one does, `never` to read every input as given. Kernels whose tiles TMA copies are left alone.
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = crate::compile::AlignMode::parse)]
     pub aligned_copies: crate::compile::AlignMode,
 }
