@@ -162,7 +162,8 @@ fn warp_specialized(body: &Stmt) -> bool {
     let mut found = false;
     body.walk(&mut |s| {
         if let Stmt::For(l) = s {
-            found |= l.annotations.iter().any(|(k, _)| k == super::warp_specialize::WARP_SPECIALIZE);
+            // A value lowering refuses counts as asking: it is refused there.
+            found |= super::warp_specialize::asked(l).unwrap_or(true);
         }
     });
     found
@@ -320,7 +321,7 @@ fn copy(f: &PrimFunc, chosen: &[(Buffer, Option<u128>, usize)]) -> Result<(PrimF
         taken.push(name.clone());
         let per_line = (LINE / p.dtype().bytes().max(1)) as i64;
         let mut shape = p.shape().to_vec();
-        let last = row_bytes(p).ok_or("a shape not known")? as i64 / p.dtype().bytes().max(1) as i64;
+        let last = p.shape().last().and_then(Expr::as_int).ok_or("a shape not known")?;
         let padded = (last + per_line - 1) / per_line * per_line;
         if let Some(l) = shape.last_mut() {
             *l = Expr::int(padded);

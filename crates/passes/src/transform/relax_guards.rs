@@ -606,25 +606,7 @@ fn bounds_under(an: &Analyzer, i: &Expr, cond: &Expr) -> Option<(Option<i64>, Op
 fn narrow(an: &Analyzer, conds: &[Expr]) -> Analyzer {
     let mut out = an.clone();
     for c in conds {
-        // The condition as `x < 0`.
-        let x = match c {
-            Expr::Binary(BinOp::Lt, a, b) => Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone()),
-            Expr::Binary(BinOp::Le, a, b) => Expr::binary(
-                BinOp::Sub,
-                Expr::binary(BinOp::Sub, (**a).clone(), (**b).clone()),
-                Expr::Int(1, a.dtype()),
-            ),
-            Expr::Binary(BinOp::Gt, a, b) => Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone()),
-            Expr::Binary(BinOp::Ge, a, b) => Expr::binary(
-                BinOp::Sub,
-                Expr::binary(BinOp::Sub, (**b).clone(), (**a).clone()),
-                Expr::Int(1, a.dtype()),
-            ),
-            _ => continue,
-        };
-        if !x.dtype().is_int() {
-            continue;
-        }
+        let Some(x) = as_negative(c) else { continue };
         let mut terms: Vec<(i64, Expr)> = Vec::new();
         split_sum(&an.simplify(&x), 1, &mut |c, t| {
             terms.push((c, t.clone()));

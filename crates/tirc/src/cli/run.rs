@@ -499,6 +499,7 @@ fn print_outcome(a: &Args, c: &Compiled, o: &Outcome) {
 /// The outcome as the one JSON object `--json` prints.
 fn outcome_json(a: &Args, c: &Compiled, o: &Outcome) -> String {
     let status = if o.ok { "ok" } else { "mismatch" };
+    let launch = c.main().cuda.launch;
     let mut fields = vec![
         format!("\"status\": \"{status}\""),
         format!("\"rel_err\": {}", num(Some(o.stats.rel_err))),
@@ -512,15 +513,7 @@ fn outcome_json(a: &Args, c: &Compiled, o: &Outcome) -> String {
         format!("\"bytes\": {}", num(Some(o.bytes))),
         format!("\"gbps\": {}", num(o.time_ms.map(|t| o.bytes / (t * 1e6)))),
         format!("\"kernel\": \"{}\"", c.main().cuda.name),
-        format!(
-            "\"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
-            c.main().cuda.launch.grid[0],
-            c.main().cuda.launch.grid[1],
-            c.main().cuda.launch.grid[2],
-            c.main().cuda.launch.block[0],
-            c.main().cuda.launch.block[1],
-            c.main().cuda.launch.block[2]
-        ),
+        format!("\"grid\": {:?}, \"block\": {:?}", launch.grid, launch.block),
         format!(
             "\"kernels\": [{}]",
             c.kernels.iter().map(|k| format!("\"{}\"", k.cuda.name)).collect::<Vec<_>>().join(", ")
