@@ -134,6 +134,41 @@ __device__ __forceinline__ void tirc_mma_store(half* p, const unsigned* c, int l
     }
   }
 }
+// The same for the rows < `rows` and columns < `cols` of the tile only: a
+// tile at the edge of its destination, whose other elements lie past it
+// (a whole tile, where the bound is 16 or more, as the store above).
+__device__ __forceinline__ void tirc_mma_store_bounded(float* p, const float* c, int ldm, int rows, int cols) {
+  if (rows >= 16 && cols >= 16) { tirc_mma_store(p, c, ldm); return; }
+  unsigned lane = tirc_lane();
+  for (int e = 0; e < 8; e += 2) {
+    int row = 8 * ((e % 4) / 2) + (int)(lane >> 2), col = 8 * (e / 4) + 2 * (int)(lane & 3);
+    if (row >= rows || col >= cols) continue;
+    float* q = p + row * ldm + col;
+    if (col + 1 < cols && (reinterpret_cast<unsigned long long>(q) & 7) == 0) {
+      *reinterpret_cast<float2*>(q) = make_float2(c[e], c[e + 1]);
+    } else {
+      q[0] = c[e];
+      if (col + 1 < cols) q[1] = c[e + 1];
+    }
+  }
+}
+__device__ __forceinline__ void tirc_mma_store_bounded(half* p, const unsigned* c, int ldm, int rows, int cols) {
+  if (rows >= 16 && cols >= 16) { tirc_mma_store(p, c, ldm); return; }
+  unsigned lane = tirc_lane();
+  for (int e = 0; e < 8; e += 2) {
+    int row = 8 * ((e % 4) / 2) + (int)(lane >> 2), col = 8 * (e / 4) + 2 * (int)(lane & 3);
+    if (row >= rows || col >= cols) continue;
+    half* q = p + row * ldm + col;
+    unsigned u = c[e / 2];
+    __half2 h = *reinterpret_cast<__half2*>(&u);
+    if (col + 1 < cols && (reinterpret_cast<unsigned long long>(q) & 3) == 0) {
+      *reinterpret_cast<unsigned*>(q) = u;
+    } else {
+      q[0] = __low2half(h);
+      if (col + 1 < cols) q[1] = __high2half(h);
+    }
+  }
+}
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define TIRC_CP_ASYNC 1
 #endif

@@ -371,6 +371,9 @@ impl Printer {
                 if !ldm.is_empty() {
                     args.push(format!("ldm=[{}]", ldm.join(", ")));
                 }
+                if let Some((r, c)) = &w.bound {
+                    args.push(format!("bound=[{}, {}]", self.expr(r, 0), self.expr(c, 0)));
+                }
                 self.line(ind, &format!("T.{}({})", w.op.name(), args.join(", ")));
             }
             Stmt::Store { buffer, indices, value } => {

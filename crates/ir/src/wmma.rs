@@ -40,7 +40,7 @@
 //! | `LdMatrix` | `[warp, src]` | `warp[map(i, j)] = src[i, j]` (`ldmatrix.x4`) |
 //! | `MmaSync` | `[c, a, b]` | `c[map(i, j)] += sum_k a[map(i, k)] * b[map(k, j)]` (two `m16n8k16`; `trans_a`: `a[map(k, i)]`, `trans_b`: `b[map(j, k)]`) |
 //! | `MmaFill` | `[c]` | `c[l, e] = value` |
-//! | `MmaStore` | `[dst, c]` | `dst[i, j] = c[map(i, j)]` |
+//! | `MmaStore` | `[dst, c]` | `dst[i, j] = c[map(i, j)]` (with `bound = (r, c)`: for `i < r`, `j < c`) |
 //!
 //! `LdMatrix` names the operand (`b`) and whether its tile is stored
 //! transposed (`trans`: A as `k × m`, B as `n × k`); the instruction's
@@ -282,6 +282,11 @@ pub struct Wmma {
     pub tiles: Vec<Tile>,
     /// What `Fill` writes.
     pub value: Option<Expr>,
+    /// For `MmaStore`: the rows and columns of the tile that are stored,
+    /// from its first element (a tile at the edge of its destination,
+    /// whose other elements lie past the buffer); `None` stores all 16×16.
+    /// Either may be 16 or more (all of them) or 0 or less (none).
+    pub bound: Option<(Expr, Expr)>,
 }
 
 impl Wmma {
@@ -487,6 +492,9 @@ impl Wmma {
             }
             WmmaOp::Store | WmmaOp::MmaStore => {
                 let (d, f) = (&self.tiles[0], &self.tiles[1]);
+                if self.bound.is_some() && self.op != WmmaOp::MmaStore {
+                    return Err(format!("only mma_store stores part of a tile, not {}", self.op.name()));
+                }
                 if d.buffer.dtype() != f.buffer.dtype() {
                     return Err(format!(
                         "a store copies as it is: `{}` is {}, `{}` {}",
@@ -502,7 +510,11 @@ impl Wmma {
     }
 
     pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
-        self.tiles.iter().flat_map(|t| t.indices.iter().chain(t.ldm.iter())).chain(self.value.iter())
+        self.tiles
+            .iter()
+            .flat_map(|t| t.indices.iter().chain(t.ldm.iter()))
+            .chain(self.value.iter())
+            .chain(self.bound.iter().flat_map(|(r, c)| [r, c]))
     }
 
     pub fn map_exprs(&self, f: &mut impl FnMut(&Expr) -> Expr) -> Wmma {
@@ -518,6 +530,7 @@ impl Wmma {
                 })
                 .collect(),
             value: self.value.as_ref().map(&mut *f),
+            bound: self.bound.as_ref().map(|(r, c)| (f(r), f(c))),
         }
     }
 }

@@ -117,6 +117,8 @@ pub(super) struct WmmaNode {
     pub value: Option<FExpr>,
     pub round: Precision,
     pub tf32: bool,
+    /// An `MmaStore`'s rows and columns stored (`Wmma::bound`).
+    pub bound: Option<(IExpr, IExpr)>,
 }
 
 /// A 16×16 tile: element `(r, c)` is element `base + r * stride + c` of its
@@ -424,7 +426,8 @@ impl Compiler {
                 let value = w.value.as_ref().map(|v| self.expr(v).float());
                 let round = Precision::of(w.tiles[0].buffer.dtype(), self.f64_storage);
                 let tf32 = w.is_tf32() && !self.f64_storage;
-                Node::Wmma(Box::new(WmmaNode { op: w.op.clone(), tiles, value, round, tf32 }))
+                let bound = w.bound.as_ref().map(|(r, c)| (self.expr(r).int(), self.expr(c).int()));
+                Node::Wmma(Box::new(WmmaNode { op: w.op.clone(), tiles, value, round, tf32, bound }))
             }
             Stmt::Block(r) => {
                 let mut binds = Vec::new();

@@ -576,6 +576,13 @@ impl<'p> Machine<'p> {
         if let Some(v) = &w.value {
             self.fe(v, act, &mut value)?;
         }
+        // A partial store's rows and columns: those of the first thread
+        // of each warp (checked the same across the warp below).
+        let mut kept = (self.itake(n), self.itake(n));
+        if let Some((r, c)) = &w.bound {
+            self.ie(r, act, &mut kept.0)?;
+            self.ie(c, act, &mut kept.1)?;
+        }
         if w.op.wgmma_tiles() > 0 && !self.prog.launch.is_empty() {
             self.check_warpgroups(w, act, &bases, &strides)?;
         }
@@ -600,15 +607,37 @@ impl<'p> Machine<'p> {
                     ));
                 }
             }
-            // The 256 addresses of each tile (16×16, or 32 lanes × 8).
+            // A partial store writes the elements (r, c) with r < rows and
+            // c < cols of its destination tile; the others it never
+            // addresses (they may lie past the buffer).
+            let (rows_kept, cols_kept) = match w.bound {
+                Some(_) => {
+                    let (r, c) = (&kept.0[k..end], &kept.1[k..end]);
+                    if r.iter().any(|&x| x != r[0]) || c.iter().any(|&x| x != c[0]) {
+                        return Err(format!(
+                            "the threads of warp {warp} store different parts of a tile in a tensor-core operation ({})",
+                            w.op.name()
+                        ));
+                    }
+                    (r[0], c[0])
+                }
+                None => (0, 0),
+            };
+            let stored = |i: usize, r: usize, c: usize| {
+                i != 0 || w.bound.is_none() || ((r as i64) < rows_kept && (c as i64) < cols_kept)
+            };
+            // The 256 addresses of each tile (16×16, or 32 lanes × 8);
+            // `usize::MAX` for an element a partial store leaves alone.
             let mut addr: Vec<[usize; T * T]> = Vec::new();
             for (i, t) in w.tiles.iter().enumerate() {
-                let mut a = [0usize; T * T];
+                let mut a = [usize::MAX; T * T];
                 let (rows, cols) = t.extent;
                 for r in 0..rows {
                     for c in 0..cols {
-                        let e = bases[i][k] + r as i64 * strides[i][k] + c as i64;
-                        a[r * cols + c] = self.address(t.mem, e, leader)?;
+                        if stored(i, r, c) {
+                            let e = bases[i][k] + r as i64 * strides[i][k] + c as i64;
+                            a[r * cols + c] = self.address(t.mem, e, leader)?;
+                        }
                     }
                 }
                 addr.push(a);
@@ -674,13 +703,13 @@ impl<'p> Machine<'p> {
                 }
                 WmmaOp::Wgmma { .. } => return Err("a wgmma reached the warp-level operations".into()),
             };
-            for (&a, &v) in addr[0].iter().zip(&out) {
+            for (&a, &v) in addr[0].iter().zip(&out).filter(|(&a, _)| a != usize::MAX) {
                 self.touch(w.tiles[0].mem, a, leader, Some(v))?;
                 self.mems[w.tiles[0].mem].data[a] = v;
             }
             k = end;
         }
-        for b in bases.into_iter().chain(strides) {
+        for b in bases.into_iter().chain(strides).chain([kept.0, kept.1]) {
             self.ipool.push(b);
         }
         self.fpool.push(value);

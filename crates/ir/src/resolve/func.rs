@@ -794,7 +794,7 @@ impl FuncResolver<'_> {
     }
 
     /// `T.wmma_<op>(tile, .., [value], ["row_major"], ["b_trans"], [ldm=[..]])`
-    /// or `T.mma_<op>(tile, .., [value], ["a" | "b"], ["trans"], ["trans_a"], ["trans_b"], [ldm=[..]])`, as the
+    /// or `T.mma_<op>(tile, .., [value], ["a" | "b"], ["trans"], ["trans_a"], ["trans_b"], [ldm=[..]], [bound=[r, c]])`, as the
     /// printer writes a tensor-core operation (`crate::wmma`): each tile an
     /// access to its first element.
     fn wmma(&mut self, e: &ast::Expr, name: &str, args: &[Arg]) -> R<Stmt> {
@@ -803,6 +803,7 @@ impl FuncResolver<'_> {
         let mut tiles = Vec::new();
         let mut value = None;
         let mut ldm = None;
+        let mut bound = None;
         for a in args {
             match a {
                 // wgmma's width comes first.
@@ -848,6 +849,15 @@ impl FuncResolver<'_> {
                     };
                     ldm = Some(items.iter().map(|i| self.expr(i)).collect::<R<Vec<_>>>()?);
                 }
+                Arg::Keyword(k, x) if k.name == "bound" && op == WmmaOp::MmaStore => {
+                    let ExprKind::List(items) = &x.kind else {
+                        return Err(Diagnostic::at(x.span, "bound is a list: the rows and the columns stored"));
+                    };
+                    let [r, c] = &items[..] else {
+                        return Err(Diagnostic::at(x.span, "bound is a list: the rows and the columns stored"));
+                    };
+                    bound = Some((self.expr(r)?, self.expr(c)?));
+                }
                 _ => return Err(Diagnostic::at(e.span, format!("{name} does not take this argument"))),
             }
         }
@@ -862,7 +872,7 @@ impl FuncResolver<'_> {
         if matches!(op, WmmaOp::Fill | WmmaOp::MmaFill) && value.is_none() {
             return Err(Diagnostic::at(e.span, format!("{name} takes the value to fill with")));
         }
-        let w = Wmma { op, tiles, value };
+        let w = Wmma { op, tiles, value, bound };
         w.check().map_err(|m| Diagnostic::at(e.span, m))?;
         Ok(Stmt::Wmma(Box::new(w)))
     }

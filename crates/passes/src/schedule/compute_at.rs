@@ -83,7 +83,7 @@ pub fn reverse_compute_at(
 ) -> Result<()> {
     let before = sch.func.body.clone();
     move_to(sch, block, lp, false, preserve_unit_loops, index, None)?;
-    if let Some((runs, total)) = missed_iterations(&sch.func.body, block) {
+    if let Some((runs, total)) = missed_iterations(&before, &sch.func.body, block) {
         sch.func.body = before;
         return Err(ScheduleError::new(format!(
             "under loop `{}`, block `{block}` would run {runs} of its {total} iterations: the loop covers only what its producers write, and the consumer's other elements would never be computed",
@@ -94,34 +94,49 @@ pub fn reverse_compute_at(
     Ok(())
 }
 
-/// How many of block `name`'s iterations its loops run (where its predicate
-/// holds), and how many its domain has, when the first is fewer; None
-/// where they cannot be counted (a bound not constant, or more than 2^20
-/// iterations) or every iteration runs. A consumer moved by
-/// `reverse_compute_at` gets loops over the region its producers write in
-/// one iteration, which need not reach every element it computes (`B[i] =
-/// P[i] if i < 5 else 0` over 8 elements under the 5 of `P`).
-fn missed_iterations(root: &Stmt, name: &str) -> Option<(u64, u64)> {
-    const LIMIT: i64 = 1 << 20;
+/// How many of block `name`'s iterations its loops run in `after` (where
+/// its predicate holds), and how many ran in `before`, when the first is
+/// fewer; None where they cannot be counted (a bound not constant, or more
+/// than 2^20 iterations) or every iteration runs. Before, the block ran
+/// its whole domain unless it had a predicate of its own. A consumer moved
+/// by `reverse_compute_at` gets loops over the region its producers write
+/// in one iteration, which need not reach every element it computes (`B[i]
+/// = P[i] if i < 5 else 0` over 8 elements under the 5 of `P`).
+fn missed_iterations(before: &Stmt, after: &Stmt, name: &str) -> Option<(u64, u64)> {
+    let old = before.find_block(name)?;
+    let total = if old.predicate.as_bool() == Some(true) {
+        old.block
+            .iter_vars
+            .iter()
+            .try_fold(1i64, |a, iv| a.checked_mul(iv.dom.extent.as_int()?).filter(|t| *t <= RUN_LIMIT))?
+            as usize
+    } else {
+        iterations_run(before, name)?.len()
+    };
+    let runs = iterations_run(after, name)?.len();
+    (runs < total).then_some((runs as u64, total as u64))
+}
+
+const RUN_LIMIT: i64 = 1 << 20;
+
+/// The distinct iterations (values of its variables) that block `name`'s
+/// loops run where its predicate holds; None past `RUN_LIMIT` loop
+/// iterations or where a bound is not constant.
+fn iterations_run(root: &Stmt, name: &str) -> Option<std::collections::HashSet<Vec<i64>>> {
     let r = root.find_block(name)?;
-    let total = r
-        .block
-        .iter_vars
-        .iter()
-        .try_fold(1i64, |a, iv| a.checked_mul(iv.dom.extent.as_int()?).filter(|t| *t <= LIMIT))?;
     let loops: Vec<(Var, i64, i64)> = root
         .loops_above(name)?
         .iter()
         .map(|l| Some((l.var.clone(), l.min.as_int()?, l.extent.as_int()?)))
         .collect::<Option<_>>()?;
     let mut seen = std::collections::HashSet::new();
-    crate::common::tree::run_block_iterations(r, &loops, LIMIT, &mut |vals, on| {
+    crate::common::tree::run_block_iterations(r, &loops, RUN_LIMIT, &mut |vals, on| {
         if on {
             seen.insert(vals.to_vec());
         }
         Some(())
     })?;
-    ((seen.len() as i64) < total).then_some((seen.len() as u64, total as u64))
+    Some(seen)
 }
 
 /// `compute_at(block, lp)` for the copy that `cache_read` makes of `src`
@@ -553,6 +568,12 @@ fn move_to(
         let any = g.into_iter().reduce(|a, b| Expr::binary(BinOp::Or, a, b)).unwrap_or_else(|| Expr::bool(true));
         preds.push(any);
     }
+    // The block's own predicate (elements it never computes: a consumer
+    // inlined into an overcomputed producer) goes with it, said of the new
+    // bindings.
+    if let Some(own) = carried_predicate(&r, &values, &path, subtree.as_ref()) {
+        preds.push(own?);
+    }
     let mut moved = r.clone();
     moved.iter_values = values;
     moved.predicate = all_of(preds);
@@ -635,6 +656,40 @@ fn move_to(
 }
 
 /// Whether `s` is a chain of loops ending in the block `block` alone.
+/// The moved block's predicate in terms of its new bindings `values`: each
+/// binding of the old ones that the predicate names (a loop, or an
+/// expression of loops such as `f // 128`) is replaced by the new value.
+/// `None` where the predicate is `true`; an error where it still names a
+/// loop that moves away with the block (`path` from `top` down).
+fn carried_predicate(r: &BlockRealize, values: &[Expr], path: &[&For], top: Option<&Var>) -> Option<Result<Expr>> {
+    if r.predicate.as_bool() == Some(true) {
+        return None;
+    }
+    let pairs: Vec<(&Expr, &Expr)> = r.iter_values.iter().zip(values).collect();
+    fn swap(e: &Expr, pairs: &[(&Expr, &Expr)]) -> Expr {
+        if e.has_var() {
+            if let Some((_, new)) = pairs.iter().find(|(old, _)| tirc_ir::structural_eq::same_expr(old, e)) {
+                return (*new).clone();
+            }
+        }
+        e.map_children(|c| swap(c, pairs))
+    }
+    let said = Analyzer::new().simplify(&swap(&r.predicate, &pairs));
+    let gone: Vec<&Var> = match top {
+        Some(top) => path.iter().skip_while(|l| &l.var != top).map(|l| &l.var).collect(),
+        None => vec![],
+    };
+    Some(match gone.iter().find(|v| said.uses(v)) {
+        None => Ok(said),
+        Some(v) => Err(ScheduleError::new(format!(
+            "the predicate of block `{}` ({}) names loop `{}` other than through the block's bindings: it cannot be said where the block moves",
+            r.block.name,
+            tirc_ir::printer::print_expr(&r.predicate),
+            v.name()
+        ))),
+    })
+}
+
 fn perfect_nest(s: &Stmt, block: &str) -> bool {
     match s {
         Stmt::For(f) => perfect_nest(&f.body, block),

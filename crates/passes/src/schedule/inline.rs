@@ -19,7 +19,11 @@
 //! Preconditions of `reverse_compute_inline`:
 //! 1. and 2. as above, for a body `C[...] = g` that reads one buffer `B`
 //!    produced in the function at exactly its iteration variables, whose
-//!    domains are `B`'s whole shape, under no predicate.
+//!    domains are `B`'s shape or a box of it from its origin, under no
+//!    predicate. On a box (the producer computes more than is read: the
+//!    output of `pad_einsum`), the producer's predicate keeps the elements
+//!    read: `T.where(i < 127 and j < 127)` for a box of 127×127 of a
+//!    128×128 `B`.
 //! 3. `B` has one producer, a spatial block whose body is one store to `B`.
 //! 4. No other block reads `B`, and no block between the producer and the
 //!    consumer writes what the consumer reads or touches what it writes:
@@ -32,10 +36,11 @@ use super::cache::root_stmts;
 use super::{BlockRV, Result, Schedule, ScheduleError};
 use crate::common::hazard::{check_passed, Moved};
 
+use crate::arith::Analyzer;
 use tirc_ir::region::block_buffers;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::substitute;
-use tirc_ir::{BlockRealize, Buffer, Expr, IterKind, Scope, Stmt, Var};
+use tirc_ir::{BinOp, BlockRealize, Buffer, Expr, IterKind, Scope, Stmt, Var};
 
 pub fn compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()> {
     let r = spatial_block(sch, block)?;
@@ -102,23 +107,32 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
             }
         }
     });
-    // ... over the whole buffer: the variable of dimension d runs over
-    // [0, extent of d).
-    let full = read_at.as_ref().is_some_and(|vars| {
+    // ... over a box of the buffer from its origin: the variable of
+    // dimension d runs over [0, e_d) with e_d the extent of d or less. Where
+    // e_d is less (an overcomputed producer: the output of `pad_einsum`),
+    // `cut[d]` holds it, and the producer keeps only the elements read.
+    let mut cut: Vec<Option<Expr>> = Vec::new();
+    let boxed = read_at.as_ref().is_some_and(|vars| {
         vars.len() == b.ndim()
             && vars.iter().zip(b.shape()).all(|(v, s)| {
                 r.block.iter_vars.iter().find(|iv| iv.var == *v).is_some_and(|iv| {
-                    let same = match (iv.dom.extent.as_int(), s.as_int()) {
-                        (Some(a), Some(b)) => a == b,
-                        _ => tirc_ir::structural_eq::same_expr(&iv.dom.extent, s),
+                    let fits = match (iv.dom.extent.as_int(), s.as_int()) {
+                        (Some(a), Some(b)) if a == b => Some(None),
+                        (Some(a), Some(b)) if 0 < a && a < b => Some(Some(iv.dom.extent.clone())),
+                        _ if tirc_ir::structural_eq::same_expr(&iv.dom.extent, s) => Some(None),
+                        _ => None,
                     };
-                    iv.dom.min.as_int() == Some(0) && same
+                    let from_zero = iv.dom.min.as_int() == Some(0);
+                    if let (true, Some(c)) = (from_zero, &fits) {
+                        cut.push(c.clone());
+                    }
+                    from_zero && fits.is_some()
                 })
             })
     });
-    if !at_vars || !full || r.predicate.as_bool() != Some(true) {
+    if !at_vars || !boxed || r.predicate.as_bool() != Some(true) {
         return Err(ScheduleError::new(format!(
-            "block `{block}` must read `{}` at one index of its iteration variables over the whole buffer, under no predicate",
+            "block `{block}` must read `{}` at one index of its iteration variables, over the buffer from its origin, under no predicate",
             b.name()
         )));
     }
@@ -171,11 +185,22 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
     let new_value = substitute(&replace_load(g, b, e), &map);
     let new_idx: Vec<Expr> = c_idx.iter().map(|i| substitute(i, &map)).collect();
     let new_store = Stmt::Store { buffer: c.clone(), indices: new_idx, value: new_value };
+    // The producer's elements past the consumer's box are not stored: its
+    // predicate gains `index_d < e_d`, the index at the producer's bindings
+    // (a predicate is over the loops around the block).
+    let bindings: Vec<(Var, Expr)> =
+        pr.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(pr.iter_values.iter().cloned()).collect();
+    let analyzer = Analyzer::new();
+    let kept = p_idx.iter().zip(&cut).fold(pr.predicate.clone(), |acc, (idx, c)| match c {
+        Some(e) => Expr::and(acc, analyzer.simplify(&Expr::binary(BinOp::Lt, substitute(idx, &bindings), e.clone()))),
+        None => acc,
+    });
     let body = remove_block(&sch.func.body, block);
     let body = body.rewrite(&mut |s| match s {
         Stmt::Block(x) if x.block.name == *p => {
             let mut x = (**x).clone();
             x.block.body = new_store.clone();
+            x.predicate = kept.clone();
             let (rd, wr) = infer_block_regions(&x.block);
             x.block.reads = rd;
             x.block.writes = wr;

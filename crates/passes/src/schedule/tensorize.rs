@@ -284,9 +284,19 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
         return Err(refuse(format!("its loops are not a {want} nest (they are {})", got.join("×")))
             .help("split the loops by 16 and blockize (or tensorize) the first loop of the tile"));
     }
-    if inner.predicate.as_bool() != Some(true) {
-        return Err(refuse("its tile is partial (the inner block has a predicate)".into())
-            .help("pad the shapes to multiples of 16 (pad_einsum) or tile only where 16 divides"));
+    // A partial tile: only a store of a warp accumulator can leave out the
+    // elements past its destination's edge (`bound`).
+    let bound = match inner.predicate.as_bool() {
+        Some(true) => None,
+        _ if matches!(kind, Kind::MmaStore { .. }) => tile_bound(&inner.predicate, &loops[0].var, &loops[1].var),
+        _ => None,
+    };
+    if inner.predicate.as_bool() != Some(true) && bound.is_none() {
+        return Err(refuse(format!(
+            "its tile is partial (the inner block has the predicate {})",
+            tirc_ir::printer::print_expr(&inner.predicate)
+        ))
+        .help("pad the shapes to multiples of 16 (pad_einsum) or tile only where 16 divides"));
     }
     let ivs = &inner.block.iter_vars;
     let identity = ivs.len() == rank
@@ -343,7 +353,12 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             if value.has_var() || value.has_load() {
                 return Err(refuse("it does not store a constant".into()));
             }
-            Wmma { op: WmmaOp::Fill, tiles: vec![tile(buffer, indices, v[0], v[1])?], value: Some(value.clone()) }
+            Wmma {
+                op: WmmaOp::Fill,
+                tiles: vec![tile(buffer, indices, v[0], v[1])?],
+                value: Some(value.clone()),
+                bound: None,
+            }
         }
         Kind::LoadA | Kind::LoadB | Kind::LoadBTrans => {
             let s = if kind == Kind::LoadA { Scope::WmmaMatrixA } else { Scope::WmmaMatrixB };
@@ -354,6 +369,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 op: WmmaOp::Load { col_major },
                 tiles: vec![tile(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
                 value: None,
+                bound: None,
             }
         }
         Kind::Sync { acc, b_trans } => {
@@ -374,6 +390,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 op: WmmaOp::Mma { b_trans },
                 tiles: vec![c, tile(&ab, &aidx, v[0], v[2])?, tile(&bb, &bidx, brow, bcol)?],
                 value: None,
+                bound: None,
             }
         }
         Kind::Store { acc, to } => {
@@ -384,6 +401,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 op: WmmaOp::Store,
                 tiles: vec![tile(buffer, indices, v[0], v[1])?, tile(&src, &sidx, v[0], v[1])?],
                 value: None,
+                bound: None,
             }
         }
         Kind::MmaLoad { input, b, trans } => {
@@ -399,6 +417,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 op: WmmaOp::LdMatrix { b, trans },
                 tiles: vec![warp(buffer, indices, v[0], v[1])?, from],
                 value: None,
+                bound: None,
             }
         }
         Kind::MmaFill(t) => {
@@ -406,7 +425,12 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
             if value.has_var() || value.has_load() {
                 return Err(refuse("it does not store a constant".into()));
             }
-            Wmma { op: WmmaOp::MmaFill, tiles: vec![warp(buffer, indices, v[0], v[1])?], value: Some(value.clone()) }
+            Wmma {
+                op: WmmaOp::MmaFill,
+                tiles: vec![warp(buffer, indices, v[0], v[1])?],
+                value: Some(value.clone()),
+                bound: None,
+            }
         }
         Kind::MmaStore { acc, to } => {
             scoped(buffer, to, acc)?;
@@ -416,6 +440,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 op: WmmaOp::MmaStore,
                 tiles: vec![tile(buffer, indices, v[0], v[1])?, warp(&src, &sidx, v[0], v[1])?],
                 value: None,
+                bound,
             }
         }
         Kind::MmaSync { input, acc, trans_a, trans_b } => {
@@ -439,6 +464,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 op: WmmaOp::MmaSync { trans_a, trans_b },
                 tiles: vec![c, warp(&ab, &aidx, ar, ac)?, warp(&bb, &bidx, br, bc)?],
                 value: None,
+                bound: None,
             }
         }
         Kind::Wgmma { input, n, trans_b } => {
@@ -468,7 +494,7 @@ fn apply(sch: &mut Schedule, target: &Target, intrin: &str, preserve_unit_iters:
                 let (row, col) = if trans_b { (v[1], v[2]) } else { (v[2], v[1]) };
                 tiles.push(tile_at_points(&bb, &sub, row, col, &v).map_err(&refuse)?);
             }
-            Wmma { op: WmmaOp::Wgmma { n, trans_b }, tiles, value: None }
+            Wmma { op: WmmaOp::Wgmma { n, trans_b }, tiles, value: None, bound: None }
         }
     };
     w.check().map_err(&refuse)?;
@@ -721,4 +747,39 @@ fn warp_origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) ->
         }
     }
     Ok(Tile { buffer: b.clone(), indices: first, ldm: None })
+}
+
+/// The rows and columns of a store's tile that a predicate keeps: each of
+/// its conditions `x + row < n` (or `<=`), with `row` the loop over the
+/// tile's rows and `x` free of both of the tile's loops, bounds the rows
+/// to `n - x`, and likewise the columns. `None` where a condition is of
+/// any other form.
+fn tile_bound(predicate: &Expr, row: &Var, col: &Var) -> Option<(Expr, Expr)> {
+    let an = Analyzer::new();
+    let mut limits: [Option<Expr>; 2] = [None, None];
+    for c in crate::arith::conjuncts(predicate) {
+        let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), lhs, rhs) = &c else { return None };
+        let uses = |e: &Expr| [row, col].map(|v| e.uses(v));
+        let d = match (uses(lhs), uses(rhs)) {
+            ([true, false], [false, false]) => 0,
+            ([false, true], [false, false]) => 1,
+            _ => return None,
+        };
+        let var = if d == 0 { row } else { col };
+        let offset = an.simplify(&((**lhs).clone() - Expr::var(var)));
+        if offset.uses(var) {
+            return None;
+        }
+        let mut limit = (**rhs).clone() - offset;
+        if *op == BinOp::Le {
+            limit = limit + Expr::int(1);
+        }
+        let limit = an.simplify(&limit);
+        limits[d] = Some(match limits[d].take() {
+            None => limit,
+            Some(l) => Expr::binary(BinOp::Min, l, limit),
+        });
+    }
+    let [r, c] = limits;
+    Some((r.unwrap_or_else(|| Expr::int(TILE)), c.unwrap_or_else(|| Expr::int(TILE))))
 }

@@ -10,7 +10,7 @@
 
 use crate::arith::Analyzer;
 use tirc_ir::subst::substitute_stmt;
-use tirc_ir::{Diagnostic, Expr, PrimFunc, Stmt};
+use tirc_ir::{BinOp, Diagnostic, Expr, PrimFunc, Stmt};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut an = Analyzer::new();
@@ -91,7 +91,19 @@ pub fn stmt(s: &Stmt, an: &mut Analyzer) -> Stmt {
             r2.block.body = stmt(&r.block.body, an);
             Stmt::Block(Box::new(r2))
         }
-        Stmt::Wmma(w) => Stmt::Wmma(Box::new(w.map_exprs(&mut |e| an.simplify(e)))),
+        Stmt::Wmma(w) => {
+            let mut w = w.map_exprs(&mut |e| an.simplify(e));
+            // A partial store whose bound the ranges decide: whole, or none.
+            if let Some((r, c)) = &w.bound {
+                let at_least = |e: &Expr, n: i64| an.prove(&Expr::binary(BinOp::Ge, e.clone(), Expr::int(n)));
+                if at_least(r, 16) == Some(true) && at_least(c, 16) == Some(true) {
+                    w.bound = None;
+                } else if at_least(r, 1) == Some(false) || at_least(c, 1) == Some(false) {
+                    return Stmt::NoOp;
+                }
+            }
+            Stmt::Wmma(Box::new(w))
+        }
         Stmt::Barrier | Stmt::AsyncCommit | Stmt::AsyncWait(_) | Stmt::NoOp => s.clone(),
     }
 }
