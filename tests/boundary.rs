@@ -310,6 +310,11 @@ fn misaligned_inputs_read_many_times_are_copied_into_aligned_rows() {
     let never = compiled(&matmul, "step1", &cube(4097), AlignMode::Never);
     assert!(copied(&never).is_empty() && never.kernels.len() == 1 && never.aligned.is_empty());
     assert_eq!(copied(&compiled(&matmul, "step4", &small, AlignMode::Always)), ["A_aligned"]);
+    // ... but not an input whose reader is a copy into global memory
+    // already: step6_padded's pad copies read A and B once each (the
+    // product reads the padded copies, whose rows are aligned).
+    let padded = compiled(&matmul, "step6_padded", &cube(999), AlignMode::Always);
+    assert!(copied(&padded).is_empty(), "{:?}", padded.aligned);
 }
 
 /// The copies compute what the function computes: each matmul schedule
@@ -431,4 +436,76 @@ def f(A: T.Buffer((8, 33), \"float32\"), B: T.Buffer((8, 33), \"float32\"), A_al
     };
     let e = compile(&matmul, &req).err().map(|d| d[0].message.clone()).unwrap_or_default();
     assert!(!e.contains("_aligned"), "{e}");
+}
+
+/// `reverse_compute_inline` of a consumer that reads a box of its producer
+/// whose extents are run-time sizes: `m` rows of a buffer of `m + 3`, and
+/// `pad_einsum`'s copy back of `m × n` from a `C_pad` of `(m + 7) // 8 * 8`
+/// rows; the sizes prove each fits, and the producer keeps `v0 < m`. Run
+/// at sizes the tiles do not divide.
+#[test]
+fn a_box_of_run_time_sizes_inlines_into_its_producer() {
+    let src = r#"
+@T.prim_func
+def plus(a: T.handle, c: T.handle):
+    m = T.int32()
+    A = T.match_buffer(a, (m + 3, 8), "float32")
+    C = T.match_buffer(c, (m, 8), "float32")
+    B = T.alloc_buffer((m + 3, 8))
+    for i, j in T.grid(m + 3, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(m, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+@tirc.schedule("plus")
+def inlined(sch):
+    sch.reverse_compute_inline(sch.get_block("C"))
+
+@T.prim_func
+def matmul(a: T.handle, b: T.handle, c: T.handle):
+    m, n = T.int32(), T.int32()
+    A = T.match_buffer(a, (m, 16), "float32")
+    B = T.match_buffer(b, (16, n), "float32")
+    C = T.match_buffer(c, (m, n), "float32")
+    for i, j, k in T.grid(m, n, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+@tirc.schedule("matmul")
+def padded_in_place(sch):
+    c = sch.get_block("C")
+    sch.pad_einsum(c, [8, 8, 1])
+    local = sch.cache_write(c, 0, "local")
+    sch.reverse_compute_inline(sch.get_block("C_pad"))
+    sch.compute_inline(sch.get_block("A_pad"))
+    sch.compute_inline(sch.get_block("B_pad"))
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, factors=[None, 8])
+    j0, j1 = sch.split(j, factors=[None, 8])
+    sch.reorder(i0, j0, i1, j1, k)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    sch.reverse_compute_at(local, j1)
+"#;
+    for (schedule, defines) in [("inlined", vec![("m", 7)]), ("padded_in_place", vec![("m", 13), ("n", 7)])] {
+        let req = Request { schedule: Some(schedule.into()), ..Request::default() };
+        let c = compile(src, &req).unwrap_or_else(|d| panic!("{schedule}: {}", d[0].message));
+        let text = print_func(&c.scheduled);
+        assert!(text.contains("T.where(") && text.contains(" < m"), "{schedule}: the producer keeps `< m`:\n{text}");
+        let sizes: Vec<(String, i64)> = defines.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        let b = c.bind_sizes(&sizes).unwrap_or_else(|d| panic!("{schedule}: {}", d.message));
+        let kernels: Vec<_> = b.kernels.iter().map(|k| k.lowered.clone()).collect();
+        let (e, tol) = tirc::verify::sim_check_kernels(&b.original, &kernels, &b.intermediates, 4)
+            .unwrap_or_else(|m| panic!("{schedule}: {m}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0, "{schedule}: rel_err {:.3e}", e.rel_err);
+    }
 }

@@ -495,6 +495,15 @@ impl Wmma {
                 if self.bound.is_some() && self.op != WmmaOp::MmaStore {
                     return Err(format!("only mma_store stores part of a tile, not {}", self.op.name()));
                 }
+                if let Some((r, c)) = &self.bound {
+                    if !matches!(r.dtype(), DType::Int(_)) || !matches!(c.dtype(), DType::Int(_)) {
+                        return Err(format!(
+                            "a store's bound counts rows and columns: integers, not {} and {}",
+                            r.dtype(),
+                            c.dtype()
+                        ));
+                    }
+                }
                 if d.buffer.dtype() != f.buffer.dtype() {
                     return Err(format!(
                         "a store copies as it is: `{}` is {}, `{}` {}",

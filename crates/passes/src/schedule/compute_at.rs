@@ -415,7 +415,9 @@ fn move_to(
         let at_min = loop_starts(&root);
         for (buf, dims) in &need {
             let writes: Vec<&Access> = accessed.iter().filter(|a| &a.0 == buf).collect();
-            if let Some((written, total)) = holes(&writes, dims, &at_min, buf.const_shape().as_deref()) {
+            let read = read_box(&r, buf);
+            if let Some((written, total)) = holes(&writes, dims, &at_min, buf.const_shape().as_deref(), read.as_deref())
+            {
                 let show = |e: &Expr| tirc_ir::printer::print_expr(e);
                 let bounds: Vec<String> = dims.iter().map(|(lo, hi)| format!("{}..={}", show(lo), show(hi))).collect();
                 return Err(ScheduleError::new(format!(
@@ -656,38 +658,73 @@ fn move_to(
 }
 
 /// Whether `s` is a chain of loops ending in the block `block` alone.
-/// The moved block's predicate in terms of its new bindings `values`: each
-/// binding of the old ones that the predicate names (a loop, or an
-/// expression of loops such as `f // 128`) is replaced by the new value.
-/// `None` where the predicate is `true`; an error where it still names a
-/// loop that moves away with the block (`path` from `top` down).
+/// The moved block's predicate in terms of its new bindings `values`, one
+/// condition at a time: each binding of the old ones that a condition
+/// names (a loop, or an expression of loops such as `f // 128`, in any
+/// spelling the simplifier makes the same) is replaced by the new value. A
+/// condition that still names a loop moving away with the block (`path`
+/// from `top` down) is dropped where it holds at every iteration whose
+/// bindings lie in the block's domain (the guard of a split that does not
+/// divide: the new loops keep the block in its domain themselves), and is
+/// an error otherwise. `None` where nothing is left to say.
 fn carried_predicate(r: &BlockRealize, values: &[Expr], path: &[&For], top: Option<&Var>) -> Option<Result<Expr>> {
     if r.predicate.as_bool() == Some(true) {
         return None;
     }
-    let pairs: Vec<(&Expr, &Expr)> = r.iter_values.iter().zip(values).collect();
-    fn swap(e: &Expr, pairs: &[(&Expr, &Expr)]) -> Expr {
-        if e.has_var() {
-            if let Some((_, new)) = pairs.iter().find(|(old, _)| tirc_ir::structural_eq::same_expr(old, e)) {
+    let an = Analyzer::new();
+    let pairs: Vec<(Expr, &Expr)> = r.iter_values.iter().cloned().zip(values).collect();
+    fn swap(e: &Expr, pairs: &[(Expr, &Expr)], an: &Analyzer) -> Expr {
+        if e.has_var() && e.dtype() != DType::Bool {
+            let same = |old: &Expr| an.simplify(&(old.clone() - e.clone())).as_int() == Some(0);
+            if let Some((_, new)) = pairs.iter().find(|(old, _)| old.dtype() == e.dtype() && same(old)) {
                 return (*new).clone();
             }
         }
-        e.map_children(|c| swap(c, pairs))
+        e.map_children(|c| swap(c, pairs, an))
     }
-    let said = Analyzer::new().simplify(&swap(&r.predicate, &pairs));
     let gone: Vec<&Var> = match top {
         Some(top) => path.iter().skip_while(|l| &l.var != top).map(|l| &l.var).collect(),
         None => vec![],
     };
-    Some(match gone.iter().find(|v| said.uses(v)) {
-        None => Ok(said),
-        Some(v) => Err(ScheduleError::new(format!(
-            "the predicate of block `{}` ({}) names loop `{}` other than through the block's bindings: it cannot be said where the block moves",
-            r.block.name,
-            tirc_ir::printer::print_expr(&r.predicate),
-            v.name()
-        ))),
-    })
+    let mut kept = Vec::new();
+    for c in crate::arith::conjuncts(&r.predicate) {
+        let said = an.simplify(&swap(&c, &pairs, &an));
+        match gone.iter().find(|v| said.uses(v)) {
+            None => kept.push(said),
+            Some(_) if holds_in_domain(r, &c, path) => {}
+            Some(v) => {
+                return Some(Err(ScheduleError::new(format!(
+                    "the predicate of block `{}` ({}) names loop `{}` other than through the block's bindings, and \
+                     does not hold wherever they are in the block's domain: it cannot be said where the block moves",
+                    r.block.name,
+                    tirc_ir::printer::print_expr(&c),
+                    v.name()
+                ))))
+            }
+        }
+    }
+    (!kept.is_empty()).then(|| Ok(all_of(kept)))
+}
+
+/// Whether condition `c` of block `r`'s predicate is true at every
+/// iteration of the loops `path` around it whose bindings lie in the
+/// block's domain; false where that cannot be counted (more than 2^20
+/// iterations, or a bound that is not constant).
+fn holds_in_domain(r: &BlockRealize, c: &Expr, path: &[&For]) -> bool {
+    let loops: Option<Vec<(Var, i64, i64)>> =
+        path.iter().map(|l| Some((l.var.clone(), l.min.as_int()?, l.extent.as_int()?))).collect();
+    let domain: Option<Vec<(i64, i64)>> =
+        r.block.iter_vars.iter().map(|iv| Some((iv.dom.min.as_int()?, iv.dom.extent.as_int()?))).collect();
+    let (Some(loops), Some(domain)) = (loops, domain) else { return false };
+    let mut alone = r.clone();
+    alone.predicate = c.clone();
+    let mut holds = true;
+    let counted = crate::common::tree::run_block_iterations(&alone, &loops, RUN_LIMIT, &mut |vals, on| {
+        let inside = vals.iter().zip(&domain).all(|(v, (lo, n))| (*lo..lo + n).contains(v));
+        holds &= on || !inside;
+        Some(())
+    });
+    counted.is_some() && holds
 }
 
 fn perfect_nest(s: &Stmt, block: &str) -> bool {
@@ -696,6 +733,36 @@ fn perfect_nest(s: &Stmt, block: &str) -> bool {
         Stmt::Block(b) => b.block.name == block,
         _ => false,
     }
+}
+
+/// The box of `buf` that block `r` reads over its whole domain, each
+/// dimension's first and last element, where the domain and the region
+/// have constant bounds.
+fn read_box(r: &BlockRealize, buf: &Buffer) -> Option<Vec<(i64, i64)>> {
+    let mut an = Analyzer::new();
+    for iv in &r.block.iter_vars {
+        let (m, e) = (iv.dom.min.as_int()?, iv.dom.extent.as_int()?);
+        an.bind(&iv.var, m, m + e - 1);
+    }
+    let reads = block_regions(r).0;
+    let regions: Vec<_> = reads.iter().filter(|x| &x.buffer == buf).collect();
+    let mut out: Option<Vec<(i64, i64)>> = None;
+    for reg in regions {
+        let dims: Vec<(i64, i64)> = reg
+            .region
+            .iter()
+            .map(|rg| {
+                let lo = an.bound(&rg.min)?.0;
+                let hi = an.bound(&an.simplify(&(rg.min.clone() + rg.extent.clone() - Expr::int(1))))?.1;
+                Some((lo, hi))
+            })
+            .collect::<Option<_>>()?;
+        out = Some(match out {
+            None => dims,
+            Some(o) => o.iter().zip(&dims).map(|(a, b)| (a.0.min(b.0), a.1.max(b.1))).collect(),
+        });
+    }
+    out
 }
 
 /// `range` added to what a variable's range already holds, as one range.
@@ -793,7 +860,13 @@ type Access = (Buffer, Vec<(Expr, Expr)>, Vec<Relaxed>, Expr);
 /// holes in the box `dims`, taken at the first iteration of every other
 /// loop; `None` where they cover it, or where that cannot be counted (sizes
 /// known only at run time, more than 2^22 elements).
-fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)], shape: Option<&[i64]>) -> Option<(u64, u64)> {
+fn holes(
+    writes: &[&Access],
+    dims: &[(Expr, Expr)],
+    outer: &[(Var, i64)],
+    shape: Option<&[i64]>,
+    read: Option<&[(i64, i64)]>,
+) -> Option<(u64, u64)> {
     use crate::arith::eval;
     const LIMIT: i64 = 1 << 22;
     let fixed = |v: &Var| outer.iter().find(|(x, _)| x == v).map(|(_, m)| *m);
@@ -805,6 +878,15 @@ fn holes(writes: &[&Access], dims: &[(Expr, Expr)], outer: &[(Var, i64)], shape:
         for ((lo, hi), n) in bounds.iter_mut().zip(shape) {
             *lo = (*lo).max(0);
             *hi = (*hi).min(n - 1);
+        }
+    }
+    // Nor has it elements there that the consumer reads at all (a box of
+    // 40 × 36 of a tile of 48 × 48: its loops get a predicate that keeps
+    // them in its domain).
+    if let Some(read) = read.filter(|r| r.len() == bounds.len()) {
+        for ((lo, hi), (rlo, rhi)) in bounds.iter_mut().zip(read) {
+            *lo = (*lo).max(*rlo);
+            *hi = (*hi).min(*rhi);
         }
     }
     let total =

@@ -112,6 +112,11 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
     // e_d is less (an overcomputed producer: the output of `pad_einsum`),
     // `cut[d]` holds it, and the producer keeps only the elements read.
     let mut cut: Vec<Option<Expr>> = Vec::new();
+    let mut sizes = Analyzer::new();
+    sizes.bind_sizes(&sch.func.sizes);
+    // An extent of run-time sizes fits where the sizes prove it (`m` in
+    // a padded `(m + 7) // 8 * 8`).
+    let fits_in = |e: &Expr, s: &Expr| sizes.prove(&Expr::binary(BinOp::Le, e.clone(), s.clone())) == Some(true);
     let boxed = read_at.as_ref().is_some_and(|vars| {
         vars.len() == b.ndim()
             && vars.iter().zip(b.shape()).all(|(v, s)| {
@@ -120,6 +125,7 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
                         (Some(a), Some(b)) if a == b => Some(None),
                         (Some(a), Some(b)) if 0 < a && a < b => Some(Some(iv.dom.extent.clone())),
                         _ if tirc_ir::structural_eq::same_expr(&iv.dom.extent, s) => Some(None),
+                        (None, _) | (_, None) if fits_in(&iv.dom.extent, s) => Some(Some(iv.dom.extent.clone())),
                         _ => None,
                     };
                     let from_zero = iv.dom.min.as_int() == Some(0);
@@ -145,7 +151,10 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
             producers.len()
         )));
     };
-    let pr = spatial_block(sch, p)?;
+    let pr = spatial_block(sch, p).map_err(|e| {
+        ScheduleError::new(format!("`{}`'s producer, block `{p}`, cannot take the consumer: {}", b.name(), e.message))
+            .help("cache_write the producer first and inline into the block that writes its cache back")
+    })?;
     // 4. The consumer is the only reader of `b` (the buffer goes), and its
     // other reads and its writes move back to the producer's place: no
     // block between the two may touch them.

@@ -750,7 +750,7 @@ fn warp_origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) ->
 }
 
 /// The rows and columns of a store's tile that a predicate keeps: each of
-/// its conditions `x + row < n` (or `<=`), with `row` the loop over the
+/// its conditions `x + row < n` (or `<=`, or either way round), with `row` the loop over the
 /// tile's rows and `x` free of both of the tile's loops, bounds the rows
 /// to `n - x`, and likewise the columns. `None` where a condition is of
 /// any other form.
@@ -758,6 +758,12 @@ fn tile_bound(predicate: &Expr, row: &Var, col: &Var) -> Option<(Expr, Expr)> {
     let an = Analyzer::new();
     let mut limits: [Option<Expr>; 2] = [None, None];
     for c in crate::arith::conjuncts(predicate) {
+        // `n > x + row` is `x + row < n`.
+        let c = match &c {
+            Expr::Binary(BinOp::Gt, a, b) => Expr::binary(BinOp::Lt, (**b).clone(), (**a).clone()),
+            Expr::Binary(BinOp::Ge, a, b) => Expr::binary(BinOp::Le, (**b).clone(), (**a).clone()),
+            _ => c,
+        };
         let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), lhs, rhs) = &c else { return None };
         let uses = |e: &Expr| [row, col].map(|v| e.uses(v));
         let d = match (uses(lhs), uses(rhs)) {

@@ -21,7 +21,9 @@
 //! - 128 bytes, a line, where consecutive threads (`threadIdx.x`, a line's
 //!   worth of them at least) read consecutive elements of a row, in a copy
 //!   or in the computation;
-//! - nothing otherwise (a row read by one thread, or broadcast).
+//! - nothing otherwise (a row read by one thread, or broadcast), and
+//!   nothing for a copy into global memory (`pad_einsum`'s): it is the
+//!   copy an aligned one would make, read once.
 //!
 //! Where the rows of `P` (its last extent times the element size) miss the
 //! alignment some load wants, and those loads run at least `MIN_READS`
@@ -63,6 +65,15 @@ impl Mode {
             "always" => Ok(Mode::Always),
             "never" => Ok(Mode::Never),
             _ => Err(format!("`{s}` is not one of auto, always, never")),
+        }
+    }
+
+    /// The name `parse` reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Always => "always",
+            Mode::Never => "never",
         }
     }
 }
@@ -200,6 +211,10 @@ struct Env {
     subst: Vec<(Var, Expr)>,
     /// Whether the statement is inside a block that copies a load.
     copy: bool,
+    /// ... into global memory: a copy already (`pad_einsum`'s, a
+    /// `cache_read` into global memory), whose reads an aligned copy would
+    /// only double.
+    global_copy: bool,
 }
 
 fn scan(s: &Stmt, count: Option<u128>, env: &mut Env, out: &mut Vec<Load>) {
@@ -224,14 +239,16 @@ fn scan(s: &Stmt, count: Option<u128>, env: &mut Env, out: &mut Vec<Load>) {
                 let v = substitute(v, &env.subst);
                 env.subst.push((iv.var.clone(), v));
             }
-            let was = env.copy;
+            let was = (env.copy, env.global_copy);
             env.copy = is_copy(&r.block.body) && r.block.init.is_none();
+            env.global_copy =
+                env.copy && matches!(&r.block.body, Stmt::Store { buffer, .. } if buffer.scope() == Scope::Global);
             r.predicate.walk(&mut |e| note(e, count, env, out));
             if let Some(init) = &r.block.init {
                 scan(init, count, env, out);
             }
             scan(&r.block.body, count, env, out);
-            env.copy = was;
+            (env.copy, env.global_copy) = was;
             env.subst.truncate(depth);
         }
         s => {
@@ -268,6 +285,7 @@ fn note(e: &Expr, count: Option<u128>, env: &Env, out: &mut Vec<Load>) {
         .iter()
         .find(|(v, k, _)| matches!(k, ForKind::ThreadBinding(t) if !t.is_block && t.dim == 0) && last.uses(v));
     let want = match (vector, threads) {
+        _ if env.global_copy => 0,
         (Some((v, ..)), _) if starts_aligned(&last, v, VECTOR / bytes) => VECTOR,
         // The threads must span a line at least: three threads along a
         // row of three floats gain nothing from a line of their own.
