@@ -191,7 +191,8 @@ fn the_database_round_trips_and_gives_the_best_correct_record() {
     let _ = std::fs::remove_file(&path);
     let src = read(&root().join("ir-examples/matmul_sweep.tir"));
     let m = tirc::compile::load(&src, &[]).expect("loads");
-    let key = tirc::tune::key(&src, &m, "matmul", "step2", "Test GPU", &[]);
+    let auto = tirc::compile::AlignMode::Auto;
+    let key = tirc::tune::key(&src, &m, "matmul", "step2", "Test GPU", &[], auto);
     let mut db = Db::open(&path).expect("a missing file is an empty database");
     db.append(record(&key, 32, Status::Ok, Some(2.0))).expect("writes");
     db.append(record(&key, 64, Status::Mismatch, Some(0.1))).expect("writes");
@@ -209,14 +210,26 @@ fn the_database_round_trips_and_gives_the_best_correct_record() {
     assert!(db.best(&other, false).is_none());
     assert!(db.best(&other, true).is_some(), "on the simulator any GPU's tuning serves");
     // `tirc run --tuned` reads the same record; another file content does not.
-    let (params, r) = tirc::tune::tuned_params(&path, &src, &[], "step2", Some("Test GPU")).expect("tuned");
+    let (params, r) = tirc::tune::tuned_params(&path, &src, &[], "step2", Some("Test GPU"), auto).expect("tuned");
     assert_eq!(params, vec![("BM".to_string(), "128".to_string()), ("order".to_string(), "k_innermost".to_string())]);
     assert_eq!(r.time_ms, Some(1.5));
     let edited = src.clone() + "\n# edited\n";
-    let e = tirc::tune::tuned_params(&path, &edited, &[], "step2", None).expect_err("another file");
+    let e = tirc::tune::tuned_params(&path, &edited, &[], "step2", None, auto).expect_err("another file");
     assert!(e.contains("holds no correct, timed candidate"), "{e}");
-    let e = tirc::tune::tuned_params(&path, &src, &[("M".into(), 4096)], "step2", None).expect_err("other sizes");
+    let e = tirc::tune::tuned_params(&path, &src, &[("M".into(), 4096)], "step2", None, auto).expect_err("other sizes");
     assert!(e.contains("at these sizes"), "{e}");
+    // Records tuned with another `--aligned-copies` are another problem's;
+    // a record written before the mode was kept is `auto`'s.
+    let never = tirc::compile::AlignMode::Never;
+    let e = tirc::tune::tuned_params(&path, &src, &[], "step2", None, never).expect_err("another mode");
+    assert!(e.contains("aligned-copies never"), "{e}");
+    let line = std::fs::read_to_string(&path).expect("reads").lines().next().unwrap_or_default().to_string();
+    assert!(line.contains("\"aligned_copies\":\"auto\""), "{line}");
+    let old = line.replace(",\"aligned_copies\":\"auto\"", "").replace("\"aligned_copies\":\"auto\",", "");
+    let old_db = dir.join("old.jsonl");
+    std::fs::write(&old_db, old + "\n").expect("writes");
+    let (_, r) = tirc::tune::tuned_params(&old_db, &src, &[], "step2", None, auto).expect("an old record is auto's");
+    assert_eq!(r.key.aligned, "auto");
     assert!(content_hash("a") != content_hash("b"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -158,6 +158,9 @@ fn usage_errors_exit_2() {
     let o = tirc(&["lower", "ir-examples/matmul.tir", "--aligned-copies", "sometimes"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("not one of auto, always, never"), "{}", stderr(&o));
+    let o = tirc(&["tune", "ir-examples/matmul_sweep.tir", "-s", "step2", "--aligned-copies", "sometimes"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not one of auto, always, never"), "{}", stderr(&o));
 }
 
 #[test]

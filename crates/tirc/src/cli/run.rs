@@ -256,7 +256,14 @@ fn tuned(a: &Args, db: &std::path::Path, src: &str) -> Result<Vec<(String, Strin
     let schedule = a.common.schedule.as_deref().ok_or("--tuned needs --schedule: the schedule whose tuning to use")?;
     let on_gpu = a.target == Target::Cuda || (a.target == Target::Auto && gpu::available().is_ok());
     let name = if on_gpu { Some(gpu::Gpu::open()?.name()) } else { None };
-    let (params, r) = crate::tune::tuned_params(db, src, &a.common.split_defines().0, schedule, name.as_deref())?;
+    let (params, r) = crate::tune::tuned_params(
+        db,
+        src,
+        &a.common.split_defines().0,
+        schedule,
+        name.as_deref(),
+        a.common.aligned_copies,
+    )?;
     let shown: Vec<String> = params.iter().map(|(n, v)| format!("-p {n}={v}")).collect();
     eprintln!(
         "tuned: {} (the best of {} on {}: {:.4} ms)",

@@ -106,6 +106,9 @@ pub struct Args {
     /// say how close each comes to the best.
     #[arg(long)]
     pub evaluate_strategy: bool,
+    /// As `run --aligned-copies`: which misaligned inputs the candidates copy into aligned rows first (`auto`, `always`, `never`). The database keeps the mode with each record; `run --tuned` takes the records of its own mode.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = crate::compile::AlignMode::parse)]
+    pub aligned_copies: crate::compile::AlignMode,
 }
 
 /// Parses a whole command line (`tune FILE ...`, without the program name)
@@ -151,6 +154,7 @@ fn options(a: &Args, src: String) -> Result<Options, String> {
         tolerance: a.tolerance,
         progress: !a.no_progress && !a.json,
         devices: a.devices.clone(),
+        aligned: a.aligned_copies,
     })
 }
 
@@ -304,7 +308,7 @@ fn evaluate(a: &Args, o: &Options, out: &mut dyn Write, err: &mut dyn Write) -> 
         Ok(d) => d,
         Err(e) => return fail(err, e),
     };
-    let key = super::key(&o.src, &module, &def.func, &def.name, "", &super::defines(o));
+    let key = super::key(&o.src, &module, &def.func, &def.name, "", &super::defines(o), o.aligned);
     let Some(latest) = db.best(&key, true) else {
         return fail(err, format!("{} holds no timed candidate of this problem: run the sweep first", o.db.display()));
     };

@@ -36,6 +36,9 @@ pub struct Key {
     /// Every module constant, sorted by name.
     pub constants: Vec<(String, i64)>,
     pub gpu: String,
+    /// `--aligned-copies` (`auto`, `always`, `never`): what the kernels
+    /// were compiled with. Records written before it was kept are `auto`.
+    pub aligned: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +108,7 @@ impl Record {
             "constants": consts,
             "params": params,
             "gpu": self.key.gpu,
+            "aligned_copies": self.key.aligned,
             "status": self.status.name(),
             "reason": self.reason,
             "time_ms": opt(self.time_ms),
@@ -145,6 +149,7 @@ impl Record {
                 schedule: s("schedule")?,
                 constants,
                 gpu: s("gpu")?,
+                aligned: s("aligned_copies").unwrap_or_else(|| "auto".into()),
             },
             params,
             status: Status::parse(&s("status")?)?,
@@ -222,6 +227,7 @@ impl Db {
                 && r.key.func == key.func
                 && r.key.schedule == key.schedule
                 && r.key.constants == key.constants
+                && r.key.aligned == key.aligned
         };
         let gpu = if any_gpu { self.records.iter().rev().find(same)?.key.gpu.clone() } else { key.gpu.clone() };
         self.records

@@ -8,6 +8,7 @@
 
 use super::db::Status;
 use super::space::{Candidate, Space};
+use crate::compile::AlignMode;
 use crate::measure::{self, passes, worst_error};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -83,6 +84,7 @@ impl Built {
 
 /// Schedules, lowers and emits one candidate, applying the limits every GPU
 /// has; the error is the reason it is rejected.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     module: &Module,
     schedule: &str,
@@ -91,11 +93,13 @@ pub fn build(
     shared_limit: usize,
     sizes: &[(Var, i64)],
     scalars: &[(Var, f64)],
+    aligned: AlignMode,
 ) -> Result<Built, String> {
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
     let sch = run_schedule(module, def, &space.overrides(c)).map_err(|d| d.message)?;
-    // What `run` compiles: misaligned inputs copied where that pays.
-    let (func, ..) = transform::align_input_rows::run(&sch.func, transform::align_input_rows::Mode::Auto);
+    // What `run` compiles: misaligned inputs copied as `--aligned-copies`
+    // says (where that pays, by default).
+    let (func, ..) = transform::align_input_rows::run(&sch.func, aligned);
     let (funcs, intermediates) = transform::split_kernels::split_kernels(&func);
     let mut kernels = Vec::new();
     for f in funcs {
@@ -177,6 +181,8 @@ pub struct Checker {
     /// The tolerance was given (`--tolerance`): a candidate's own
     /// precision (tf32 products) does not loosen it.
     pub tolerance_given: bool,
+    /// `--aligned-copies`.
+    pub aligned: AlignMode,
 }
 
 impl Checker {
@@ -193,7 +199,7 @@ impl Checker {
 /// Builds and checks a candidate on the simulator.
 pub fn sim_trial(module: &Module, schedule: &str, space: &Space, c: &Candidate, chk: &Checker) -> Trial {
     let t0 = Instant::now();
-    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT, &chk.sizes, &chk.scalars) {
+    let built = match build(module, schedule, space, c, SIM_SHARED_LIMIT, &chk.sizes, &chk.scalars, chk.aligned) {
         Ok(b) => b,
         Err(e) => return Trial::rejected(c.clone(), e, t0.elapsed().as_secs_f64()),
     };
@@ -291,9 +297,10 @@ pub fn gpu_prepare(
     arch: &str,
     sizes: &[(Var, i64)],
     scalars: &[(Var, f64)],
+    aligned: AlignMode,
 ) -> ForGpu {
     let t0 = Instant::now();
-    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024), sizes, scalars).map(|b| {
+    let built = build(module, schedule, space, c, shared_limit.max(48 * 1024), sizes, scalars, aligned).map(|b| {
         // An NVRTC failure is reported when the kernel is loaded, as a
         // refusal by the GPU.
         let ptx = b.kernels.iter().map(|(_, k)| gpu::nvrtc_compile(&k.source, arch).ok()).collect();

@@ -73,6 +73,8 @@ pub struct Options {
     pub progress: bool,
     /// The GPUs that measure candidates, one worker each (`--devices`).
     pub devices: Vec<usize>,
+    /// `--aligned-copies`: what every candidate is compiled with.
+    pub aligned: crate::compile::AlignMode,
 }
 
 /// Everything a tuning run found, for `report.rs` to print.
@@ -166,6 +168,7 @@ pub fn key(
     schedule: &str,
     gpu: &str,
     defines: &[(String, i64)],
+    aligned: crate::compile::AlignMode,
 ) -> Key {
     let mut constants: Vec<(String, i64)> = module.constants.iter().map(|c| (c.name.clone(), c.value)).collect();
     // A function of run-time sizes is one kernel, timed at each size apart.
@@ -179,6 +182,7 @@ pub fn key(
         schedule: schedule.to_string(),
         constants,
         gpu: gpu.to_string(),
+        aligned: aligned.name().to_string(),
     }
 }
 
@@ -291,6 +295,9 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
     let reference_on;
     let mut db_path = None;
     let mut notes = Vec::new();
+    if o.aligned != crate::compile::AlignMode::Auto {
+        notes.push(format!("every candidate compiled with --aligned-copies {}", o.aligned.name()));
+    }
     // One round: propose, build in parallel, check (and time).
     let batch_size = |strategy: Strategy| match strategy {
         Strategy::Exhaustive | Strategy::Random => (jobs * 4).max(16),
@@ -308,6 +315,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 reference,
                 tolerance,
                 tolerance_given: o.tolerance.is_some(),
+                aligned: o.aligned,
             };
             while reached < budget {
                 let n = batch_size(strategy).min(budget - reached);
@@ -366,7 +374,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 }
             }
             outcome_device = Some(device.clone());
-            let key = key(&o.src, &module, &def.func, &def.name, &device, &defines(o));
+            let key = key(&o.src, &module, &def.func, &def.name, &device, &defines(o), o.aligned);
             let mut db = Db::open(&o.db)?;
             db_path = Some(o.db.clone());
             let (reference, on) = measure::reference(Some(g), &original, &prepared.args)?;
@@ -379,6 +387,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 reference,
                 tolerance,
                 tolerance_given: o.tolerance.is_some(),
+                aligned: o.aligned,
             };
             let benches: Vec<GpuBench> = gpus
                 .iter()
@@ -450,7 +459,7 @@ pub fn tune(o: &Options) -> Result<Outcome, String> {
                 let built = eval::par_map(
                     &fresh,
                     jobs,
-                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch, &sizes, &scalars),
+                    &|c| eval::gpu_prepare(&module, &o.schedule, &space, c, limit, &arch, &sizes, &scalars, o.aligned),
                     &|| {},
                 );
                 compile_wall_s += t0.elapsed().as_secs_f64();
@@ -517,11 +526,12 @@ pub fn tuned_params(
     defines: &[(String, i64)],
     schedule: &str,
     gpu: Option<&str>,
+    aligned: crate::compile::AlignMode,
 ) -> Result<(Vec<(String, String)>, Record), String> {
     let module = crate::compile::load(src, defines)
         .map_err(|ds| ds.into_iter().map(|d| d.message).collect::<Vec<_>>().join("\n"))?;
     let def = module.schedule(schedule).ok_or_else(|| format!("the file has no schedule `{schedule}`"))?;
-    let key = key(src, &module, &def.func, schedule, gpu.unwrap_or(""), defines);
+    let key = key(src, &module, &def.func, schedule, gpu.unwrap_or(""), defines, aligned);
     let d = Db::open(db)?;
     let best = d.best(&key, gpu.is_none()).ok_or_else(|| {
         format!(
@@ -529,6 +539,10 @@ pub fn tuned_params(
              run `tirc tune` first",
             db.display(),
             gpu.map_or(String::new(), |g| format!(" on {g}"))
+                + &match aligned {
+                    crate::compile::AlignMode::Auto => String::new(),
+                    m => format!(" with --aligned-copies {}", m.name()),
+                }
         )
     })?;
     let params = best.params.iter().map(|(n, v)| (n.clone(), space::raw(v))).collect();
