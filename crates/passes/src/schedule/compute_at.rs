@@ -576,9 +576,16 @@ fn move_to(
     if let Some(own) = carried_predicate(&r, &values, &path, subtree.as_ref()) {
         preds.push(own?);
     }
+    // Each condition once (the producers' guard may repeat the domain's).
+    let mut said: Vec<Expr> = Vec::new();
+    for c in preds.iter().flat_map(crate::arith::conjuncts) {
+        if !said.iter().any(|p| tirc_ir::structural_eq::same_expr(p, &c)) {
+            said.push(c);
+        }
+    }
     let mut moved = r.clone();
     moved.iter_values = values;
-    moved.predicate = all_of(preds);
+    moved.predicate = all_of(said);
     let mut nest = Stmt::Block(Box::new(moved));
     for (v, e) in loops.into_iter().rev() {
         nest = Stmt::For(Box::new(For {
