@@ -209,6 +209,13 @@ fn warp_specialized_wgmma_runs_with_and_without_padding() {
             check(s, [300, 130, 72], &padded, 3);
         }
     }
+    // B stored n × k in fewer than 32 rows (a tile 16 wide) beside the
+    // default 128 rows of A: fewer elements a thread in B's copy, whose
+    // tile is less than one pass of the block's threads.
+    for s in ["wgmma_nt", "wgmma_bf16_nt", "wgmma_tf32_nt"] {
+        check(s, [128, 16, 64], &[], 1);
+        check(s, [128, 31, 64], &[("PAD", "1")], 2);
+    }
     // B stored k × n is laid out in atoms of 64 columns: below 64 columns,
     // or at 100, the tile is 64 wide and B is padded to it (B copied, then
     // the product, which stores C's edge tiles in part: two kernels).
