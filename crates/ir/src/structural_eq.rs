@@ -186,6 +186,11 @@ impl Eq {
                         (None, None) => true,
                         _ => false,
                     }
+                    && match (&x.bound, &y.bound) {
+                        (Some((a, b)), Some((c, d))) => self.expr(a, c) && self.expr(b, d),
+                        (None, None) => true,
+                        _ => false,
+                    }
             }
             _ => false,
         }

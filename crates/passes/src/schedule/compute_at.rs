@@ -573,7 +573,13 @@ fn move_to(
     // The block's own predicate (elements it never computes: a consumer
     // inlined into an overcomputed producer) goes with it, said of the new
     // bindings.
-    if let Some(own) = carried_predicate(&r, &values, &path, subtree.as_ref()) {
+    // The loops around the block's new place: the target loop and those
+    // above it.
+    let around: Vec<Var> = match removed.find_loop(lp) {
+        Some(_) => loops_around(&removed, lp).unwrap_or_default(),
+        None => vec![],
+    };
+    if let Some(own) = carried_predicate(&r, &values, &path, &around) {
         preds.push(own?);
     }
     // Each condition once (the producers' guard may repeat the domain's).
@@ -669,12 +675,12 @@ fn move_to(
 /// condition at a time: each binding of the old ones that a condition
 /// names (a loop, or an expression of loops such as `f // 128`, in any
 /// spelling the simplifier makes the same) is replaced by the new value. A
-/// condition that still names a loop moving away with the block (`path`
-/// from `top` down) is dropped where it holds at every iteration whose
+/// condition that still names a loop of `path` (the loops around the block
+/// now) that is not `around` its new place is dropped where it holds at every iteration whose
 /// bindings lie in the block's domain (the guard of a split that does not
 /// divide: the new loops keep the block in its domain themselves), and is
 /// an error otherwise. `None` where nothing is left to say.
-fn carried_predicate(r: &BlockRealize, values: &[Expr], path: &[&For], top: Option<&Var>) -> Option<Result<Expr>> {
+fn carried_predicate(r: &BlockRealize, values: &[Expr], path: &[&For], around: &[Var]) -> Option<Result<Expr>> {
     if r.predicate.as_bool() == Some(true) {
         return None;
     }
@@ -689,10 +695,10 @@ fn carried_predicate(r: &BlockRealize, values: &[Expr], path: &[&For], top: Opti
         }
         e.map_children(|c| swap(c, pairs, an))
     }
-    let gone: Vec<&Var> = match top {
-        Some(top) => path.iter().skip_while(|l| &l.var != top).map(|l| &l.var).collect(),
-        None => vec![],
-    };
+    // A loop around the block now that is not around its new place (its
+    // own loops, which move with it, and any loop above them that is not
+    // above the target).
+    let gone: Vec<&Var> = path.iter().map(|l| &l.var).filter(|v| !around.contains(v)).collect();
     let mut kept = Vec::new();
     for c in crate::arith::conjuncts(&r.predicate) {
         let said = an.simplify(&swap(&c, &pairs, &an));
@@ -711,6 +717,30 @@ fn carried_predicate(r: &BlockRealize, values: &[Expr], path: &[&For], top: Opti
         }
     }
     (!kept.is_empty()).then(|| Ok(all_of(kept)))
+}
+
+/// The loops from the root down to loop `target`, `target` included.
+fn loops_around(s: &Stmt, target: &Var) -> Option<Vec<Var>> {
+    match s {
+        Stmt::For(l) if &l.var == target => Some(vec![l.var.clone()]),
+        Stmt::For(l) => loops_around(&l.body, target).map(|mut v| {
+            v.insert(0, l.var.clone());
+            v
+        }),
+        Stmt::Block(b) => {
+            b.block.init.as_ref().and_then(|i| loops_around(i, target)).or_else(|| loops_around(&b.block.body, target))
+        }
+        Stmt::Seq(items) => items.iter().find_map(|x| loops_around(x, target)),
+        _ => {
+            let mut found = None;
+            s.for_each_child(|c| {
+                if found.is_none() {
+                    found = loops_around(c, target);
+                }
+            });
+            found
+        }
+    }
 }
 
 /// Whether condition `c` of block `r`'s predicate is true at every
@@ -890,10 +920,13 @@ fn holes(
     // Nor has it elements there that the consumer reads at all (a box of
     // 40 × 36 of a tile of 48 × 48: its loops get a predicate that keeps
     // them in its domain).
+    // (Only where the clipped box keeps elements: the check looks at the
+    // first iteration of the loops outside alone, which may read nothing.)
     if let Some(read) = read.filter(|r| r.len() == bounds.len()) {
-        for ((lo, hi), (rlo, rhi)) in bounds.iter_mut().zip(read) {
-            *lo = (*lo).max(*rlo);
-            *hi = (*hi).min(*rhi);
+        let clipped: Vec<(i64, i64)> =
+            bounds.iter().zip(read).map(|((lo, hi), (rlo, rhi))| ((*lo).max(*rlo), (*hi).min(*rhi))).collect();
+        if clipped.iter().all(|(lo, hi)| lo <= hi) {
+            bounds = clipped;
         }
     }
     let total =
