@@ -583,6 +583,16 @@ pub fn conjuncts(e: &Expr) -> Vec<Expr> {
     }
 }
 
+/// A comparison with its smaller side first: `n > e` as `e < n`, `n >= e`
+/// as `e <= n`; anything else as it is.
+pub fn smaller_first(c: Expr) -> Expr {
+    match c {
+        Expr::Binary(BinOp::Gt, a, b) => Expr::Binary(BinOp::Lt, b, a),
+        Expr::Binary(BinOp::Ge, a, b) => Expr::Binary(BinOp::Le, b, a),
+        c => c,
+    }
+}
+
 /// The `and` of conditions (true when empty).
 pub fn all_of(parts: impl IntoIterator<Item = Expr>) -> Expr {
     parts.into_iter().fold(Expr::bool(true), Expr::and)

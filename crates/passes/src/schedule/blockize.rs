@@ -147,14 +147,10 @@ pub fn blockize(sch: &mut Schedule, lp: &LoopRV, preserve_unit_iters: bool) -> R
     // span `E` holds for the whole tile or for none of it: it becomes
     // `outer * E < n`, a condition of the outer block (a tile of 16 in a
     // size that 16 divides but the block's tile does not).
-    // (`n > e` is read as `e < n`, `n >= e` as `e <= n`.)
+    // (`n > e` is read as `e < n`.)
     let conjs: Vec<Expr> = conjuncts(&realize.predicate)
         .into_iter()
-        .map(|c| match c {
-            Expr::Binary(BinOp::Gt, a, b) => Expr::Binary(BinOp::Lt, b, a),
-            Expr::Binary(BinOp::Ge, a, b) => Expr::Binary(BinOp::Le, b, a),
-            c => c,
-        })
+        .map(crate::arith::smaller_first)
         .map(|c| tile_bound(&c, &inner_loops).unwrap_or(c))
         .collect();
     let (inner_pred, outer_pred): (Vec<Expr>, Vec<Expr>) = conjs.into_iter().partition(is_inner);

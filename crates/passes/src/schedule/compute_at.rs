@@ -572,13 +572,8 @@ fn move_to(
     }
     // The block's own predicate (elements it never computes: a consumer
     // inlined into an overcomputed producer) goes with it, said of the new
-    // bindings.
-    // The loops around the block's new place: the target loop and those
-    // above it.
-    let around: Vec<Var> = match removed.find_loop(lp) {
-        Some(_) => loops_around(&removed, lp).unwrap_or_default(),
-        None => vec![],
-    };
+    // bindings and of the loops around its new place.
+    let around = loops_around(&removed, lp).unwrap_or_default();
     if let Some(own) = carried_predicate(&r, &values, &path, &around) {
         preds.push(own?);
     }
@@ -670,7 +665,6 @@ fn move_to(
     Ok(())
 }
 
-/// Whether `s` is a chain of loops ending in the block `block` alone.
 /// The moved block's predicate in terms of its new bindings `values`, one
 /// condition at a time: each binding of the old ones that a condition
 /// names (a loop, or an expression of loops such as `f // 128`, in any
@@ -764,6 +758,7 @@ fn holds_in_domain(r: &BlockRealize, c: &Expr, path: &[&For]) -> bool {
     counted.is_some() && holds
 }
 
+/// Whether `s` is a chain of loops ending in the block `block` alone.
 fn perfect_nest(s: &Stmt, block: &str) -> bool {
     match s {
         Stmt::For(f) => perfect_nest(&f.body, block),

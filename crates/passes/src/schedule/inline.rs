@@ -199,9 +199,8 @@ pub fn reverse_compute_inline(sch: &mut Schedule, block: &BlockRV) -> Result<()>
     // (a predicate is over the loops around the block).
     let bindings: Vec<(Var, Expr)> =
         pr.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(pr.iter_values.iter().cloned()).collect();
-    let analyzer = Analyzer::new();
     let kept = p_idx.iter().zip(&cut).fold(pr.predicate.clone(), |acc, (idx, c)| match c {
-        Some(e) => Expr::and(acc, analyzer.simplify(&Expr::binary(BinOp::Lt, substitute(idx, &bindings), e.clone()))),
+        Some(e) => Expr::and(acc, sizes.simplify(&Expr::binary(BinOp::Lt, substitute(idx, &bindings), e.clone()))),
         None => acc,
     });
     let body = remove_block(&sch.func.body, block);

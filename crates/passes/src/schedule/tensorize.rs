@@ -757,13 +757,7 @@ fn warp_origin(b: &Buffer, idx: &[Expr], row: &Var, col: &Var, vars: &[&Var]) ->
 fn tile_bound(predicate: &Expr, row: &Var, col: &Var) -> Option<(Expr, Expr)> {
     let an = Analyzer::new();
     let mut limits: [Option<Expr>; 2] = [None, None];
-    for c in crate::arith::conjuncts(predicate) {
-        // `n > x + row` is `x + row < n`.
-        let c = match &c {
-            Expr::Binary(BinOp::Gt, a, b) => Expr::binary(BinOp::Lt, (**b).clone(), (**a).clone()),
-            Expr::Binary(BinOp::Ge, a, b) => Expr::binary(BinOp::Le, (**b).clone(), (**a).clone()),
-            _ => c,
-        };
+    for c in crate::arith::conjuncts(predicate).into_iter().map(crate::arith::smaller_first) {
         let Expr::Binary(op @ (BinOp::Lt | BinOp::Le), lhs, rhs) = &c else { return None };
         let uses = |e: &Expr| [row, col].map(|v| e.uses(v));
         let d = match (uses(lhs), uses(rhs)) {
