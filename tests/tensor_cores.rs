@@ -241,6 +241,36 @@ fn warp_specialized_wgmma_runs_with_and_without_padding() {
     assert_eq!(c.kernels[2].cuda.tensor_maps.len(), 2, "one map for A's tiles, one for B's");
 }
 
+/// Tiles whose elements the copy's threads do not split evenly: B's tile of
+/// 208 × 64 halves is 6.5 passes of the 256 threads at 8 halves each, so
+/// the copy nest has a guard of its own loops alone (the split's
+/// remainder). Warp specialization copies the tile whole (the guarded
+/// points are past it); it refused such a copy before. 208 columns fill
+/// whole waves of the H100's and H200's 132 multiprocessors at 4097
+/// (33 × 20 tiles). Then the producer's copies in the CUDA.
+#[test]
+fn warp_specialized_copies_split_unevenly_over_the_threads() {
+    for s in ["wgmma_nt", "wgmma_bf16_nt"] {
+        check(s, [128, 416, 128], &[("BN", "208"), ("STAGES", "2"), ("WS", "1")], 1);
+        check(s, [150, 230, 70], &[("BN", "208"), ("STAGES", "2"), ("WS", "1"), ("PAD", "1")], 3);
+    }
+    check("wgmma_tf32_nt", [128, 160, 64], &[("BN", "80"), ("STAGES", "2"), ("WS", "1")], 1);
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let req = Request {
+        schedule: Some("wgmma_nt".into()),
+        defines: vec![("M".into(), 4097), ("N".into(), 4097), ("K".into(), 4097)],
+        params: vec![("PAD".into(), "1".into()), ("BN".into(), "208".into())],
+        ..Request::default()
+    };
+    let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(c.kernels.len(), 3);
+    let main = &c.kernels[2];
+    assert_eq!(main.cuda.launch.grid[0], 5 * 8 * 20, "raster groups of 8 rows of tiles, 20 columns");
+    let cuda = &main.cuda.source;
+    assert!(cuda.contains("tirc_tma_load("), "{cuda}");
+    assert!(!cuda.contains("< 13312"), "the split's guard is not in the CUDA:\n{cuda}");
+}
+
 /// `mma.sync` fed by bulk tensor copies (`-p WS=1`): the shared tiles are
 /// swizzled instead of padded and ldmatrix reads them through the swizzle
 /// (B stored k × n in atoms of 64 columns), and a producer warpgroup gives

@@ -34,9 +34,12 @@
 //! nest, the same for every thread; loops of one iteration count as their
 //! value) laid out in `S` row-major, by boxes of the swizzle's width
 //! (`storage_swizzle`: one box per 128-byte column of rows at 128) or
-//! whole. Guards in the nest may be of two kinds: a test of the loops
+//! whole. Guards in the nest may be of three kinds: a test of the loops
 //! outside it alone, the same for every thread (a block past the last
-//! tile), which stays around the copies; and `G`'s index below its extent
+//! tile), which stays around the copies; a test of the nest's own loops
+//! alone (the remainder of a split of the tile's elements over threads
+//! that do not divide them), whose points are not copied: the rest must
+//! still be the box; and `G`'s index below its extent
 //! in a dimension, which the copy's zero fill past the edge of `G` makes
 //! (a zero where nothing was written: no reader uses those elements).
 //! Anything else is refused with the reason: pad the shapes (`pad_einsum`)
@@ -311,13 +314,21 @@ fn tma_boxes(s: &Stmt, params: &[Buffer]) -> Result<(Boxes, Vec<For>, Option<Exp
         outer.push(o);
         local.push(i);
     }
-    // Guards: of the whole copy, or the source's bounds (zero-filled).
+    // Guards: of the whole copy, of the copy's own loops alone (the
+    // remainder of a split of its elements over the threads: the points
+    // it skips are not copied), or the source's bounds (zero-filled).
     let mut whole: Vec<Expr> = Vec::new();
+    let mut own: Vec<Expr> = Vec::new();
     for g in guards {
         // (A test or position that depends on the thread is refused once
         // lowered, where the threads are known: `check_copies`.)
-        if !vars_of(&g).iter().any(|v| inner.contains(v)) {
+        let used = vars_of(&g);
+        if !used.iter().any(|v| inner.contains(v)) {
             whole.push(g);
+            continue;
+        }
+        if used.iter().all(|v| inner.contains(v)) {
+            own.push(g);
             continue;
         }
         let in_bounds = match &g {
@@ -345,11 +356,18 @@ fn tma_boxes(s: &Stmt, params: &[Buffer]) -> Result<(Boxes, Vec<For>, Option<Exp
     let eval = |e: &Expr, values: &[(Var, i64)]| {
         tirc_ir::expr::eval(e, &|v: &Var| values.iter().find(|(x, _)| x == v).map(|(_, n)| *n))
     };
-    for p in 0..points {
+    'point: for p in 0..points {
         let mut rest = p;
         for (k, (_, a, n)) in loops.iter().enumerate().rev() {
             values[k].1 = a + rest % n;
             rest /= n;
+        }
+        for g in &own {
+            match eval(g, &values) {
+                Some(0) => continue 'point,
+                Some(_) => {}
+                None => return Err("a test of its loops is not computable".into()),
+            }
         }
         let mut flat = 0;
         for (e, n) in didx.iter().zip(&dshape) {
@@ -371,7 +389,8 @@ fn tma_boxes(s: &Stmt, params: &[Buffer]) -> Result<(Boxes, Vec<For>, Option<Exp
     let extent: Vec<i64> = (0..rank).map(|d| hi[d] - lo[d] + 1).collect();
     let distinct: HashSet<&Vec<i64>> = copied.iter().map(|(_, o)| o).collect();
     let written: HashSet<i64> = copied.iter().map(|(f, _)| *f).collect();
-    if distinct.len() as i64 != points || written.len() as i64 != points || extent.iter().product::<i64>() != points {
+    let copies = copied.len();
+    if distinct.len() != copies || written.len() != copies || extent.iter().product::<i64>() != copies as i64 {
         return Err(format!("the elements it reads are not one dense box of `{}`, each copied once", src.name()));
     }
     let swizzle = dst.swizzle();
