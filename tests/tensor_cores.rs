@@ -184,11 +184,20 @@ fn fragments_pipelined_inside_the_shared_memory_pipeline() {
 }
 
 /// wgmma with 32-deep k-tiles: A's K-major rows are 64 bytes, swizzled by
-/// 64 (the descriptor's 64-byte mode), B's atoms still by 128.
+/// 64 (the descriptor's 64-byte mode), B's atoms still by 128; stored
+/// n × k (`_nt`), B's rows are 64 bytes too, with and without warp
+/// specialization (the nt schedules swizzled by 128 at any depth, which
+/// the bulk tensor copies refused).
 #[test]
 fn wgmma_reads_a_from_rows_of_64_bytes() {
     check("wgmma", [128, 128, 96], &[("BM", "64"), ("BN", "128"), ("BK", "32"), ("STAGES", "3")], 1);
     check("wgmma", [64, 64, 160], &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("STAGES", "2")], 1);
+    for s in ["wgmma_nt", "wgmma_bf16_nt"] {
+        for ws in ["0", "1"] {
+            check(s, [128, 128, 96], &[("BM", "64"), ("BN", "64"), ("BK", "32"), ("STAGES", "4"), ("WS", ws)], 1);
+            check(s, [150, 230, 70], &[("BN", "208"), ("BK", "32"), ("PAD", "1"), ("WS", ws)], 3);
+        }
+    }
 }
 
 /// The warp-specialized wgmma schedules (`WS=1`, their default; the pass
