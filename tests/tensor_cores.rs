@@ -280,6 +280,52 @@ fn warp_specialized_copies_split_unevenly_over_the_threads() {
     assert!(!cuda.contains("< 13312"), "the split's guard is not in the CUDA:\n{cuda}");
 }
 
+/// `wgmma_nt` storing C through shared memory (`EPI`): the write-back is a
+/// loop of its own over the warps, so the accumulators of every warp are
+/// one buffer indexed by the warp. The wgmma and the fill and stores must
+/// name the same registers of it: the wgmma's call took the tile's number
+/// for the registers' offset, 8 times too small past the first warp, which
+/// the simulator (reading the IR, not the CUDA) could not see; on the GPU
+/// the result was wrong. And a tile of 208 columns leaves in chunks of 64
+/// and one of 16: the copy of the last chunk keeps to its 16 columns
+/// (reverse_compute_at), where it wrote 48 of the next tile's.
+#[test]
+fn wgmma_stores_c_through_shared_memory() {
+    for ws in ["0", "1"] {
+        check(
+            "wgmma_nt",
+            [128, 256, 128],
+            &[("BM", "64"), ("BN", "128"), ("STAGES", "2"), ("EPI", "64"), ("WS", ws)],
+            1,
+        );
+        check("wgmma_nt", [150, 230, 70], &[("BN", "208"), ("PAD", "1"), ("EPI", "64"), ("WS", ws)], 3);
+    }
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let compiled = |n: i64, params: &[(&str, &str)]| {
+        let req = Request {
+            schedule: Some("wgmma_nt".into()),
+            defines: vec![("M".into(), n), ("N".into(), n), ("K".into(), n)],
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Request::default()
+        };
+        compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"))
+    };
+    let c = compiled(4096, &[("EPI", "64")]);
+    let cuda = &c.kernels[0].cuda.source;
+    let arg = |call: &str| -> String {
+        let at = cuda.find(call).unwrap_or_else(|| panic!("no {call}:\n{cuda}")) + call.len();
+        cuda[at..].split(',').next().unwrap_or_default().to_string()
+    };
+    let wgmma = arg("tirc_wgmma_m64n256k16_f16(C_shared_warp");
+    let fill = arg("tirc_mma_fill(C_shared_warp");
+    assert_eq!(wgmma, " + ((int)(threadIdx.y)) * 128");
+    assert!(fill.starts_with(&wgmma), "the fill's registers {fill} are the wgmma's {wgmma}");
+    // The last chunk of 16 columns of a tile of 208 copies 16, not 64.
+    let c = compiled(4097, &[("EPI", "64"), ("BN", "208"), ("PAD", "1")]);
+    let cuda = &c.kernels[2].cuda.source;
+    assert!(cuda.contains(") % 64 + 192 <= 207)"), "{cuda}");
+}
+
 /// `mma.sync` fed by bulk tensor copies (`-p WS=1`): the shared tiles are
 /// swizzled instead of padded and ldmatrix reads them through the swizzle
 /// (B stored k × n in atoms of 64 columns), and a producer warpgroup gives

@@ -2300,8 +2300,12 @@ impl Gen {
             self.wgmma_helpers.push((n, dtype, trans_b));
         }
         self.wgmma_pending = true;
-        let per = tirc_ir::wmma::LANES * tirc_ir::wmma::PER_LANE;
-        let ck = self.an.simplify(&Expr::binary(BinOp::FloorDiv, c0, Expr::int(per)));
+        // The lane's registers of the first tile: its offset over the 32
+        // lanes, as for the other warp-level operations (a buffer that
+        // holds several warps' tiles puts a warp's tiles `threadIdx.y`
+        // times theirs on).
+        let (_, per) = warp_type(&w.tiles[0].buffer)?;
+        let ck = self.an.simplify(&Expr::binary(BinOp::FloorDiv, c0, Expr::int(tirc_ir::wmma::LANES * per)));
         let c = format!("{} + {}", self.buf_name(&w.tiles[0].buffer), self.expr(&ck)?);
         let (sa, sb) = (a.buffer.swizzle(), b.buffer.swizzle());
         let pa = format!(

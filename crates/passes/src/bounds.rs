@@ -171,6 +171,33 @@ pub fn relax_guarded(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Option<(Exp
     Some((lo, hi))
 }
 
+/// The upper bounds of `e` that [`relax_guarded`]'s second way gives
+/// under `guards` (the terms of `e` outside a guarded part `p < c`, at
+/// their largest, plus `c - 1`), whether or not they compare with the
+/// bound without guards: `j0 * 208 + c1o * 64 + c1i` under
+/// `c1o * 64 + c1i < 208` (the last chunk of 64 of a tile of 208) is at
+/// most `j0 * 208 + 207`, which the unguarded `j0 * 208 + c1o * 64 + 63`
+/// passes at `c1o = 3` only.
+pub fn guard_caps(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Vec<Expr> {
+    let mut caps = Vec::new();
+    for g in guards {
+        let Some((p, last)) = upper_bound(g) else { continue };
+        let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
+        // (Whether `p` may pass `c` at all can depend on the loops outside
+        // the relaxed ones: the caller compares the cap with its bound.)
+        if in_p.is_empty() || relax(p, vars).and_then(|(_, h)| h.as_int()).is_some_and(|h| h <= last) {
+            continue;
+        }
+        let rest = Analyzer::new().simplify(&(e.clone() - p.clone()));
+        if in_p.iter().any(|v| rest.uses(v)) {
+            continue;
+        }
+        let Some((_, rest_hi)) = relax(&rest, vars) else { continue };
+        caps.push(Analyzer::new().simplify(&(rest_hi + Expr::int(last))));
+    }
+    caps
+}
+
 fn contains(e: &Expr, part: &Expr) -> bool {
     let mut found = false;
     e.walk(&mut |x| found |= same_expr(x, part));

@@ -10,7 +10,10 @@
 //! shared-memory buffer, every loop bound to a thread index relaxed too (the
 //! threads of a GPU block share it). Where that region may leave the moved
 //! block's iteration domain (a tile at a border that no split divides), the
-//! block gets a predicate that keeps it inside.
+//! block gets a predicate that keeps it inside; a consumer also keeps to
+//! what its producer writes where the producer's guard stops it short of
+//! the box in some iterations (the last chunk of 64 of a tile of 208, whose
+//! box would reach into the next tile).
 //!
 //! Preconditions, checked in this order:
 //! 1. The block and the loop are in the function, and the loop is not
@@ -317,6 +320,9 @@ fn move_to(
     // The region each shared buffer needs in one iteration of the loop.
     let an = loop_analyzer(&root);
     let mut need: Vec<(Buffer, Vec<(Expr, Expr)>)> = Vec::new();
+    // For a consumer: the bounds a producer's guard puts on what it writes
+    // in some iterations only (buffer, dimension, bound; below).
+    let mut caps: Vec<(Buffer, usize, Expr)> = Vec::new();
     // What each block under the loop accesses in one iteration, in terms of
     // the loops: a consumer moved after its producers must find every
     // element of its box written there (below).
@@ -389,6 +395,13 @@ fn move_to(
                         b.block.name
                     )));
                 };
+                if !producer {
+                    for cap in crate::bounds::guard_caps(&hi, &relaxed, &guards) {
+                        if an.prove(&Expr::binary(BinOp::Ge, cap.clone(), h1.clone())) != Some(true) {
+                            caps.push((reg.buffer.clone(), dims.len(), cap));
+                        }
+                    }
+                }
                 dims.push((l0, h1));
             }
             match need.iter_mut().find(|(x, _)| *x == reg.buffer) {
@@ -569,6 +582,41 @@ fn move_to(
     if let Some(g) = other_guards.filter(|g| !g.is_empty()) {
         let any = g.into_iter().reduce(|a, b| Expr::binary(BinOp::Or, a, b)).unwrap_or_else(|| Expr::bool(true));
         preds.push(any);
+    }
+    // A consumer reads no further than its producer writes where the
+    // producer's guard stops it short of the box in some iterations (the
+    // last chunk of 64 of a tile of 208): the elements past it belong to
+    // other iterations, or to other GPU blocks, which write them too. (With
+    // one producer of the buffer under the loop: several make one union.)
+    for (buf, d, cap) in &caps {
+        if accessed.iter().filter(|a| &a.0 == buf).count() != 1 {
+            continue;
+        }
+        let bind: Vec<(Var, Expr)> =
+            r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
+        // (Not where the block's domain stops it there already.)
+        let ends: Vec<(Var, Expr)> = r
+            .block
+            .iter_vars
+            .iter()
+            .map(|iv| (iv.var.clone(), iv.dom.min.clone() + iv.dom.extent.clone() - Expr::int(1)))
+            .collect();
+        for reg in block_regions(&r).0.iter().filter(|g| &g.buffer == buf) {
+            let rg = &reg.region[*d];
+            let last = rg.min.clone() + rg.extent.clone() - Expr::int(1);
+            let at_end = an.simplify(&substitute(&last, &ends));
+            if an.prove(&Expr::binary(BinOp::Ge, cap.clone(), at_end)) == Some(true) {
+                continue;
+            }
+            // Said without the terms both sides share: `j_1_0 * 8 + ax1 <= 19`.
+            let diff = an.simplify(&(substitute(&last, &bind) - cap.clone()));
+            let (lhs, k) = match &diff {
+                Expr::Binary(BinOp::Add, e, c) if c.as_int().is_some() => ((**e).clone(), -c.as_int().unwrap_or(0)),
+                Expr::Binary(BinOp::Sub, e, c) if c.as_int().is_some() => ((**e).clone(), c.as_int().unwrap_or(0)),
+                _ => (diff.clone(), 0),
+            };
+            preds.push(Expr::binary(BinOp::Le, lhs, Expr::int(k)));
+        }
     }
     // The block's own predicate (elements it never computes: a consumer
     // inlined into an overcomputed producer) goes with it, said of the new

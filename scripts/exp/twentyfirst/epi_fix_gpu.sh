@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Twenty-first stop: hgemm_epi.tir's staged store after the fix of the
+# wgmma accumulator's offset in a buffer of several warps' tiles.
+T=${T:-./target/release/tirc}
+F=scripts/exp/twentyfirst/hgemm_epi.tir
+line() {
+  local label=$1; shift
+  out=$(timeout 90 $T run "$@" --target cuda --bench --compare cublas --seed 7 --repeat 10 --warmup 3 2>&1)
+  echo "$label: rc=$? $(echo "$out" | grep -oE 'check: [a-z]+|time: [0-9.]+ ms|cublas: [0-9.]+ ms|[0-9.]+x cuBLAS|rror.*' | tr '\n' ' ')"
+}
+line "150x230x70 EPI=64" $F -s wgmma_nt -D M=150 -D N=230 -D K=70 -p PAD=1 -p BN=208 -p EPI=64
+line "4097 BN=208 G1 EPI=64" $F -s wgmma_nt -D M=4097 -D N=4097 -D K=4097 -p PAD=1 -p BN=208 -p GROUP_M=1 -p EPI=64
+line "4096 EPI=64" $F -s wgmma_nt -D M=4096 -D N=4096 -D K=4096 -p EPI=64
