@@ -3,7 +3,9 @@
 # wgmma accumulator's offset; reverse_compute_at keeping to the producer's
 # chunk guard).
 T=${T:-./target/release/tirc}
-F=scripts/exp/twentyfirst/hgemm_epi.tir
+# (Run with scripts/exp/twentyfirst/hgemm_epi.tir, wgmma_nt with EPI and
+# EPI_PAD, since folded into ir-examples/hgemm.tir as EPI, rows padded by 4.)
+F=ir-examples/hgemm.tir
 line() {
   local label=$1; shift
   out=$(timeout 90 $T run "$@" --target cuda --bench --compare cublas --seed 7 --repeat 10 --warmup 3 --json 2>&1)

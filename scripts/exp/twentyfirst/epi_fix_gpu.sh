@@ -2,7 +2,9 @@
 # Twenty-first stop: hgemm_epi.tir's staged store after the fix of the
 # wgmma accumulator's offset in a buffer of several warps' tiles.
 T=${T:-./target/release/tirc}
-F=scripts/exp/twentyfirst/hgemm_epi.tir
+# (Run with scripts/exp/twentyfirst/hgemm_epi.tir, wgmma_nt with EPI and
+# EPI_PAD, since folded into ir-examples/hgemm.tir as EPI, rows padded by 4.)
+F=ir-examples/hgemm.tir
 line() {
   local label=$1; shift
   out=$(timeout 90 $T run "$@" --target cuda --bench --compare cublas --seed 7 --repeat 10 --warmup 3 2>&1)

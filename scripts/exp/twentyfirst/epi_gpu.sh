@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Twenty-first stop: wgmma_nt storing C through shared memory
-# (hgemm_epi.tir: EPI = columns staged at a time, 0 = straight from the
+# (EPI = columns staged at a time, 0 = straight from the
 # registers; the warps store their fragments into a BM x EPI shared tile
-# whose rows are padded by EPI_PAD floats, then the block's threads copy
+# whose rows are padded by 4 floats, then the block's threads copy
 # it into C a row segment a warp). 4097^3 with PAD=1, and 4096^3.
 T=${T:-./target/release/tirc}
-F=scripts/exp/twentyfirst/hgemm_epi.tir
+# (Run with scripts/exp/twentyfirst/hgemm_epi.tir, wgmma_nt with EPI and
+# EPI_PAD, since folded into ir-examples/hgemm.tir as EPI, rows padded by 4.)
+F=ir-examples/hgemm.tir
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 line() {
   local label=$1; shift
@@ -19,7 +21,6 @@ line "4096 EPI=32" $F -s wgmma_nt -D M=4096 -D N=4096 -D K=4096 -p EPI=32
 for e in 0 64 32 16; do
   line "4097 BN=208 G1 EPI=$e" $F -s wgmma_nt $P -p EPI=$e
 done
-line "4097 BN=208 G1 EPI=64 EPI_PAD=0" $F -s wgmma_nt $P -p EPI=64 -p EPI_PAD=0
 line "4097 BN=208 G8 EPI=64" $F -s wgmma_nt -D M=4097 -D N=4097 -D K=4097 -p PAD=1 -p BN=208 -p EPI=64
 line "4097 BM=192 BN=176 G1 EPI=64" $F -s wgmma_nt -D M=4097 -D N=4097 -D K=4097 -p PAD=1 -p BM=192 -p BN=176 -p GROUP_M=1 -p EPI=64
 line "4097 BN=256 G1 EPI=64" $F -s wgmma_nt -D M=4097 -D N=4097 -D K=4097 -p PAD=1 -p GROUP_M=1 -p EPI=64
