@@ -179,6 +179,30 @@ pub fn relax_guarded(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Option<(Exp
 /// most `j0 * 208 + 207`, which the unguarded `j0 * 208 + c1o * 64 + 63`
 /// passes at `c1o = 3` only.
 pub fn guard_caps(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Vec<Expr> {
+    use tirc_ir::BinOp;
+    let e = &Analyzer::new().simplify(e);
+    let relaxed = |x: &Expr| vars.iter().any(|(v, _, _)| x.uses(v));
+    match e {
+        // A floor division by a positive constant keeps the order: the cap
+        // of `(f0 * 90 + f1) // 30` under `f1 < 90` is `(f0 * 90 + 89) // 30`.
+        Expr::Binary(BinOp::FloorDiv, inner, d) if d.as_int().is_some_and(|k| k > 0) => {
+            return guard_caps(inner, vars, guards)
+                .into_iter()
+                .map(|c| Analyzer::new().simplify(&Expr::binary(BinOp::FloorDiv, c, (**d).clone())))
+                .collect();
+        }
+        // A term of no relaxed loop beside one: `f0 * 3 + (f1 // 30)`.
+        Expr::Binary(BinOp::Add, a, b) if !relaxed(a) || !relaxed(b) => {
+            let (fixed, part) = if relaxed(a) { (b, a) } else { (a, b) };
+            if matches!(**part, Expr::Binary(BinOp::FloorDiv, ..)) {
+                return guard_caps(part, vars, guards)
+                    .into_iter()
+                    .map(|c| Analyzer::new().simplify(&((**fixed).clone() + c)))
+                    .collect();
+            }
+        }
+        _ => {}
+    }
     let mut caps = Vec::new();
     for g in guards {
         let Some((p, last)) = upper_bound(g) else { continue };

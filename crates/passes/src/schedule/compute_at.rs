@@ -11,9 +11,10 @@
 //! threads of a GPU block share it). Where that region may leave the moved
 //! block's iteration domain (a tile at a border that no split divides), the
 //! block gets a predicate that keeps it inside; a consumer also keeps to
-//! what its producer writes where the producer's guard stops it short of
-//! the box in some iterations (the last chunk of 64 of a tile of 208, whose
-//! box would reach into the next tile).
+//! what its producers write where their guards stop them short of the box
+//! in some iterations (the last chunk of 64 of a tile of 208, whose box
+//! would reach into the next tile; through a fused index's `// n` too;
+//! with several producers, to the largest of their bounds).
 //!
 //! Preconditions, checked in this order:
 //! 1. The block and the loop are in the function, and the loop is not
@@ -321,8 +322,9 @@ fn move_to(
     let an = loop_analyzer(&root);
     let mut need: Vec<(Buffer, Vec<(Expr, Expr)>)> = Vec::new();
     // For a consumer: the bounds a producer's guard puts on what it writes
-    // in some iterations only (buffer, dimension, bound; below).
-    let mut caps: Vec<(Buffer, usize, Expr)> = Vec::new();
+    // in some iterations only (buffer, the producer's access, dimension,
+    // bound; below).
+    let mut caps: Vec<(Buffer, usize, usize, Expr)> = Vec::new();
     // What each block under the loop accesses in one iteration, in terms of
     // the loops: a consumer moved after its producers must find every
     // element of its box written there (below).
@@ -398,7 +400,7 @@ fn move_to(
                 if !producer {
                     for cap in crate::bounds::guard_caps(&hi, &relaxed, &guards) {
                         if an.prove(&Expr::binary(BinOp::Ge, cap.clone(), h1.clone())) != Some(true) {
-                            caps.push((reg.buffer.clone(), dims.len(), cap));
+                            caps.push((reg.buffer.clone(), accessed.len() - 1, dims.len(), cap));
                         }
                     }
                 }
@@ -532,6 +534,11 @@ fn move_to(
     let mut preds = Vec::new();
     let mut taken = removed.clone();
     for (iv, rg) in r.block.iter_vars.iter().zip(&ranges) {
+        // A consumer's range widened to its largest size (its producers
+        // write less in some iterations: the last chunk of a split that
+        // does not divide) keeps to the range: past it are other
+        // iterations' elements, or other GPU blocks'.
+        let mut upto: Option<Expr> = None;
         let (lo, extent) = match rg {
             Some((lo, hi)) => {
                 let extent = an.simplify(&(hi.clone() - lo.clone() + Expr::int(1)));
@@ -539,7 +546,12 @@ fn move_to(
                 match (extent.as_int(), widest) {
                     (Some(e), _) => (lo.clone(), Expr::int(e)),
                     (None, _) if only_sizes(&extent) => (lo.clone(), extent),
-                    (None, Some(h)) if !sizes.iter().any(|v| extent.uses(v)) => (lo.clone(), Expr::int(h)),
+                    (None, Some(h)) if !sizes.iter().any(|v| extent.uses(v)) => {
+                        if !producer {
+                            upto = Some(an.simplify(hi));
+                        }
+                        (lo.clone(), Expr::int(h))
+                    }
                     _ => {
                         return Err(ScheduleError::new(format!(
                             "the region of `{}` needed has no size that bounds it: from {} to {}",
@@ -571,6 +583,10 @@ fn move_to(
         if an.prove(&Expr::binary(BinOp::Lt, last, end.clone())) != Some(true) {
             preds.push(Expr::binary(BinOp::Lt, value.clone(), an.simplify(&end)));
         }
+        if let Some(hi) = upto.filter(|hi| an.prove(&Expr::binary(BinOp::Lt, hi.clone(), end.clone())) != Some(false)) {
+            // Said without the terms both sides share.
+            preds.push(without_shared_terms(&an, &value, &hi));
+        }
         if an.prove(&Expr::binary(BinOp::Ge, lo.clone(), iv.dom.min.clone())) != Some(true) {
             preds.push(Expr::binary(BinOp::Ge, value.clone(), iv.dom.min.clone()));
         }
@@ -583,15 +599,29 @@ fn move_to(
         let any = g.into_iter().reduce(|a, b| Expr::binary(BinOp::Or, a, b)).unwrap_or_else(|| Expr::bool(true));
         preds.push(any);
     }
-    // A consumer reads no further than its producer writes where the
-    // producer's guard stops it short of the box in some iterations (the
-    // last chunk of 64 of a tile of 208): the elements past it belong to
-    // other iterations, or to other GPU blocks, which write them too. (With
-    // one producer of the buffer under the loop: several make one union.)
-    for (buf, d, cap) in &caps {
-        if accessed.iter().filter(|a| &a.0 == buf).count() != 1 {
+    // A consumer reads no further than its producers write where their
+    // guards stop them short of the box in some iterations (the last chunk
+    // of 64 of a tile of 208): the elements past it belong to other
+    // iterations, or to other GPU blocks, which write them too. Where
+    // several producers write the buffer, the largest of their bounds,
+    // where each has one and they compare.
+    let mut bounded: Vec<(Buffer, usize, Expr)> = Vec::new();
+    for (buf, _, d, c) in &caps {
+        if bounded.iter().any(|(b, e, x)| b == buf && e == d && tirc_ir::structural_eq::same_expr(x, c)) {
             continue;
         }
+        // `c` bounds the union where every producer has a bound no larger.
+        let writers = (0..accessed.len()).filter(|k| &accessed[*k].0 == buf);
+        let covers = |w: usize| {
+            caps.iter().any(|(b, a, e, x)| {
+                b == buf && *a == w && e == d && an.prove(&Expr::binary(BinOp::Ge, c.clone(), x.clone())) == Some(true)
+            })
+        };
+        if writers.into_iter().all(covers) {
+            bounded.push((buf.clone(), *d, c.clone()));
+        }
+    }
+    for (buf, d, cap) in &bounded {
         let bind: Vec<(Var, Expr)> =
             r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
         // (Not where the block's domain stops it there already.)
@@ -608,14 +638,7 @@ fn move_to(
             if an.prove(&Expr::binary(BinOp::Ge, cap.clone(), at_end)) == Some(true) {
                 continue;
             }
-            // Said without the terms both sides share: `j_1_0 * 8 + ax1 <= 19`.
-            let diff = an.simplify(&(substitute(&last, &bind) - cap.clone()));
-            let (lhs, k) = match &diff {
-                Expr::Binary(BinOp::Add, e, c) if c.as_int().is_some() => ((**e).clone(), -c.as_int().unwrap_or(0)),
-                Expr::Binary(BinOp::Sub, e, c) if c.as_int().is_some() => ((**e).clone(), c.as_int().unwrap_or(0)),
-                _ => (diff.clone(), 0),
-            };
-            preds.push(Expr::binary(BinOp::Le, lhs, Expr::int(k)));
+            preds.push(without_shared_terms(&an, &substitute(&last, &bind), cap));
         }
     }
     // The block's own predicate (elements it never computes: a consumer
@@ -711,6 +734,18 @@ fn move_to(
         _ => None,
     });
     Ok(())
+}
+
+/// `a <= b` said without the terms both sides share: `j_0 * 20 + j_1_0 * 8
+/// + ax1 <= j_0 * 20 + 19` as `j_1_0 * 8 + ax1 <= 19`.
+fn without_shared_terms(an: &Analyzer, a: &Expr, b: &Expr) -> Expr {
+    let diff = an.simplify(&(a.clone() - b.clone()));
+    let (lhs, k) = match &diff {
+        Expr::Binary(BinOp::Add, e, c) if c.as_int().is_some() => ((**e).clone(), -c.as_int().unwrap_or(0)),
+        Expr::Binary(BinOp::Sub, e, c) if c.as_int().is_some() => ((**e).clone(), c.as_int().unwrap_or(0)),
+        _ => (diff.clone(), 0),
+    };
+    Expr::binary(BinOp::Le, lhs, Expr::int(k))
 }
 
 /// The moved block's predicate in terms of its new bindings `values`, one
