@@ -151,24 +151,40 @@ pub fn relax_guarded(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Option<(Exp
         vars.push((t, lo.clone(), Expr::int(last + 1) - lo));
     }
     let (lo, mut hi) = relax(&e, &vars)?;
-    for g in guards {
-        let Some((p, last)) = upper_bound(g) else { continue };
-        let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
-        if in_p.is_empty() || relax(p, &vars).and_then(|(_, h)| h.as_int()).is_none_or(|h| h <= last) {
-            continue;
-        }
-        let rest = Analyzer::new().simplify(&(e.clone() - p.clone()));
-        if in_p.iter().any(|v| rest.uses(v)) {
-            continue;
-        }
-        let Some((_, rest_hi)) = relax(&rest, &vars) else { continue };
-        let capped = Analyzer::new().simplify(&(rest_hi + Expr::int(last)));
+    for capped in caps_beside(&e, &vars, guards, false) {
         // Keep the tighter of the two where they compare.
         if Analyzer::new().simplify(&(hi.clone() - capped.clone())).as_int().is_some_and(|d| d > 0) {
             hi = capped;
         }
     }
     Some((lo, hi))
+}
+
+/// The second way of [`relax_guarded`]: for each guard `p < c` whose `p`
+/// reaches past `c - 1`, where `e` is `p` plus terms of variables `p` does
+/// not use, those terms' largest value plus `c - 1`. A `p` whose largest
+/// value is not a known constant counts as reaching past where
+/// `unknown_passes`.
+fn caps_beside(e: &Expr, vars: &[Relaxed], guards: &[Expr], unknown_passes: bool) -> Vec<Expr> {
+    let mut caps = Vec::new();
+    for g in guards {
+        let Some((p, last)) = upper_bound(g) else { continue };
+        let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
+        let passes = match relax(p, vars).and_then(|(_, h)| h.as_int()) {
+            Some(h) => h > last,
+            None => unknown_passes,
+        };
+        if in_p.is_empty() || !passes {
+            continue;
+        }
+        let rest = Analyzer::new().simplify(&(e.clone() - p.clone()));
+        if in_p.iter().any(|v| rest.uses(v)) {
+            continue;
+        }
+        let Some((_, rest_hi)) = relax(&rest, vars) else { continue };
+        caps.push(Analyzer::new().simplify(&(rest_hi + Expr::int(last))));
+    }
+    caps
 }
 
 /// The upper bounds of `e` that [`relax_guarded`]'s second way gives
@@ -203,23 +219,9 @@ pub fn guard_caps(e: &Expr, vars: &[Relaxed], guards: &[Expr]) -> Vec<Expr> {
         }
         _ => {}
     }
-    let mut caps = Vec::new();
-    for g in guards {
-        let Some((p, last)) = upper_bound(g) else { continue };
-        let in_p: Vec<&Var> = vars.iter().map(|(v, _, _)| v).filter(|v| p.uses(v)).collect();
-        // (Whether `p` may pass `c` at all can depend on the loops outside
-        // the relaxed ones: the caller compares the cap with its bound.)
-        if in_p.is_empty() || relax(p, vars).and_then(|(_, h)| h.as_int()).is_some_and(|h| h <= last) {
-            continue;
-        }
-        let rest = Analyzer::new().simplify(&(e.clone() - p.clone()));
-        if in_p.iter().any(|v| rest.uses(v)) {
-            continue;
-        }
-        let Some((_, rest_hi)) = relax(&rest, vars) else { continue };
-        caps.push(Analyzer::new().simplify(&(rest_hi + Expr::int(last))));
-    }
-    caps
+    // (Whether `p` may pass `c` at all can depend on the loops outside the
+    // relaxed ones: the caller compares the cap with its bound.)
+    caps_beside(e, vars, guards, true)
 }
 
 fn contains(e: &Expr, part: &Expr) -> bool {

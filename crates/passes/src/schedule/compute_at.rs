@@ -621,17 +621,18 @@ fn move_to(
             bounded.push((buf.clone(), *d, c.clone()));
         }
     }
+    let bind: Vec<(Var, Expr)> =
+        r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
+    // (Not where the block's domain stops it there already.)
+    let ends: Vec<(Var, Expr)> = r
+        .block
+        .iter_vars
+        .iter()
+        .map(|iv| (iv.var.clone(), iv.dom.min.clone() + iv.dom.extent.clone() - Expr::int(1)))
+        .collect();
+    let reads = block_regions(&r).0;
     for (buf, d, cap) in &bounded {
-        let bind: Vec<(Var, Expr)> =
-            r.block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
-        // (Not where the block's domain stops it there already.)
-        let ends: Vec<(Var, Expr)> = r
-            .block
-            .iter_vars
-            .iter()
-            .map(|iv| (iv.var.clone(), iv.dom.min.clone() + iv.dom.extent.clone() - Expr::int(1)))
-            .collect();
-        for reg in block_regions(&r).0.iter().filter(|g| &g.buffer == buf) {
+        for reg in reads.iter().filter(|g| &g.buffer == buf) {
             let rg = &reg.region[*d];
             let last = rg.min.clone() + rg.extent.clone() - Expr::int(1);
             let at_end = an.simplify(&substitute(&last, &ends));
