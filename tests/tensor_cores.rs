@@ -281,12 +281,14 @@ fn warp_specialized_copies_split_unevenly_over_the_threads() {
 }
 
 /// `wgmma_nt` storing C through shared memory (`EPI`): the write-back is a
-/// loop of its own over the warps, so the accumulators of every warp are
-/// one buffer indexed by the warp. The wgmma and the fill and stores must
-/// name the same registers of it: the wgmma's call took the tile's number
-/// for the registers' offset, 8 times too small past the first warp, which
-/// the simulator (reading the IR, not the CUDA) could not see; on the GPU
-/// the result was wrong. And a tile of 208 columns leaves in chunks of 64
+/// loop of its own over the warps, apart from the product's. The
+/// accumulators are still one warp's tile (compact_buffers takes the two
+/// loops bound to `threadIdx.y` as one index): an array of every warp's
+/// tiles indexed by the warp left the registers for local memory, 5 times
+/// slower at 4097³. The wgmma and the fill name the same registers (the
+/// wgmma's call once took the tile's number for the registers' offset, 8
+/// times too small past the first warp, which the simulator, reading the
+/// IR, not the CUDA, could not see). And a tile of 208 columns leaves in chunks of 64
 /// and one of 16: the copy of the last chunk keeps to its 16 columns
 /// (reverse_compute_at), where it wrote 48 of the next tile's.
 #[test]
@@ -316,14 +318,18 @@ fn wgmma_stores_c_through_shared_memory() {
         let at = cuda.find(call).unwrap_or_else(|| panic!("no {call}:\n{cuda}")) + call.len();
         cuda[at..].split(',').next().unwrap_or_default().to_string()
     };
+    assert!(cuda.contains("float C_shared_warp[128];"), "one warp's accumulators:\n{cuda}");
     let wgmma = arg("tirc_wgmma_m64n256k16_f16(C_shared_warp");
     let fill = arg("tirc_mma_fill(C_shared_warp");
-    assert_eq!(wgmma, " + ((int)(threadIdx.y)) * 128");
-    assert!(fill.starts_with(&wgmma), "the fill's registers {fill} are the wgmma's {wgmma}");
+    assert_eq!(wgmma, " + 0");
+    assert_eq!(fill, " + j_1_init_0 * 8", "the fill's registers are the wgmma's");
     // The last chunk of 16 columns of a tile of 208 copies 16, not 64.
     let c = compiled(4097, &[("EPI", "64"), ("BN", "208"), ("PAD", "1")]);
     let cuda = &c.kernels[2].cuda.source;
     assert!(cuda.contains(") % 64 + 192 <= 207)"), "{cuda}");
+    // Where the product and the write-back are partitioned apart, too.
+    assert!(cuda.contains("float C_pad_shared_warp[128];"), "{cuda}");
+    assert!(!cuda.contains("C_pad_shared_warp + ((int)(threadIdx.y))"), "{cuda}");
 }
 
 /// `mma.sync` fed by bulk tensor copies (`-p WS=1`): the shared tiles are

@@ -49,6 +49,55 @@ pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     Ok(f)
 }
 
+/// After `extract_launch` (which calls it): a thread's own buffer (local
+/// memory, a tensor-core fragment) indexed by a thread index of the launch.
+/// Before the launch, such a buffer used under two loops bound to one
+/// thread index (a product's loop over the warps and a write-back's, moved
+/// apart) had every thread's tiles: each loop is relaxed at their common
+/// ancestor, where one thread's copy is not yet one thread's. Once both
+/// are the launch's one variable, fixed for the thread, it takes one
+/// thread's tile, as `run` gives one anywhere else: an array of every
+/// warp's accumulators indexed by the warp leaves the registers for local
+/// memory on the GPU.
+pub fn per_thread_after_launch(mut f: PrimFunc) -> PrimFunc {
+    let (head, _) = f.body.launch_head();
+    let threads: Vec<Var> = head.iter().filter(|(_, t, _)| !t.is_block).map(|(v, _, _)| (*v).clone()).collect();
+    if threads.is_empty() {
+        return f;
+    }
+    let by_thread = |idx: &[Expr]| idx.iter().any(|i| threads.iter().any(|v| i.uses(v)));
+    let mut allocs: Vec<Buffer> = Vec::new();
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == Scope::Local || buffer.scope().is_fragment() {
+                allocs.push(buffer.clone());
+            }
+        }
+    });
+    allocs.retain(|b| {
+        let mut hit = false;
+        f.body.walk(&mut |s| {
+            match s {
+                Stmt::Store { buffer, indices, .. } if buffer == b => hit |= by_thread(indices),
+                Stmt::Wmma(w) => hit |= w.tiles.iter().any(|t| &t.buffer == b && by_thread(&t.indices)),
+                _ => {}
+            }
+            s.for_each_expr(|e| {
+                e.walk(&mut |x| {
+                    if let Expr::Load(lb, idx) = x {
+                        hit |= lb == b && by_thread(idx);
+                    }
+                })
+            });
+        });
+        hit
+    });
+    for b in allocs {
+        f.body = compact(&f.body, &b, &f.facts.carried, !f.facts.from_blocks);
+    }
+    f
+}
+
 /// One access: its indices, the loops around it, outermost first, and the
 /// conditions it runs under (the `and`-ed parts of the `if`s around it
 /// inside the allocation: a block's `T.where`, after `lower_blocks`).

@@ -20,6 +20,11 @@
 //! Refused: a value that is not a positive integer, two different values,
 //! the annotation on a loop bound to nothing, and `n` blocks of the
 //! kernel's threads more than the target keeps on one multiprocessor.
+//!
+//! Then a thread's own buffer (local, a fragment) indexed by the loops of
+//! a thread axis, which `compact_buffers` had to size for every thread
+//! where two loops of that axis used it, takes one thread's tile
+//! (`compact_buffers::per_thread_after_launch`).
 
 use super::PassContext;
 use tirc_ir::printer::print_expr;
@@ -183,7 +188,9 @@ pub fn run(mut f: PrimFunc, ctx: &PassContext) -> Result<PrimFunc, Diagnostic> {
         out = Stmt::Launch { var: v.clone(), tag: *tag, extent: e.clone(), body: Box::new(out) };
     }
     f.body = out;
-    Ok(f)
+    // Loops bound to one thread axis are now one variable: a thread's own
+    // buffer that they indexed takes one thread's tile.
+    Ok(super::compact_buffers::per_thread_after_launch(f))
 }
 
 /// Moves the `min_blocks_per_sm` annotations of bound loops into the
