@@ -151,18 +151,20 @@ def f(A: T.Buffer((4, 100), "float32"), B: T.Buffer((4, 100), "float32")):
 /// thread: the padded rows (aligned) are stored as one `uint4` of eight
 /// halves gathered from the unaligned rows of A and B. C is not padded:
 /// the product stores its accumulators into C, the tiles at C's edge in
-/// part (`mma_store`'s bound). Checked on the simulator at a size the
-/// tiles do not divide.
+/// part (`mma_store`'s bound) where they leave the registers for C
+/// (`EPI=0`), under a test of C's edge where they leave through shared
+/// memory (the default). Checked on the simulator at a size the tiles do
+/// not divide.
 #[test]
 fn padded_copies_keep_vector_stores_at_unaligned_rows() {
     let src = read(&root().join("ir-examples/hgemm.tir"));
-    let req = |n: i64| Request {
+    let req = |n: i64, epi: &str| Request {
         schedule: Some("wgmma".into()),
         defines: vec![("M".into(), n), ("N".into(), n), ("K".into(), n)],
-        params: vec![("PAD".into(), "1".into())],
+        params: vec![("PAD".into(), "1".into()), ("EPI".into(), epi.into())],
         ..Request::default()
     };
-    let c = compile(&src, &req(4097)).unwrap_or_else(|d| panic!("{}", d[0].message));
+    let c = compile(&src, &req(4097, "0")).unwrap_or_else(|d| panic!("{}", d[0].message));
     let cuda: Vec<&str> = c.kernels.iter().map(|k| k.cuda.source.as_str()).collect();
     assert_eq!(cuda.len(), 3, "A's copy, B's copy, the product");
     for (k, pad) in [(0, "A_pad"), (1, "B_pad")] {
@@ -177,11 +179,21 @@ fn padded_copies_keep_vector_stores_at_unaligned_rows() {
         product.contains("tirc_mma_store_bounded(C + ") && !product.contains("float* __restrict__ C_pad"),
         "C stored in place, in part at the edge:\n{product}"
     );
-    let small = compile(&src, &req(67)).unwrap_or_else(|d| panic!("{}", d[0].message));
-    let kernels: Vec<_> = small.kernels.iter().map(|k| k.lowered.clone()).collect();
-    let (e, tol) = tirc::verify::sim_check_kernels(&small.original, &kernels, &small.intermediates, 2)
-        .unwrap_or_else(|m| panic!("{m}"));
-    assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
+    let staged = compile(&src, &req(4097, "32")).unwrap_or_else(|d| panic!("{}", d[0].message));
+    let product = staged.kernels[2].cuda.source.as_str();
+    assert!(
+        product.contains("tirc_mma_store(C_pad_shared + ")
+            && product.contains(" < 4097) {\n")
+            && product.contains("] = C_pad_shared["),
+        "C through shared memory, stored where it falls inside C:\n{product}"
+    );
+    for epi in ["0", "32"] {
+        let small = compile(&src, &req(67, epi)).unwrap_or_else(|d| panic!("{}", d[0].message));
+        let kernels: Vec<_> = small.kernels.iter().map(|k| k.lowered.clone()).collect();
+        let (e, tol) = tirc::verify::sim_check_kernels(&small.original, &kernels, &small.intermediates, 2)
+            .unwrap_or_else(|m| panic!("{m}"));
+        assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
+    }
 }
 
 #[test]

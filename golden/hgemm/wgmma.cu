@@ -238,10 +238,11 @@ __device__ __forceinline__ void tirc_tma_load(void* dst, const tirc_tensor_map* 
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_kernel(const half* __restrict__ A, const half* __restrict__ B, float* __restrict__ C, const __grid_constant__ tirc_tensor_map tirc_tmap_0, const __grid_constant__ tirc_tensor_map tirc_tmap_1) {
   extern __shared__ __align__(1024) unsigned char tirc_dyn_smem[];
-  half* A_shared = reinterpret_cast<half*>(tirc_dyn_smem + 0);
-  half* B_shared = reinterpret_cast<half*>(tirc_dyn_smem + 65536);
-  float C_warp[128];
-  unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + 196608);
+  float* C_shared = reinterpret_cast<float*>(tirc_dyn_smem + 0);
+  half* A_shared = reinterpret_cast<half*>(tirc_dyn_smem + 18432);
+  half* B_shared = reinterpret_cast<half*>(tirc_dyn_smem + 83968);
+  float C_shared_warp[128];
+  unsigned long long* tirc_full = reinterpret_cast<unsigned long long*>(tirc_dyn_smem + 215040);
   unsigned long long* tirc_empty = tirc_full + 4;
   const int tirc_tid = (int)((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x);
   if (tirc_tid == 0) {
@@ -277,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_kernel(const half* __
     for (int j_1_init_0 = 0; j_1_init_0 < 16; ++j_1_init_0) {
       tirc_wgmma_commit();
       tirc_wgmma_wait<0>();
-      tirc_mma_fill(C_warp + j_1_init_0 * 8, 0.0f);
+      tirc_mma_fill(C_shared_warp + j_1_init_0 * 8, 0.0f);
       tirc_wgmma_fence();
     }
     for (int k_0 = 0; k_0 < 64; ++k_0) {
@@ -287,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_kernel(const half* __
       tirc_wgmma_fence();
       #pragma unroll
       for (int k_1 = 0; k_1 < 4; ++k_1) {
-        tirc_wgmma_m64n256k16_f16_mn(C_warp + 0, tirc_wgmma_desc<128>(A_shared + k_0 % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_0 % 4 * 16384 + k_1 * 1024, 8192));
+        tirc_wgmma_m64n256k16_f16_mn(C_shared_warp + 0, tirc_wgmma_desc<128>(A_shared + k_0 % 4 * 8192 + ((int)(threadIdx.y)) * 1024 + k_1 * 16 - tirc_warp_in_group() * 1024), tirc_wgmma_desc<128>(B_shared + k_0 % 4 * 16384 + k_1 * 1024, 8192));
       }
       tirc_wgmma_commit();
       tirc_wgmma_wait<1>();
@@ -296,11 +297,28 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_kernel(const half* __
     tirc_wgmma_wait<0>();
     __syncwarp(); if (tirc_tid % 32 == 0) tirc_mbar_arrive(&tirc_empty[3]);
     #pragma unroll
-    for (int ax1_0 = 0; ax1_0 < 16; ++ax1_0) {
+    for (int ax1_1_0 = 0; ax1_1_0 < 8; ++ax1_1_0) {
       tirc_wgmma_commit();
       tirc_wgmma_wait<0>();
-      tirc_mma_store(C + ((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ((int)(threadIdx.y)) * 65536 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ax1_0 * 16, C_warp + ax1_0 * 8, 4096);
+      tirc_fence_proxy_async();
+      asm volatile("bar.sync 1, 256;" ::: "memory");
       tirc_wgmma_fence();
+      #pragma unroll
+      for (int ax1_1_1_0 = 0; ax1_1_1_0 < 2; ++ax1_1_1_0) {
+        tirc_wgmma_commit();
+        tirc_wgmma_wait<0>();
+        tirc_mma_store(C_shared + ((int)(threadIdx.y)) * 576 + ax1_1_1_0 * 16, C_shared_warp + ax1_1_0 * 16 + ax1_1_1_0 * 8, 36);
+        tirc_wgmma_fence();
+      }
+      tirc_wgmma_commit();
+      tirc_wgmma_wait<0>();
+      tirc_fence_proxy_async();
+      asm volatile("bar.sync 1, 256;" ::: "memory");
+      tirc_wgmma_fence();
+      #pragma unroll
+      for (int ax0_ax1_fused_0 = 0; ax0_ax1_fused_0 < 16; ++ax0_ax1_fused_0) {
+        C[((int)(blockIdx.x)) / 128 * 4194304 + ((int)(blockIdx.x)) % 8 * 524288 + ax0_ax1_fused_0 * 32768 + ((int)(threadIdx.y)) * 4096 + ((int)(blockIdx.x)) / 8 % 16 * 256 + ax1_1_0 * 32 + ((int)(threadIdx.x))] = C_shared[ax0_ax1_fused_0 * 288 + ((int)(threadIdx.y)) * 36 + ((int)(threadIdx.x))];
+      }
     }
   }
 }
