@@ -302,12 +302,15 @@ def g(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
     sim(in_place, &mut args).unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// Blocks that write one element (a race between blocks on a GPU) leave
-/// the last block's value, as the blocks run in order, also when workers
-/// share them; an error in a later block is the one the sequential run
-/// reports.
+/// Blocks that write one element with different values race on a GPU
+/// (whichever lands last stays): the simulator, which runs them one after
+/// another, reports it, also when workers share the blocks (each range's
+/// writes checked against the earlier ranges' when they are merged; with
+/// eight, one block each, the race is found merging the second). The
+/// same value from every block is no race. An error in a later block is
+/// the one the sequential run reports.
 #[test]
-fn workers_sharing_blocks_end_as_the_blocks_in_order() {
+fn blocks_writing_one_element_race_also_when_workers_share_them() {
     let src = r#"
 @T.prim_func
 def f(A: T.Buffer((64,), "float32"), C: T.Buffer((65,), "float32")):
@@ -317,12 +320,23 @@ def f(A: T.Buffer((64,), "float32"), C: T.Buffer((65,), "float32")):
     if tx == 0:
         C[64] = T.Cast("float32", bx)
 "#;
+    let f = func(src);
+    for (workers, between) in
+        [(1, "(0, 0, 0) and (1, 0, 0)"), (3, "(0, 0, 0) and (1, 0, 0)"), (8, "(0, 0, 0) and (1, 0, 0)")]
+    {
+        let mut args = [iota(64), HostData::F32(vec![0.0; 65])];
+        let e = run(&f, &mut args, SimOptions { workers, ..SimOptions::default() }).unwrap_err();
+        assert!(e.contains(&format!("a race between blocks: blocks {between} both write C[64]")), "{workers}: {e}");
+    }
+    let same = src.replace("T.Cast(\"float32\", bx)", "T.float32(7.0)");
     let mut args = [iota(64), HostData::F32(vec![0.0; 65])];
-    sim(src, &mut args).unwrap();
+    sim(&same, &mut args).unwrap();
     let c = values(&args[1]);
     assert_eq!(c[64], 7.0);
     assert_eq!(c[5], 10.0);
-    let bad = src.replace("C[64] = T.Cast(\"float32\", bx)", "C[bx * 20] = T.float32(1.0)");
+    // Without races the blocks' writes end as in order; blocks 4 to 7
+    // write past C.
+    let bad = src.replace("C[64] = T.Cast(\"float32\", bx)", "C[64 + bx // 4 * 16] = T.float32(1.0)");
     let mut args = [iota(64), HostData::F32(vec![0.0; 65])];
     let e = sim(&bad, &mut args).unwrap_err();
     assert!(e.contains("C[80]"), "{e}");

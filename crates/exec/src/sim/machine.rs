@@ -39,21 +39,36 @@ pub(super) struct Mem {
     /// element size: each element index goes through
     /// `tirc_ir::swizzle_offset` to its slot, as the hardware lays it out.
     swizzle: (i64, i64),
+    /// For a parameter whose writes are checked across blocks: the block
+    /// (its number in the launch, plus 1; 0 for none) that last wrote each
+    /// word. Empty where unchecked.
+    pub owner: Vec<u32>,
 }
 
 impl Mem {
     pub(super) fn global(data: Vec<f64>) -> Mem {
-        Mem { data, per_thread: 0, threads: 0, shared: false, race: RaceTable::default(), swizzle: (0, 1) }
+        Mem {
+            data,
+            per_thread: 0,
+            threads: 0,
+            shared: false,
+            race: RaceTable::default(),
+            swizzle: (0, 1),
+            owner: Vec::new(),
+        }
     }
 
     /// A fresh copy of global memory `m` (its data, and a race table of
     /// the same size where it has one).
     pub(super) fn copy_of(m: &Mem) -> Mem {
-        if m.shared {
-            Mem::global_checked(m.data.clone())
-        } else {
-            Mem::global(m.data.clone())
-        }
+        let mut c = if m.shared { Mem::global_checked(m.data.clone()) } else { Mem::global(m.data.clone()) };
+        c.owner = m.owner.clone();
+        c
+    }
+
+    /// Checks this memory's writes across the blocks of a launch.
+    pub(super) fn check_blocks(&mut self) {
+        self.owner = vec![0; self.data.len()];
     }
 
     /// Global memory whose accesses are checked for races among the
@@ -61,7 +76,7 @@ impl Mem {
     pub(super) fn global_checked(data: Vec<f64>) -> Mem {
         let mut race = RaceTable::default();
         race.reset(data.len());
-        Mem { data, per_thread: 0, threads: 0, shared: true, race, swizzle: (0, 1) }
+        Mem { data, per_thread: 0, threads: 0, shared: true, race, swizzle: (0, 1), owner: Vec::new() }
     }
 }
 
@@ -85,6 +100,10 @@ pub(super) struct Machine<'p> {
     pub mems: Vec<Mem>,
     /// The barrier interval shared-memory accesses are recorded in.
     epoch: u32,
+    /// The block running (its number in the launch, plus 1) and the grid,
+    /// for the check of writes across blocks (`Mem::owner`).
+    block_no: u32,
+    pub grid: [i64; 3],
     pub stats: SimStats,
     /// Per thread, its asynchronous copies not yet in a group.
     open: Vec<Vec<AsyncCopy>>,
@@ -112,6 +131,8 @@ impl<'p> Machine<'p> {
             fvars: vec![vec![0.0; n]; prog.float_slots],
             mems,
             epoch: 1,
+            block_no: 0,
+            grid: [1, 1, 1],
             stats: SimStats::default(),
             open: vec![Vec::new(); n],
             committed: vec![VecDeque::new(); n],
@@ -121,9 +142,11 @@ impl<'p> Machine<'p> {
         }
     }
 
-    /// Runs the kernel body for the thread block at `bidx`.
-    pub(super) fn run_block(&mut self, bidx: [i64; 3]) -> R {
+    /// Runs the kernel body for the thread block at `bidx`, the launch's
+    /// `no`th.
+    pub(super) fn run_block(&mut self, no: i64, bidx: [i64; 3]) -> R {
         let prog = self.prog;
+        self.block_no = u32::try_from(no + 1).unwrap_or(u32::MAX);
         for &(slot, tag) in &prog.launch {
             let d = tag.dim as usize;
             let var = &mut self.ivars[slot];
@@ -152,6 +175,24 @@ impl<'p> Machine<'p> {
             }
         }
         self.exec(&prog.body, &all)
+    }
+
+    /// Records that this block writes `v` to word `a` of memory `mi` (before
+    /// the write): another block's write of a different value to it in this
+    /// launch is a race, which a GPU resolves by whichever lands last and
+    /// the simulator, running the blocks one after another, would not see.
+    #[inline(always)]
+    fn claim(&mut self, mi: usize, a: usize, v: f64) -> R {
+        let m = &mut self.mems[mi];
+        if m.owner.is_empty() {
+            return Ok(());
+        }
+        let o = m.owner[a];
+        if o != 0 && o != self.block_no && m.data[a].to_bits() != v.to_bits() {
+            return Err(block_race(&self.prog.mems[mi].name, a, self.grid, (o, m.data[a]), (self.block_no, v)));
+        }
+        m.owner[a] = self.block_no;
+        Ok(())
     }
 
     fn next_epoch(&mut self) {
@@ -378,6 +419,11 @@ impl<'p> Machine<'p> {
                     // The common case, one tight loop: addresses checked,
                     // then stored.
                     self.addresses(*mem, &mut idx, act)?;
+                    if !self.mems[*mem].owner.is_empty() {
+                        for (&a, &v) in idx.iter().zip(&vals) {
+                            self.claim(*mem, a as usize, v)?;
+                        }
+                    }
                     let data = &mut self.mems[*mem].data;
                     for (&a, &v) in idx.iter().zip(&vals) {
                         data[a as usize] = v;
@@ -391,6 +437,7 @@ impl<'p> Machine<'p> {
                         if *cp_async {
                             self.open[t as usize].push((*mem, a, v));
                         } else {
+                            self.claim(*mem, a, v)?;
                             self.mems[*mem].data[a] = v;
                         }
                     }
@@ -666,6 +713,7 @@ impl<'p> Machine<'p> {
                     let v = tile_product(&acc, |r, x| a[r * T + x], bt, w.round);
                     for (&ad, &x) in tile.iter().zip(&to_warp(&v)) {
                         self.touch(w.tiles[j].mem, ad, leader, Some(x))?;
+                        self.claim(w.tiles[j].mem, ad, x)?;
                         self.mems[w.tiles[j].mem].data[ad] = x;
                     }
                 }
@@ -705,6 +753,7 @@ impl<'p> Machine<'p> {
             };
             for (&a, &v) in addr[0].iter().zip(&out).filter(|(&a, _)| a != usize::MAX) {
                 self.touch(w.tiles[0].mem, a, leader, Some(v))?;
+                self.claim(w.tiles[0].mem, a, v)?;
                 self.mems[w.tiles[0].mem].data[a] = v;
             }
             k = end;
@@ -1390,4 +1439,22 @@ fn from_warp(warp: &[f64; 256]) -> [f64; 256] {
         *x = warp[(l * 8 + e) as usize];
     }
     out
+}
+
+/// Two blocks of one launch writing different values to one word.
+#[cold]
+pub(super) fn block_race(name: &str, a: usize, grid: [i64; 3], first: (u32, f64), second: (u32, f64)) -> SimError {
+    let block = |no: u32| {
+        let b = i64::from(no) - 1;
+        let [x, y, _] = grid;
+        let (x, y) = (x.max(1), y.max(1));
+        format!("({}, {}, {})", b % x, b / x % y, b / (x * y))
+    };
+    format!(
+        "a race between blocks: blocks {} and {} both write {name}[{a}], with different values ({} and {}); a GPU keeps whichever lands last",
+        block(first.0),
+        block(second.0),
+        first.1,
+        second.1
+    )
 }

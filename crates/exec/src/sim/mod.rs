@@ -89,7 +89,7 @@ pub fn run_observed(
         return Err(format!("{} has {} parameters but {} buffers were given", f.name, f.params.len(), args.len()));
     }
     let prog = compile::compile(f, opts.f64_storage);
-    let mut params = Vec::new();
+    let mut params: Vec<Mem> = Vec::new();
     for (decl, d) in prog.mems.iter().zip(args.iter()) {
         let n = decl.elements.clone()?;
         if d.len() != n {
@@ -105,6 +105,11 @@ pub fn run_observed(
     }
     let cfg = launch_config(f);
     let total = cfg.blocks();
+    // Two blocks writing different values to one word race on a GPU; the
+    // blocks run here one after another, so each word's writer is kept.
+    if !opts.ignore_races && total > 1 {
+        params.iter_mut().for_each(Mem::check_blocks);
+    }
     let bytes: usize = params.iter().map(|m| m.data.len() * 8).sum();
     let workers = match opts.workers {
         // One per core, where there are blocks enough to share and where
@@ -123,8 +128,9 @@ pub fn run_observed(
     .max(1);
     let (mems, stats) = if workers == 1 {
         let mut m = Machine::new(&prog, opts, cfg.block, params);
+        m.grid = cfg.grid;
         for (k, b) in (0..total).enumerate() {
-            m.run_block(cfg.block_index(b))?;
+            m.run_block(b, cfg.block_index(b))?;
             progress(k as i64 + 1, total);
         }
         (m.mems, m.stats)
@@ -175,9 +181,10 @@ fn run_split(
     // workers have done.
     let run_range = |mems: Vec<Mem>, (lo, hi): (i64, i64), report: &mut dyn FnMut(i64)| {
         let mut m = Machine::new(prog, opts, cfg.block, mems);
+        m.grid = cfg.grid;
         let mut r = Ok(());
         for b in lo..hi {
-            r = m.run_block(cfg.block_index(b));
+            r = m.run_block(b, cfg.block_index(b));
             if r.is_err() {
                 break;
             }
@@ -214,7 +221,21 @@ fn run_split(
         let (m, r) = worker.map_err(|_| "a simulator worker stopped unexpectedly".to_string())?;
         r?;
         stats.barriers += m.stats.barriers;
-        for ((to, from), init) in main.mems.iter_mut().zip(&m.mems).zip(&initial) {
+        for (k, ((to, from), init)) in main.mems.iter_mut().zip(&m.mems).zip(&initial).enumerate() {
+            if !to.owner.is_empty() {
+                // What this range wrote, over what earlier ranges wrote: a
+                // word both wrote with different values is a race.
+                for (a, &o) in from.owner.iter().enumerate().filter(|(_, &o)| o != 0) {
+                    let (was, f) = (to.owner[a], from.data[a]);
+                    if was != 0 && to.data[a].to_bits() != f.to_bits() {
+                        let name = &prog.mems[k].name;
+                        return Err(machine::block_race(name, a, cfg.grid, (was, to.data[a]), (o, f)));
+                    }
+                    to.owner[a] = o;
+                    to.data[a] = f;
+                }
+                continue;
+            }
             for ((t, &f), &i) in to.data.iter_mut().zip(&from.data).zip(init) {
                 if f.to_bits() != i.to_bits() {
                     *t = f;
