@@ -342,6 +342,37 @@ def f(A: T.Buffer((64,), "float32"), C: T.Buffer((65,), "float32")):
     assert!(e.contains("C[80]"), "{e}");
 }
 
+/// The twenty-first stop's wrong kernel in small: a block's tile of 20
+/// columns leaves in chunks of 8, and the copy of the last chunk writes 8
+/// where the chunk holds 4: 4 columns of the next block's tile, from what
+/// the tile held before. On the GPU whichever block lands last stays; run
+/// in order, the next block's right values came last and the result
+/// passed. Now the race is reported; keeping to the chunk, none is.
+#[test]
+fn a_tile_copied_out_past_its_edge_races_with_the_next_block() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((40,), "float32"), B: T.Buffer((40,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tile = T.decl_buffer((8,), "float32", scope="shared")
+    for c in T.unroll(3):
+        for j in T.unroll(8):
+            if c * 8 + j < 20:
+                tile[j] = A[bx * 20 + c * 8 + j] * T.float32(2.0)
+        for j in T.unroll(8):
+            if GUARD:
+                B[bx * 20 + c * 8 + j] = tile[j] + T.float32(1.0)
+"#;
+    let past = src.replace("GUARD", "bx * 20 + c * 8 + j < 40");
+    let mut args = [iota(40), HostData::F32(vec![0.0; 40])];
+    let e = sim(&past, &mut args).unwrap_err();
+    assert!(e.contains("a race between blocks: blocks (0, 0, 0) and (1, 0, 0) both write B[20]"), "{e}");
+    let kept = src.replace("GUARD", "c * 8 + j < 20");
+    let mut args = [iota(40), HostData::F32(vec![0.0; 40])];
+    sim(&kept, &mut args).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(values(&args[1])[23], 47.0);
+}
+
 /// A warp-wide tensor-core product, as `tensorize` leaves it: two warps,
 /// each the product of its own 16x16 tiles; every thread of a warp takes
 /// part, and one that does not is an error.
