@@ -19,7 +19,17 @@
 //! write (a write-back re-split over the threads differently from the
 //! computation) reads its own, unwritten copy. Where the loops that place
 //! the accesses have constant bounds and few iterations (2^18 at most),
-//! every access is enumerated and such a read refused.
+//! every access is enumerated and such a read refused. A loop bound to a
+//! block index is enumerated at its first two values and its last (the
+//! blocks between repeat the second's pattern, shifted); a part of a
+//! block's predicate that names none of the loops placing its accesses (a
+//! reduction's tail) is left out, since it holds at some iteration of its
+//! own loops.
+//!
+//! A tensor-core fragment (`wmma.*`, `warp`) is checked the same way: its
+//! tiles live in the registers of the warp that holds them, the warps told
+//! apart by the loops bound to `threadIdx.y`/`z` around the operations
+//! (each operation's tile counted by its first element).
 
 use std::collections::{HashMap, HashSet};
 use tirc_ir::region::block_buffers;
@@ -73,12 +83,13 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
             }
             if let Some((_, w)) = outside {
                 return Err(Diagnostic::new(format!(
-                    "local buffer `{}` is written per thread of {} by block `{}`, but block `{}` reads it outside every loop bound to {}: local memory is private to each thread, so it would read what other threads hold",
-                    b.name(),
+                    "{} is written per thread of {} by block `{}`, but block `{}` reads it outside every loop bound to {}: {}, so it would read what other threads hold",
+                    what(b),
                     tag.name(),
                     u.block.block.name,
                     w.block.block.name,
-                    tag.name()
+                    tag.name(),
+                    private_to(b)
                 ))
                 .help(format!(
                     "place block `{}` under the loop bound to {} (compute_at / reverse_compute_at at that loop or below), or use shared memory",
@@ -101,12 +112,13 @@ pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
             let checked = owners_agree(b, &mine)?;
             if let (false, Some((_, u, w, tag))) = (checked, must_enumerate.iter().find(|(x, ..)| *x == b)) {
                 return Err(Diagnostic::new(format!(
-                    "local buffer `{}` is written per thread of {} by block `{}` and whole by block `{}` outside every loop bound to {}, and tirc cannot tell which copy each read finds: local memory is private to each thread",
-                    b.name(),
+                    "{} is written per thread of {} by block `{}` and whole by block `{}` outside every loop bound to {}, and tirc cannot tell which copy each read finds: {}",
+                    what(b),
                     tag.name(),
                     u.block.block.name,
                     w.block.block.name,
-                    tag.name()
+                    tag.name(),
+                    private_to(b)
                 ))
                 .help("give the loops that place these blocks constant bounds, or use shared memory")
                 .or_at_ir(w.block.block.span, "this block writes it outside the loop"));
@@ -159,11 +171,12 @@ fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<bool, Diagnostic> {
                     thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
                 let at: Vec<String> = elem.iter().map(i64::to_string).collect();
                 return Err(Diagnostic::new(format!(
-                    "local buffer `{}`: block `{}` reads element [{}] on the thread with {}, but only other threads write it: local memory is private to each thread",
-                    b.name(),
+                    "{}: block `{}` reads element [{}] on the thread with {}, but only other threads write it: {}",
+                    what(b),
                     u.block.block.name,
                     at.join(", "),
-                    who.join(", ")
+                    who.join(", "),
+                    private_to(b)
                 ))
                 .help("split and bind the loops of the blocks that share a local buffer the same way, so that each thread reads what it wrote, or use shared memory")
                 .or_at_ir(u.block.block.span, "this block reads it"));
@@ -196,34 +209,66 @@ fn accesses(b: &Buffer, u: &Use) -> Option<Vec<Access>> {
     if let Some(i) = &r.block.init {
         i.walk(&mut stores);
     }
+    // A warp-wide operation's tiles of `b`, each by its first element:
+    // written (its accumulators, for a product) or read.
+    let mut tiles = |s: &Stmt| {
+        if let Stmt::Wmma(w) = s {
+            let written = w.op.wgmma_tiles().max(1);
+            for (k, t) in w.tiles.iter().enumerate().filter(|(_, t)| &t.buffer == b) {
+                let idx: Vec<Expr> = t.indices.iter().map(|e| substitute(e, &binds)).collect();
+                if k < written {
+                    sites.push((idx.clone(), true));
+                }
+                if w.reads().iter().any(|x| std::ptr::eq(x, t)) {
+                    sites.push((idx, false));
+                }
+            }
+        }
+    };
+    r.block.body.walk(&mut tiles);
+    if let Some(i) = &r.block.init {
+        i.walk(&mut tiles);
+    }
     let mut reads = Vec::new();
     sure_loads(&r.block.body, b, &mut reads);
     if let Some(i) = &r.block.init {
         sure_loads(i, b, &mut reads);
     }
     sites.extend(reads.into_iter().map(|idx| (idx.iter().map(|e| substitute(e, &binds)).collect(), false)));
+    // The loops whose variables the accesses or the thread indices use.
+    let named = |l: &For| {
+        sites.iter().any(|(idx, _)| idx.iter().any(|e| e.uses(&l.var))) || u.around.iter().any(|(_, t)| *t == l.var)
+    };
+    // Of the predicate, the parts that name one of them (with the other
+    // loops they name): a part of other loops alone (a reduction's tail,
+    // `k_0 * 4 + k_1 < 33`) holds at some of their iterations at each
+    // point, so the point is accessed.
     let predicate = substitute(&r.predicate, &binds);
-    // The loops whose variables the accesses, the predicate or the thread
-    // indices use.
-    let mut used: Vec<&For> = Vec::new();
-    for l in &u.loops {
-        let named = sites.iter().any(|(idx, _)| idx.iter().any(|e| e.uses(&l.var)))
-            || predicate.uses(&l.var)
-            || u.around.iter().any(|(_, t)| *t == l.var);
-        if named {
-            used.push(l);
-        }
-    }
-    let bounds: Vec<(i64, i64)> =
-        used.iter().map(|l| Some((l.min.as_int()?, l.extent.as_int()?))).collect::<Option<_>>()?;
-    let total = bounds.iter().try_fold(1i64, |n, (_, e)| n.checked_mul(*e).filter(|n| *n <= MAX_ENUMERATED))?;
+    let parts: Vec<Expr> = crate::arith::conjuncts(&predicate)
+        .into_iter()
+        .filter(|c| u.loops.iter().any(|l| named(l) && c.uses(&l.var)))
+        .collect();
+    let predicate = parts.into_iter().reduce(Expr::and).unwrap_or_else(|| Expr::bool(true));
+    let used: Vec<&For> = u.loops.iter().copied().filter(|l| named(l) || predicate.uses(&l.var)).collect();
+    // Each loop's values: all of them, but for a loop bound to a block
+    // index its first two and its last (the blocks inside repeat the
+    // second's pattern, shifted; the edge differs).
+    let values_of = |l: &For| -> Option<Vec<i64>> {
+        let (m, e) = (l.min.as_int()?, l.extent.as_int()?);
+        Some(match l.kind {
+            ForKind::ThreadBinding(t) if t.is_block && e > 3 => vec![m, m + 1, m + e - 1],
+            _ => (m..m + e).collect(),
+        })
+    };
+    let choices: Vec<Vec<i64>> = used.iter().map(|l| values_of(l)).collect::<Option<_>>()?;
+    let total = choices.iter().try_fold(1i64, |n, c| n.checked_mul(c.len() as i64).filter(|n| *n <= MAX_ENUMERATED))?;
     if total == 0 {
         return Some(Vec::new());
     }
-    let mut values: Vec<i64> = bounds.iter().map(|(m, _)| *m).collect();
+    let mut at: Vec<usize> = vec![0; used.len()];
     let mut out = Vec::new();
     loop {
-        let value = |v: &Var| used.iter().position(|l| l.var == *v).map(|i| values[i]);
+        let value = |v: &Var| used.iter().position(|l| l.var == *v).map(|i| choices[i][at[i]]);
         if crate::arith::eval(&predicate, &value)? != 0 {
             let mut thread: Vec<(u8, i64)> =
                 u.around.iter().map(|(t, v)| value(v).map(|x| (t.dim, x))).collect::<Option<_>>()?;
@@ -240,11 +285,11 @@ fn accesses(b: &Buffer, u: &Use) -> Option<Vec<Access>> {
                 return Some(out);
             }
             d -= 1;
-            values[d] += 1;
-            if values[d] < bounds[d].0 + bounds[d].1 {
+            at[d] += 1;
+            if at[d] < choices[d].len() {
                 break;
             }
-            values[d] = bounds[d].0;
+            at[d] = 0;
         }
     }
 }
@@ -303,7 +348,7 @@ fn collect<'a>(
             let mut leaf = true;
             r.block.body.walk(&mut |x| leaf &= !matches!(x, Stmt::Block(_)));
             for reg in r.block.reads.iter().chain(&r.block.writes) {
-                if reg.buffer.scope() == Scope::Local && !local.contains(&&reg.buffer) {
+                if private(&reg.buffer) && !local.contains(&&reg.buffer) {
                     local.push(&reg.buffer);
                 }
             }
@@ -338,5 +383,28 @@ fn collect<'a>(
             collect(&r.block.body, around, loops, out);
         }
         _ => s.for_each_child(|c| collect(c, around, loops, out)),
+    }
+}
+
+/// A buffer each thread (a fragment: each warp) holds its own copy of.
+fn private(b: &Buffer) -> bool {
+    b.scope() == Scope::Local || b.scope().is_fragment()
+}
+
+/// The buffer, as the messages name it.
+fn what(b: &Buffer) -> String {
+    if b.scope() == Scope::Local {
+        format!("local buffer `{}`", b.name())
+    } else {
+        format!("`{}` fragment `{}`", b.scope().name(), b.name())
+    }
+}
+
+/// Why a thread may not read another's copy.
+fn private_to(b: &Buffer) -> &'static str {
+    if b.scope() == Scope::Local {
+        "local memory is private to each thread"
+    } else {
+        "a fragment lives in the registers of the warp that holds it"
     }
 }
