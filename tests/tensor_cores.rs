@@ -552,3 +552,22 @@ fn a_partial_store_prints_and_parses_back() {
         tirc::verify::sim_check_kernels(&c.original, &lowered, &c.intermediates, 3).unwrap_or_else(|m| panic!("{m}"));
     assert!(e.rel_err <= tol && e.non_finite == 0, "rel_err {:.3e}", e.rel_err);
 }
+
+/// `wgmma` and `wgmma_bf16` lay B's tile out in atoms of 64 columns: a
+/// width that is not a multiple of 64 is refused by the schedule, saying
+/// so (it failed later, in an index map or a copy, not naming BN).
+#[test]
+fn wgmma_refuses_a_tile_width_off_its_atoms() {
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    for s in ["wgmma", "wgmma_bf16"] {
+        let req = Request {
+            schedule: Some(s.into()),
+            defines: vec![("M".into(), 128), ("N".into(), 256), ("K".into(), 64)],
+            params: vec![("PAD".into(), "1".into()), ("BN".into(), "80".into())],
+            ..Request::default()
+        };
+        let Err(d) = compile(&src, &req) else { panic!("{s}: BN=80 compiled") };
+        assert!(d[0].message.contains("BN must be a multiple of 64"), "{s}: {}", d[0].message);
+        assert!(d[0].span.is_some(), "{s}: the message points at the schedule");
+    }
+}
