@@ -26,6 +26,11 @@
 //! reduction's tail) is left out, since it holds at some iteration of its
 //! own loops.
 //!
+//! Lowered text (no blocks: stores and loads under loops bound to threads
+//! or launches, as `tirc lower` prints it) is checked the same way, each
+//! store and each load that runs whenever its statement does counted as a
+//! block's access, under the conditions of the `if`s around it.
+//!
 //! A tensor-core fragment (`wmma.*`, `warp`) is checked the same way: its
 //! tiles live in the registers of the warp that holds them, the warps told
 //! apart by the loops bound to `threadIdx.y`/`z` around the operations
@@ -49,6 +54,7 @@ struct Use<'a> {
 const MAX_ENUMERATED: i64 = 1 << 18;
 
 pub fn run(f: &PrimFunc) -> Result<(), Diagnostic> {
+    outside_blocks(f)?;
     let mut uses: Vec<(Buffer, Use)> = Vec::new();
     collect(&f.body, &mut Vec::new(), &mut Vec::new(), &mut uses);
     // Buffers written outside a thread loop that some block writes per
@@ -250,16 +256,6 @@ fn accesses(b: &Buffer, u: &Use) -> Option<Vec<Access>> {
         .collect();
     let predicate = parts.into_iter().reduce(Expr::and).unwrap_or_else(|| Expr::bool(true));
     let used: Vec<&For> = u.loops.iter().copied().filter(|l| named(l) || predicate.uses(&l.var)).collect();
-    // Each loop's values: all of them, but for a loop bound to a block
-    // index its first two and its last (the blocks inside repeat the
-    // second's pattern, shifted; the edge differs).
-    let values_of = |l: &For| -> Option<Vec<i64>> {
-        let (m, e) = (l.min.as_int()?, l.extent.as_int()?);
-        Some(match l.kind {
-            ForKind::ThreadBinding(t) if t.is_block && e > 3 => vec![m, m + 1, m + e - 1],
-            _ => (m..m + e).collect(),
-        })
-    };
     let choices: Vec<Vec<i64>> = used.iter().map(|l| values_of(l)).collect::<Option<_>>()?;
     let total = choices.iter().try_fold(1i64, |n, c| n.checked_mul(c.len() as i64).filter(|n| *n <= MAX_ENUMERATED))?;
     if total == 0 {
@@ -406,5 +402,221 @@ fn private_to(b: &Buffer) -> &'static str {
         "local memory is private to each thread"
     } else {
         "a fragment lives in the registers of the warp that holds it"
+    }
+}
+
+/// A loop's values as the check enumerates them: all of them, but for a
+/// loop bound to a block index its first two and its last (the blocks
+/// inside repeat the second's pattern, shifted; the edge differs).
+fn values_of(l: &For) -> Option<Vec<i64>> {
+    let (m, e) = (l.min.as_int()?, l.extent.as_int()?);
+    Some(match l.kind {
+        ForKind::ThreadBinding(t) if t.is_block && e > 3 => vec![m, m + 1, m + e - 1],
+        _ => (m..m + e).collect(),
+    })
+}
+
+/// One store or load of a private buffer outside every block (lowered
+/// text): its indices, whether it writes, the loops around it (launches
+/// as loops), outermost first, and the conditions of the `if`s around it
+/// (`None` for an `else`, whose condition the check does not follow).
+struct Site<'a> {
+    indices: &'a [Expr],
+    write: bool,
+    loops: Vec<For>,
+    guards: Vec<Option<&'a Expr>>,
+}
+
+/// Lowered text, whose accesses no block holds: each store and each load
+/// that runs whenever its statement does, of a buffer private to a thread
+/// (or warp), is enumerated over the loops that place it, as a block's
+/// accesses are, and a read of an element that only other threads write
+/// is refused.
+fn outside_blocks(f: &PrimFunc) -> Result<(), Diagnostic> {
+    let mut sites: Vec<(Buffer, Site)> = Vec::new();
+    gather(&f.body, &mut Vec::new(), &mut Vec::new(), &mut sites);
+    let mut buffers: Vec<&Buffer> = Vec::new();
+    for (b, _) in &sites {
+        if !buffers.contains(&b) {
+            buffers.push(b);
+        }
+    }
+    for b in buffers {
+        let mine: Vec<&Site> = sites.iter().filter(|(c, _)| c == b).map(|(_, s)| s).collect();
+        let threads = |s: &Site| s.loops.iter().any(|l| matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block));
+        if !mine.iter().any(|s| threads(s)) {
+            continue;
+        }
+        let mut all = Vec::new();
+        for s in &mine {
+            // A buffer some access of which cannot be enumerated is left alone.
+            let Some(acc) = site_accesses(s) else { break };
+            all.push((*s, acc));
+        }
+        if all.len() < mine.len() {
+            continue;
+        }
+        let mut writers: Writers = HashMap::new();
+        for (_, acc) in &all {
+            for (elem, thread, _) in acc.iter().filter(|a| a.2) {
+                writers.entry(elem.as_slice()).or_default().insert(thread.as_slice());
+            }
+        }
+        for (s, acc) in &all {
+            for (elem, thread, _) in acc.iter().filter(|a| !a.2) {
+                let Some(w) = writers.get(elem.as_slice()) else { continue };
+                let own = |wt: &&[(u8, i64)]| wt.iter().all(|x| thread.contains(x));
+                if !w.contains(thread.as_slice()) && !w.iter().all(own) {
+                    let who: Vec<String> =
+                        thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
+                    let at: Vec<String> = elem.iter().map(i64::to_string).collect();
+                    let span = s.loops.iter().rev().find_map(|l| l.span);
+                    return Err(Diagnostic::new(format!(
+                        "{}: a read of element [{}] on the thread with {} finds what only other threads write: {}",
+                        what(b),
+                        at.join(", "),
+                        who.join(", "),
+                        private_to(b)
+                    ))
+                    .help("index the buffer the same way where it is written and where it is read, so that each thread reads what it wrote, or use shared memory")
+                    .or_at_ir(span, "under this loop"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn gather<'a>(
+    s: &'a Stmt,
+    loops: &mut Vec<For>,
+    guards: &mut Vec<Option<&'a Expr>>,
+    out: &mut Vec<(Buffer, Site<'a>)>,
+) {
+    let loads = |e: &'a Expr, loops: &Vec<For>, guards: &Vec<Option<&'a Expr>>, out: &mut Vec<(Buffer, Site<'a>)>| {
+        fn walk<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Buffer, &'a [Expr])) {
+            match e {
+                Expr::Load(b, idx) => {
+                    f(b, idx);
+                    idx.iter().for_each(|i| walk(i, f));
+                }
+                Expr::Select(c, _, _) => walk(c, f),
+                Expr::Call(..) => {}
+                e => e.for_each_child(|c| walk(c, f)),
+            }
+        }
+        walk(e, &mut |b, idx| {
+            if private(b) {
+                out.push((
+                    b.clone(),
+                    Site { indices: idx, write: false, loops: loops.clone(), guards: guards.clone() },
+                ));
+            }
+        });
+    };
+    match s {
+        Stmt::Block(_) => {}
+        Stmt::For(l) => {
+            loops.push(For { body: Stmt::NoOp, ..(**l).clone() });
+            gather(&l.body, loops, guards, out);
+            loops.pop();
+        }
+        Stmt::Launch { var, tag, extent, body } => {
+            loops.push(For {
+                var: var.clone(),
+                min: Expr::int(0),
+                extent: extent.clone(),
+                kind: ForKind::ThreadBinding(*tag),
+                annotations: Vec::new(),
+                body: Stmt::NoOp,
+                span: None,
+            });
+            gather(body, loops, guards, out);
+            loops.pop();
+        }
+        Stmt::If { cond, then, orelse } => {
+            loads(cond, loops, guards, out);
+            guards.push(Some(cond));
+            gather(then, loops, guards, out);
+            guards.pop();
+            if let Some(e) = orelse {
+                guards.push(None);
+                gather(e, loops, guards, out);
+                guards.pop();
+            }
+        }
+        Stmt::Store { buffer, indices, value } => {
+            indices.iter().for_each(|i| loads(i, loops, guards, out));
+            loads(value, loops, guards, out);
+            if private(buffer) {
+                out.push((buffer.clone(), Site { indices, write: true, loops: loops.clone(), guards: guards.clone() }));
+            }
+        }
+        _ => {
+            s.for_each_expr(|e| loads(e, loops, guards, out));
+            s.for_each_child(|c| gather(c, loops, guards, out));
+        }
+    }
+}
+
+/// The accesses of one site, enumerated as `accesses` does a block's: a
+/// read under a condition that cannot be evaluated (an `else`, a test of
+/// memory) is left out, a write counts wherever it may run.
+fn site_accesses(s: &Site) -> Option<Vec<Access>> {
+    let around: Vec<(u8, &Var)> = s
+        .loops
+        .iter()
+        .filter_map(|l| match l.kind {
+            ForKind::ThreadBinding(t) if !t.is_block => Some((t.dim, &l.var)),
+            _ => None,
+        })
+        .collect();
+    let named = |l: &For| s.indices.iter().any(|e| e.uses(&l.var)) || around.iter().any(|(_, v)| **v == l.var);
+    let mut parts: Vec<Expr> = Vec::new();
+    for g in &s.guards {
+        match g {
+            Some(c) => parts.extend(
+                crate::arith::conjuncts(c).into_iter().filter(|p| s.loops.iter().any(|l| named(l) && p.uses(&l.var))),
+            ),
+            None if s.write => {}
+            None => return Some(Vec::new()),
+        }
+    }
+    let used: Vec<&For> = s.loops.iter().filter(|l| named(l) || parts.iter().any(|p| p.uses(&l.var))).collect();
+    let choices: Vec<Vec<i64>> = used.iter().map(|l| values_of(l)).collect::<Option<_>>()?;
+    choices.iter().try_fold(1i64, |n, c| n.checked_mul(c.len() as i64).filter(|n| *n <= MAX_ENUMERATED))?;
+    let mut at: Vec<usize> = vec![0; used.len()];
+    let mut out = Vec::new();
+    if choices.iter().any(Vec::is_empty) {
+        return Some(out);
+    }
+    loop {
+        let value = |v: &Var| used.iter().position(|l| l.var == *v).map(|i| choices[i][at[i]]);
+        let runs = parts.iter().map(|p| crate::arith::eval(p, &value).map(|x| x != 0)).collect::<Option<Vec<bool>>>();
+        // (A condition the enumeration cannot evaluate: the write counts,
+        // the read does not.)
+        let runs = match runs {
+            Some(r) => r.iter().all(|x| *x),
+            None => s.write,
+        };
+        if runs {
+            let mut thread: Vec<(u8, i64)> =
+                around.iter().map(|(d, v)| value(v).map(|x| (*d, x))).collect::<Option<_>>()?;
+            thread.sort();
+            let elem: Vec<i64> = s.indices.iter().map(|e| crate::arith::eval(e, &value)).collect::<Option<_>>()?;
+            out.push((elem, thread, s.write));
+        }
+        let mut d = used.len();
+        loop {
+            if d == 0 {
+                return Some(out);
+            }
+            d -= 1;
+            at[d] += 1;
+            if at[d] < choices[d].len() {
+                break;
+            }
+            at[d] = 0;
+        }
     }
 }
