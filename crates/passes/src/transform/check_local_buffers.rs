@@ -561,7 +561,8 @@ fn gather<'a>(
 
 /// The accesses of one site, enumerated as `accesses` does a block's: a
 /// read under a condition that cannot be evaluated (an `else`, a test of
-/// memory) is left out, a write counts wherever it may run.
+/// memory) is left out, a write counts wherever it may run (its
+/// conditions left out).
 fn site_accesses(s: &Site) -> Option<Vec<Access>> {
     let around: Vec<(u8, &Var)> = s
         .loops
@@ -572,13 +573,17 @@ fn site_accesses(s: &Site) -> Option<Vec<Access>> {
         })
         .collect();
     let named = |l: &For| s.indices.iter().any(|e| e.uses(&l.var)) || around.iter().any(|(_, v)| **v == l.var);
+    // A write counts wherever it would run but for its conditions: a
+    // thread whose write a test of the edge leaves out (a tile past the
+    // matrix) still reads that element, unconditionally, into a value the
+    // same test then throws away (`tirc lower`'s own text of a tile at an
+    // edge), which is not another thread's register.
     let mut parts: Vec<Expr> = Vec::new();
-    for g in &s.guards {
+    for g in s.guards.iter().filter(|_| !s.write) {
         match g {
             Some(c) => parts.extend(
                 crate::arith::conjuncts(c).into_iter().filter(|p| s.loops.iter().any(|l| named(l) && p.uses(&l.var))),
             ),
-            None if s.write => {}
             None => return Some(Vec::new()),
         }
     }
