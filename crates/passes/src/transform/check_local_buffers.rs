@@ -154,16 +154,33 @@ fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<bool, Diagnostic> {
             None => return Ok(false),
         }
     }
-    let mut writers: Writers = HashMap::new();
-    for (_, acc) in &all {
-        for (elem, thread, write) in acc {
-            if *write {
-                writers.entry(elem.as_slice()).or_default().insert(thread.as_slice());
-            }
-        }
+    if let Some((u, (elem, thread, _))) = foreign_read(&all) {
+        return Err(Diagnostic::new(format!(
+            "{}: block `{}` reads element [{}] on the thread with {}, but only other threads write it: {}",
+            what(b),
+            u.block.block.name,
+            list(elem),
+            thread_name(thread),
+            private_to(b)
+        ))
+        .help("split and bind the loops of the blocks that share a local buffer the same way, so that each thread reads what it wrote, or use shared memory")
+        .or_at_ir(u.block.block.span, "this block reads it"));
     }
-    for (u, acc) in &all {
-        for (elem, thread, write) in acc {
+    Ok(true)
+}
+
+/// The first read, of the accesses of each user, of an element that some
+/// thread writes but not the reading thread (its own copy holds nothing
+/// written there), unless only writers under fewer thread loops write it
+/// (every thread runs those whole).
+fn foreign_read<T>(all: &[(T, Vec<Access>)]) -> Option<(&T, &Access)> {
+    let mut writers: Writers = HashMap::new();
+    for (elem, thread, _) in all.iter().flat_map(|(_, acc)| acc).filter(|a| a.2) {
+        writers.entry(elem.as_slice()).or_default().insert(thread.as_slice());
+    }
+    for (u, acc) in all {
+        for a in acc.iter().filter(|a| !a.2) {
+            let (elem, thread, _) = a;
             let Some(w) = writers.get(elem.as_slice()) else { continue };
             // A writer under fewer thread loops runs in every thread of
             // the others' axes: its write is the reader's own where the
@@ -172,24 +189,54 @@ fn owners_agree(b: &Buffer, uses: &[&Use]) -> Result<bool, Diagnostic> {
             // is the last is not the same in every thread: the read is the
             // thread's own only if it writes the element itself.)
             let own = |wt: &&[(u8, i64)]| wt.iter().all(|x| thread.contains(x));
-            if !*write && !w.contains(thread.as_slice()) && !w.iter().all(own) {
-                let who: Vec<String> =
-                    thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
-                let at: Vec<String> = elem.iter().map(i64::to_string).collect();
-                return Err(Diagnostic::new(format!(
-                    "{}: block `{}` reads element [{}] on the thread with {}, but only other threads write it: {}",
-                    what(b),
-                    u.block.block.name,
-                    at.join(", "),
-                    who.join(", "),
-                    private_to(b)
-                ))
-                .help("split and bind the loops of the blocks that share a local buffer the same way, so that each thread reads what it wrote, or use shared memory")
-                .or_at_ir(u.block.block.span, "this block reads it"));
+            if !w.contains(thread.as_slice()) && !w.iter().all(own) {
+                return Some((u, a));
             }
         }
     }
-    Ok(true)
+    None
+}
+
+/// A thread as the messages name it: `x = 1, y = 0`.
+fn thread_name(thread: &[(u8, i64)]) -> String {
+    let parts: Vec<String> = thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
+    parts.join(", ")
+}
+
+/// An element's indices, comma-separated.
+fn list(elem: &[i64]) -> String {
+    elem.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The value of each enumerated loop's variable at one point.
+type Values<'a> = dyn Fn(&Var) -> Option<i64> + 'a;
+
+/// Calls `visit` at each point of `loops` (each over `values_of`, the
+/// innermost fastest) with the value of each loop's variable there; `None`
+/// where a loop cannot be enumerated, there are more than
+/// `MAX_ENUMERATED` points, or `visit` says so.
+fn enumerate(loops: &[&For], visit: &mut dyn FnMut(&Values) -> Option<()>) -> Option<()> {
+    let choices: Vec<Vec<i64>> = loops.iter().map(|l| values_of(l)).collect::<Option<_>>()?;
+    choices.iter().try_fold(1i64, |n, c| n.checked_mul(c.len() as i64).filter(|n| *n <= MAX_ENUMERATED))?;
+    if choices.iter().any(Vec::is_empty) {
+        return Some(());
+    }
+    let mut at: Vec<usize> = vec![0; loops.len()];
+    loop {
+        visit(&|v: &Var| loops.iter().position(|l| l.var == *v).map(|i| choices[i][at[i]]))?;
+        let mut d = loops.len();
+        loop {
+            if d == 0 {
+                return Some(());
+            }
+            d -= 1;
+            at[d] += 1;
+            if at[d] < choices[d].len() {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
 }
 
 /// The accesses of `b` by block `u`, by enumeration of the loops that
@@ -256,38 +303,20 @@ fn accesses(b: &Buffer, u: &Use) -> Option<Vec<Access>> {
         .collect();
     let predicate = parts.into_iter().reduce(Expr::and).unwrap_or_else(|| Expr::bool(true));
     let used: Vec<&For> = u.loops.iter().copied().filter(|l| named(l) || predicate.uses(&l.var)).collect();
-    let choices: Vec<Vec<i64>> = used.iter().map(|l| values_of(l)).collect::<Option<_>>()?;
-    let total = choices.iter().try_fold(1i64, |n, c| n.checked_mul(c.len() as i64).filter(|n| *n <= MAX_ENUMERATED))?;
-    if total == 0 {
-        return Some(Vec::new());
-    }
-    let mut at: Vec<usize> = vec![0; used.len()];
     let mut out = Vec::new();
-    loop {
-        let value = |v: &Var| used.iter().position(|l| l.var == *v).map(|i| choices[i][at[i]]);
-        if crate::arith::eval(&predicate, &value)? != 0 {
+    enumerate(&used, &mut |value| {
+        if crate::arith::eval(&predicate, value)? != 0 {
             let mut thread: Vec<(u8, i64)> =
                 u.around.iter().map(|(t, v)| value(v).map(|x| (t.dim, x))).collect::<Option<_>>()?;
             thread.sort();
             for (idx, write) in &sites {
-                let elem: Vec<i64> = idx.iter().map(|e| crate::arith::eval(e, &value)).collect::<Option<_>>()?;
+                let elem: Vec<i64> = idx.iter().map(|e| crate::arith::eval(e, value)).collect::<Option<_>>()?;
                 out.push((elem, thread.clone(), *write));
             }
         }
-        // The next point, the innermost loop fastest.
-        let mut d = used.len();
-        loop {
-            if d == 0 {
-                return Some(out);
-            }
-            d -= 1;
-            at[d] += 1;
-            if at[d] < choices[d].len() {
-                break;
-            }
-            at[d] = 0;
-        }
-    }
+        Some(())
+    })?;
+    Some(out)
 }
 
 /// The indices of the loads of `b` in `s` that run whenever `s` does.
@@ -456,32 +485,17 @@ fn outside_blocks(f: &PrimFunc) -> Result<(), Diagnostic> {
         if all.len() < mine.len() {
             continue;
         }
-        let mut writers: Writers = HashMap::new();
-        for (_, acc) in &all {
-            for (elem, thread, _) in acc.iter().filter(|a| a.2) {
-                writers.entry(elem.as_slice()).or_default().insert(thread.as_slice());
-            }
-        }
-        for (s, acc) in &all {
-            for (elem, thread, _) in acc.iter().filter(|a| !a.2) {
-                let Some(w) = writers.get(elem.as_slice()) else { continue };
-                let own = |wt: &&[(u8, i64)]| wt.iter().all(|x| thread.contains(x));
-                if !w.contains(thread.as_slice()) && !w.iter().all(own) {
-                    let who: Vec<String> =
-                        thread.iter().map(|(d, v)| format!("{} = {v}", ["x", "y", "z"][*d as usize])).collect();
-                    let at: Vec<String> = elem.iter().map(i64::to_string).collect();
-                    let span = s.loops.iter().rev().find_map(|l| l.span);
-                    return Err(Diagnostic::new(format!(
-                        "{}: a read of element [{}] on the thread with {} finds what only other threads write: {}",
-                        what(b),
-                        at.join(", "),
-                        who.join(", "),
-                        private_to(b)
-                    ))
-                    .help("index the buffer the same way where it is written and where it is read, so that each thread reads what it wrote, or use shared memory")
-                    .or_at_ir(span, "under this loop"));
-                }
-            }
+        if let Some((site, (elem, thread, _))) = foreign_read(&all) {
+            let span = site.loops.iter().rev().find_map(|l| l.span);
+            return Err(Diagnostic::new(format!(
+                "{}: a read of element [{}] on the thread with {} finds what only other threads write: {}",
+                what(b),
+                list(elem),
+                thread_name(thread),
+                private_to(b)
+            ))
+            .help("index the buffer the same way where it is written and where it is read, so that each thread reads what it wrote, or use shared memory")
+            .or_at_ir(span, "under this loop"));
         }
     }
     Ok(())
@@ -522,15 +536,7 @@ fn gather<'a>(
             loops.pop();
         }
         Stmt::Launch { var, tag, extent, body } => {
-            loops.push(For {
-                var: var.clone(),
-                min: Expr::int(0),
-                extent: extent.clone(),
-                kind: ForKind::ThreadBinding(*tag),
-                annotations: Vec::new(),
-                body: Stmt::NoOp,
-                span: None,
-            });
+            loops.push(super::compact_buffers::launch_loop(var, tag, extent));
             gather(body, loops, guards, out);
             loops.pop();
         }
@@ -588,16 +594,9 @@ fn site_accesses(s: &Site) -> Option<Vec<Access>> {
         }
     }
     let used: Vec<&For> = s.loops.iter().filter(|l| named(l) || parts.iter().any(|p| p.uses(&l.var))).collect();
-    let choices: Vec<Vec<i64>> = used.iter().map(|l| values_of(l)).collect::<Option<_>>()?;
-    choices.iter().try_fold(1i64, |n, c| n.checked_mul(c.len() as i64).filter(|n| *n <= MAX_ENUMERATED))?;
-    let mut at: Vec<usize> = vec![0; used.len()];
     let mut out = Vec::new();
-    if choices.iter().any(Vec::is_empty) {
-        return Some(out);
-    }
-    loop {
-        let value = |v: &Var| used.iter().position(|l| l.var == *v).map(|i| choices[i][at[i]]);
-        let runs = parts.iter().map(|p| crate::arith::eval(p, &value).map(|x| x != 0)).collect::<Option<Vec<bool>>>();
+    enumerate(&used, &mut |value| {
+        let runs = parts.iter().map(|p| crate::arith::eval(p, value).map(|x| x != 0)).collect::<Option<Vec<bool>>>();
         // (A condition the enumeration cannot evaluate: the write counts,
         // the read does not.)
         let runs = match runs {
@@ -608,20 +607,10 @@ fn site_accesses(s: &Site) -> Option<Vec<Access>> {
             let mut thread: Vec<(u8, i64)> =
                 around.iter().map(|(d, v)| value(v).map(|x| (*d, x))).collect::<Option<_>>()?;
             thread.sort();
-            let elem: Vec<i64> = s.indices.iter().map(|e| crate::arith::eval(e, &value)).collect::<Option<_>>()?;
+            let elem: Vec<i64> = s.indices.iter().map(|e| crate::arith::eval(e, value)).collect::<Option<_>>()?;
             out.push((elem, thread, s.write));
         }
-        let mut d = used.len();
-        loop {
-            if d == 0 {
-                return Some(out);
-            }
-            d -= 1;
-            at[d] += 1;
-            if at[d] < choices[d].len() {
-                break;
-            }
-            at[d] = 0;
-        }
-    }
+        Some(())
+    })?;
+    Some(out)
 }

@@ -199,7 +199,7 @@ fn collect(s: &Stmt, b: &Buffer, cx: &mut Context, out: &mut Vec<Access>) {
 /// The loop a launch of `var` stands for (its body left out): bound to
 /// the launch's index, over its extent, as the loops of a schedule are
 /// before `extract_launch` turns them into launches.
-fn launch_loop(var: &Var, tag: &tirc_ir::ThreadTag, extent: &Expr) -> For {
+pub(super) fn launch_loop(var: &Var, tag: &tirc_ir::ThreadTag, extent: &Expr) -> For {
     For {
         var: var.clone(),
         min: Expr::int(0),
