@@ -521,3 +521,103 @@ def padded_in_place(sch):
         assert!(e.rel_err <= tol && e.non_finite == 0, "{schedule}: rel_err {:.3e}", e.rel_err);
     }
 }
+
+const COPY_2D: &str = r#"
+M = 50000
+N = 50000
+
+@T.prim_func
+def copy(A: T.Buffer((M, N), "float32"), C: T.Buffer((M, N), "float32")):
+    for i, j in T.grid(M, N):
+        with T.block("c"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj]
+
+@tirc.schedule("copy")
+def s(sch):
+    i, j = sch.get_loops(sch.get_block("c"))
+    j0, j1 = sch.split(j, factors=[None, 256])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j1, "threadIdx.x")
+"#;
+
+/// A buffer of more elements than int32 counts (50000², whose flattened
+/// shape stays the product `50000 * 50000`, unfolded in int32) is indexed
+/// in 64 bits: the thread indices and loop variables are `long long`, so
+/// that `blockIdx.x * 50000` cannot wrap. (Found by a helper: the kernel
+/// indexed it in `int`, and rows past 42949 wrapped negative.)
+#[test]
+fn a_buffer_past_int32_is_indexed_in_64_bits() {
+    let req = Request { schedule: Some("s".into()), ..Request::default() };
+    let c = compile(COPY_2D, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let cuda = &c.first().cuda.source;
+    assert!(cuda.contains("((long long)(blockIdx.x)) * 50000"), "{cuda}");
+    assert!(cuda.contains("for (long long j_0"), "{cuda}");
+    assert!(!cuda.contains("(int)(blockIdx.x)"), "{cuda}");
+}
+
+/// `relax_edge_guards` clamps a load past the edge into its buffer; where
+/// the unclamped index may pass int32 before the clamp (rows of a tile past
+/// the last row of a buffer of nearly 2^31 elements, or run-time sizes) it
+/// is computed and clamped in 64 bits. Where its bound fits int32 it stays
+/// int. (Found by a helper: at M = 46341, K = 46340 the last tile's rows
+/// wrapped negative before the `min`, which kept them.)
+#[test]
+fn a_clamp_that_may_leave_int32_is_computed_in_64_bits() {
+    let src = read(&root().join("ir-examples/matmul.tir"));
+    let cuda = |m: i64, k: i64| {
+        let req = Request {
+            schedule: Some("step2".into()),
+            defines: vec![("M".into(), m), ("N".into(), 32), ("K".into(), k)],
+            ..Request::default()
+        };
+        let c = compile(&src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+        c.first().cuda.source.clone()
+    };
+    let near = cuda(46341, 46340);
+    assert!(near.contains("A[((int)min(((long long)"), "{near}");
+    assert!(near.contains("2147441939LL))]"), "{near}");
+    let small = cuda(1000, 999);
+    assert!(small.contains("A[min(((int)(blockIdx.x)) * 31968"), "{small}");
+    assert!(!small.contains("long long)"), "{small}");
+    let dynamic = read(&root().join("ir-examples/matmul_dynamic.tir"));
+    let req = Request { schedule: Some("step2".into()), ..Request::default() };
+    let c = compile(&dynamic, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    assert!(c.first().cuda.source.contains("((long long)m) * 4096LL - 1LL))]"), "{}", c.first().cuda.source);
+}
+
+/// `tirc build`'s launcher checks what `tirc run` checks when it binds
+/// run-time sizes: each step of a loop or launch extent of the sizes within
+/// int32, in which the kernel computes it (`(n * m + 95) / 96` at n * m
+/// near 2^31: the launcher admitted it, and the guard `bx * 96 + tx < n *
+/// m` wrapped negative in the last block).
+#[test]
+fn the_launcher_checks_extents_of_run_time_sizes_within_int32() {
+    let src = r#"
+@T.prim_func
+def copy2d(a: T.handle, b: T.handle):
+    m = T.int32()
+    n = T.int32()
+    A = T.match_buffer(a, (n, m), "float32")
+    B = T.match_buffer(b, (n, m), "float32")
+    for i, j in T.grid(n, m):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
+
+@tirc.schedule("copy2d")
+def s(sch):
+    i, j = sch.get_loops(sch.get_block("B"))
+    b, t = sch.split(sch.fuse(i, j), factors=[None, 96])
+    sch.bind(b, "blockIdx.x")
+    sch.bind(t, "threadIdx.x")
+"#;
+    let req = Request { schedule: Some("s".into()), ..Request::default() };
+    let c = compile(src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let o = tirc::export::Options { name: "copy2d", arch: "sm_90", source_file: "copy2d.tir" };
+    let b = tirc::export::build(&c, &req, &o).unwrap_or_else(|e| panic!("{e}"));
+    let (_, cu) = b.files.iter().find(|(n, _)| n.ends_with(".cu")).expect("a .cu file");
+    let cu = String::from_utf8_lossy(cu);
+    assert!(cu.contains("(n * m + 95) > 2147483647LL"), "{cu}");
+    assert!(cu.contains("const long long m = tirc_size_m;"), "{cu}");
+}

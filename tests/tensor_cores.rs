@@ -62,6 +62,24 @@ fn padded_tensor_core_tiles_handle_sizes_no_tile_divides() {
 
 /// Sizes 16 divides but the block tiles do not: whole 16x16 tiles are
 /// skipped where they fall outside, no padding needed.
+/// Every schedule of `hgemm.tir` runs, with its defaults, at sizes no tile
+/// divides (`PAD=1` is every schedule's default; it copies nothing where
+/// the tiles divide). Before, a user had to know to pass `-p PAD=1`, and
+/// without it got a refusal from deep inside the schedule.
+#[test]
+fn every_schedule_runs_with_its_defaults_at_sizes_no_tile_divides() {
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    let module = tirc::compile::load(&src, &[]).unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(module.schedules.len() >= 11, "every schedule of the file");
+    for s in &module.schedules {
+        let sizes = if s.name.contains("tf32") { [37, 100, 20] } else { [100, 72, 40] };
+        // The padded copies in, the product (storing C's edge tiles in
+        // part), and for wmma's whole-tile stores the copy out.
+        let kernels = if s.name.starts_with("wmma") { 4 } else { 3 };
+        check(&s.name, sizes, &[], kernels);
+    }
+}
+
 #[test]
 fn tiles_of_16_handle_sizes_16_divides() {
     check("wmma", [160, 176, 80], SMALL, 1);

@@ -49,7 +49,7 @@ extern "C" __global__ void __launch_bounds__(32) matmul_kernel(const float* __re
         for (int j_1_1_1 = 0; j_1_1_1 < 4; ++j_1_1_1) {
           #pragma unroll
           for (int k_1_1 = 0; k_1_1 < 32; ++k_1_1) {
-            C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A[min(((int)(blockIdx.x)) * 131072 + ((int)(threadIdx.x)) * 32768 + i_1_1_1 * 4096 + k_0_1 * 32 + k_1_1, m * 4096 - 1)] * B[k_0_1 * 131072 + k_1_1 * 4096 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1_1];
+            C_local[i_1_1_1 * 4 + j_1_1_1] = C_local[i_1_1_1 * 4 + j_1_1_1] + A[((int)min(((long long)((int)(blockIdx.x))) * 131072LL + ((long long)((int)(threadIdx.x))) * 32768LL + ((long long)i_1_1_1) * 4096LL + ((long long)k_0_1) * 32LL + ((long long)k_1_1), ((long long)m) * 4096LL - 1LL))] * B[k_0_1 * 131072 + k_1_1 * 4096 + ((int)(blockIdx.y)) * 32 + ((int)(threadIdx.y)) * 4 + j_1_1_1];
           }
         }
       }

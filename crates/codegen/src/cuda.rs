@@ -54,6 +54,10 @@ pub struct CudaKernel {
     /// the scalars, which the launcher encodes from the parameters'
     /// addresses (`warp_specialized.rs`).
     pub tensor_maps: Vec<crate::warp_specialized::TensorMap>,
+    /// Each step of the loop and launch extents of run-time sizes alone, as
+    /// C of the sizes, which a launcher checks within int32 for the sizes
+    /// it is given (the kernel computes them in int).
+    pub extent_terms: Vec<String>,
 }
 
 /// Tensor-core operations (`tirc_ir::wmma`) as PTX `wmma` instructions on
@@ -360,7 +364,12 @@ const MAX_LOCAL_BYTES: i64 = 512 * 1024;
 
 pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let launch = launch_config(f);
-    let big = f.params.iter().any(|b| b.num_elements().is_some_and(|n| n > i32::MAX as i64));
+    // (A flattened shape past int32 stays a product, `50000 * 50000`:
+    // evaluated here in 64 bits.)
+    let elements = |b: &Buffer| {
+        b.shape().iter().try_fold(1i64, |n, e| tirc_ir::expr::eval(e, &|_: &Var| None).and_then(|x| n.checked_mul(x)))
+    };
+    let big = f.params.iter().any(|b| elements(b).is_some_and(|n| n > i32::MAX as i64));
     let mut g = Gen {
         out: String::new(),
         names: HashMap::new(),
@@ -647,7 +656,45 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     let _ = writeln!(src, "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}({}) {{", sig.join(", "));
     src.push_str(&g.out);
     src.push_str("}\n");
+    // Each step of each loop or launch extent of run-time sizes alone, as C
+    // of the sizes: the kernel computes them in int, so a launcher checks
+    // each within int32 for the sizes it is given, as `tirc run` does when
+    // it binds them (`(n * m + 95) / 96` passes int's range before its
+    // division brings it back).
+    let mut extent_terms: Vec<String> = Vec::new();
+    if !f.sizes.is_empty() {
+        let mut extents: Vec<Expr> = Vec::new();
+        f.body.walk(&mut |s| match s {
+            Stmt::For(l) => extents.push(l.extent.clone()),
+            Stmt::Launch { extent, .. } => extents.push(extent.clone()),
+            _ => {}
+        });
+        for e in extents {
+            let mut only_sizes = e.has_var();
+            e.walk(&mut |x| {
+                if let Expr::Var(v) = x {
+                    only_sizes &= f.sizes.contains(v);
+                }
+            });
+            if !only_sizes {
+                continue;
+            }
+            let mut steps = Vec::new();
+            e.walk(&mut |x| {
+                if matches!(x, Expr::Binary(..)) {
+                    steps.push(x.clone());
+                }
+            });
+            for x in steps {
+                let c = g.expr(&x)?;
+                if !extent_terms.contains(&c) {
+                    extent_terms.push(c);
+                }
+            }
+        }
+    }
     Ok(CudaKernel {
+        extent_terms,
         name,
         source: src,
         launch,

@@ -92,6 +92,7 @@ fn kernel(name: &str, source: String, grid: i64, block: i64, params: usize, shar
         grid_exprs: [grid.to_string(), "1".into(), "1".into()],
         min_blocks_per_sm: None,
         tensor_maps: vec![],
+        extent_terms: vec![],
     }
 }
 

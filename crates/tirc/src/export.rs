@@ -332,6 +332,23 @@ fn launcher(
             bad.push(format!("{} > 2147483647ull", elements_c(&a.buffer, names)?));
         }
         s += &format!("  if ({}) return cudaErrorInvalidValue;\n", bad.join(" || "));
+        // Each step of an extent of the sizes within int, in which the
+        // kernels compute it (computed here in 64 bits, the sizes as
+        // `long long`, as the grid below).
+        let terms: Vec<String> =
+            kernels.iter().flat_map(|k| &k.extent_terms).map(|t| format!("({t}) > 2147483647LL")).collect();
+        if !terms.is_empty() {
+            let copies: Vec<String> =
+                sizes.iter().map(|(n, _)| format!("const long long tirc_size_{n} = {n};")).collect();
+            let wide: Vec<String> =
+                sizes.iter().map(|(n, _)| format!("const long long {n} = tirc_size_{n}; (void){n};")).collect();
+            s += &format!(
+                "  {{\n    {}\n    {{\n      {}\n      if ({}) return cudaErrorInvalidValue;\n    }}\n  }}\n",
+                copies.join(" "),
+                wide.join(" "),
+                terms.join(" || ")
+            );
+        }
     }
     // Every buffer the launcher allocates: the intermediates between the
     // kernels, then each kernel's own (counts as C, of the sizes).

@@ -1121,13 +1121,28 @@ impl FuncResolver<'_> {
             }
             loops.push((min, extent, kind, ann));
         }
-        for (min, ext, _, _) in &loops {
+        for (var, (min, ext, _, _)) in vars.iter().zip(&loops) {
             for x in [min, ext] {
                 integer(x.clone(), iter.span, "a loop's bounds must be integers")?;
             }
             if let Some(e) = ext.as_int() {
                 if e <= 0 {
                     return Err(Diagnostic::at(iter.span, format!("a loop must run at least once, not {e} times")));
+                }
+                // (Its variable would wrap in the kernel's `int`.)
+                let last = min.as_int().and_then(|m| m.checked_add(e - 1));
+                if var.dtype() == crate::DType::I32
+                    && last.is_none_or(|x| x > i32::MAX as i64)
+                    && min.as_int().is_some()
+                {
+                    return Err(Diagnostic::at(
+                        iter.span,
+                        format!(
+                            "loop `{}` runs {e} times, past what its int32 variable can count (2^31 - 1)",
+                            var.name()
+                        ),
+                    )
+                    .help("write the bounds as T.int64(..) for a 64-bit loop variable"));
                 }
             }
         }

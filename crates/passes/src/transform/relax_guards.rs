@@ -38,7 +38,7 @@ use crate::arith::{conjuncts, Analyzer};
 use std::collections::HashMap;
 use tirc_ir::structural_eq::same_expr;
 use tirc_ir::subst::substitute;
-use tirc_ir::{BinOp, Buffer, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{BinOp, Buffer, DType, Diagnostic, Expr, Intrinsic, PrimFunc, Scope, Stmt, Var};
 
 pub fn run(f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     relax(f, Loads::OnChip)
@@ -461,8 +461,25 @@ fn clamp_global_loads(e: &Expr, sc: &Walk) -> Expr {
         i = Expr::binary(BinOp::Max, i, Expr::Int(0, t));
     }
     let last = sc.an.simplify(&Expr::binary(BinOp::Sub, len.clone(), Expr::Int(1, len.dtype())));
+    // Past the edge the index may leave int32 before the clamp brings it
+    // back (rows of a tile past the last row of a buffer of nearly 2^31
+    // elements): unless its bound proves it cannot, it is computed in 64
+    // bits and clamped there.
+    if t == DType::I32 && !matches!(sc.an.bound(&sc.an.simplify(&i)), Some((_, hi)) if hi <= i64::from(i32::MAX)) {
+        let wide = Expr::binary(BinOp::Min, widened(&i), widened(&last));
+        return Expr::Load(b.clone(), vec![Expr::Cast(t, Box::new(wide))]);
+    }
     let last = if last.dtype() == t { last } else { Expr::Cast(t, Box::new(last)) };
     Expr::Load(b.clone(), vec![Expr::binary(BinOp::Min, i, last)])
+}
+
+/// `e` computed in 64 bits: each int32 variable cast, each literal widened.
+fn widened(e: &Expr) -> Expr {
+    match e {
+        Expr::Var(v) if v.dtype() == DType::I32 => Expr::Cast(DType::I64, Box::new(e.clone())),
+        Expr::Int(n, DType::I32) => Expr::Int(*n, DType::I64),
+        _ => e.map_children(widened),
+    }
 }
 
 fn in_bounds(b: &Buffer, index: &Expr, sc: &Walk) -> bool {
