@@ -342,6 +342,55 @@ def f(A: T.Buffer((64,), "float32"), C: T.Buffer((65,), "float32")):
     assert!(e.contains("C[80]"), "{e}");
 }
 
+/// One block reading what another block of the same launch writes races
+/// on a GPU, which runs the blocks in any order: block 1 reading the
+/// element block 0 changed (the read may come first), and block 0 reading
+/// an element block 1 changes later (the write may come first). Run in
+/// order, both passed before (found by a helper, pasted as TVM's
+/// `T.thread_binding` text: one kernel, no barrier between the blocks can
+/// exist). Reading back what the block itself wrote, or another block's
+/// element left as it was, is no race.
+#[test]
+fn a_block_reading_what_another_block_writes_races() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 8)
+    tx = T.launch_thread("threadIdx.x", 8)
+    B[bx * 8 + tx] = A[bx * 8 + tx] * T.float32(2.0)
+    C[bx * 8 + tx] = B[T.max(bx - 1, 0) * 8 + tx]
+"#;
+    let args = || [iota(64), HostData::F32(vec![0.0; 64]), HostData::F32(vec![0.0; 64])];
+    let mut a = args();
+    let e = sim(src, &mut a).unwrap_err();
+    assert!(
+        e.contains(
+            "a race between blocks: block (1, 0, 0) reads B[1], which block (0, 0, 0) changed in the same launch"
+        ),
+        "{e}"
+    );
+    // (B[0] keeps its 0.) Read first, changed after: block 0 reads B[8],
+    // which block 1 writes.
+    let war = src.replace("T.max(bx - 1, 0)", "T.min(bx + 1, 7)");
+    let mut a = args();
+    let e = sim(&war, &mut a).unwrap_err();
+    assert!(
+        e.contains(
+            "a race between blocks: block (1, 0, 0) changes B[8], which block (0, 0, 0) read in the same launch"
+        ),
+        "{e}"
+    );
+    // Its own elements: none.
+    let own = src.replace("T.max(bx - 1, 0)", "bx");
+    let mut a = args();
+    sim(&own, &mut a).unwrap();
+    assert_eq!(values(&a[2])[9], 18.0);
+    // Another block's element, written with the value it already held.
+    let same = src.replace("A[bx * 8 + tx] * T.float32(2.0)", "B[bx * 8 + tx]");
+    let mut a = args();
+    sim(&same, &mut a).unwrap();
+}
+
 /// The twenty-first stop's wrong kernel in small: a block's tile of 20
 /// columns leaves in chunks of 8, and the copy of the last chunk writes 8
 /// where the chunk holds 4: 4 columns of the next block's tile, from what

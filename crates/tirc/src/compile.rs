@@ -334,6 +334,17 @@ pub fn round_to(t: DType, x: f64) -> f64 {
     }
 }
 
+/// `-D` values of run-time sizes given to a command that does not run the
+/// kernel (`lower`, `build`): checked as `run` checks them (each given, at
+/// least 1, every buffer and extent within its bounds), though the kernel
+/// stays generic. Nothing to check where none is given.
+pub fn check_given_sizes(c: &Compiled, defines: &[(String, i64)]) -> Result<(), Diagnostic> {
+    if !c.original.sizes.iter().any(|v| defines.iter().any(|(n, _)| n == v.name())) {
+        return Ok(());
+    }
+    c.clone().bind_sizes(defines).map(|_| ())
+}
+
 /// The largest value tirc takes for a run-time size.
 pub use tirc_ir::func::MAX_RUNTIME_SIZE as MAX_SIZE;
 

@@ -571,7 +571,13 @@ fn metadata(
             })
         })
         .collect();
-    let defines: serde_json::Map<String, Value> = req.defines.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    // (A run-time size's -D value is not compiled in: not a define.)
+    let defines: serde_json::Map<String, Value> = req
+        .defines
+        .iter()
+        .filter(|(k, _)| !c.original.sizes.iter().any(|v| v.name() == k))
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
     let params: serde_json::Map<String, Value> = req.params.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
     Ok(json!({
         "tirc_version": env!("CARGO_PKG_VERSION"),

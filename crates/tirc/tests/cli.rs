@@ -150,6 +150,27 @@ fn unknown_overrides_are_bad_input() {
     assert!(stderr(&o).contains("no module constant or size variable `Q`"), "{}", stderr(&o));
 }
 
+/// `lower` and `build` check the -D values of run-time sizes as `run` does,
+/// though their kernel stays generic (a helper found `lower -D m=-7` and
+/// `build -D m=0` taken silently, and `build` recording the value among
+/// the compiled-in defines).
+#[test]
+fn lower_and_build_check_run_time_sizes_as_run_does() {
+    let o = tirc(&["lower", "ir-examples/matmul_dynamic.tir", "-s", "step2", "-D", "m=-7"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("-D m=-7: the size `m` must be at least 1"), "{}", stderr(&o));
+    let dir = std::env::temp_dir().join(format!("tirc-cli-sizes-{}", std::process::id()));
+    let out = dir.to_str().unwrap_or(".");
+    let o = tirc(&["build", "ir-examples/matmul_dynamic.tir", "-s", "step2", "-D", "m=0", "-o", out]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("must be at least 1"), "{}", stderr(&o));
+    let o = tirc(&["build", "ir-examples/matmul_dynamic.tir", "-s", "step2", "-D", "m=100", "-o", out]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let json = std::fs::read_to_string(dir.join("kernel.json")).unwrap_or_default();
+    assert!(json.contains("\"defines\": {}"), "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(code(&tirc(&["frobnicate"])), 2);

@@ -41,9 +41,19 @@ pub(super) struct Mem {
     swizzle: (i64, i64),
     /// For a parameter whose writes are checked across blocks: the block
     /// (its number in the launch, plus 1; 0 for none) that last wrote each
-    /// word. Empty where unchecked.
+    /// word, with `CHANGED` set once a write in the launch changed it.
+    /// Empty where unchecked.
     pub owner: Vec<u32>,
+    /// For a parameter the launch both reads and writes, checked across
+    /// blocks: the block that read each word (`MANY` for several; 0 for
+    /// none). Empty where unchecked.
+    pub reader: Vec<u32>,
 }
+
+/// `Mem::owner`'s mark of a word a write of the launch changed.
+pub(super) const CHANGED: u32 = 1 << 31;
+/// `Mem::reader` of a word several blocks read.
+const MANY: u32 = u32::MAX;
 
 impl Mem {
     pub(super) fn global(data: Vec<f64>) -> Mem {
@@ -55,6 +65,7 @@ impl Mem {
             race: RaceTable::default(),
             swizzle: (0, 1),
             owner: Vec::new(),
+            reader: Vec::new(),
         }
     }
 
@@ -63,12 +74,18 @@ impl Mem {
     pub(super) fn copy_of(m: &Mem) -> Mem {
         let mut c = if m.shared { Mem::global_checked(m.data.clone()) } else { Mem::global(m.data.clone()) };
         c.owner = m.owner.clone();
+        c.reader = m.reader.clone();
         c
     }
 
-    /// Checks this memory's writes across the blocks of a launch.
+    /// Checks this memory's writes across the blocks of a launch, and, for
+    /// a buffer the launch also reads (race-checked: `shared`), its reads
+    /// of what other blocks write.
     pub(super) fn check_blocks(&mut self) {
         self.owner = vec![0; self.data.len()];
+        if self.shared {
+            self.reader = vec![0; self.data.len()];
+        }
     }
 
     /// Global memory whose accesses are checked for races among the
@@ -76,7 +93,16 @@ impl Mem {
     pub(super) fn global_checked(data: Vec<f64>) -> Mem {
         let mut race = RaceTable::default();
         race.reset(data.len());
-        Mem { data, per_thread: 0, threads: 0, shared: true, race, swizzle: (0, 1), owner: Vec::new() }
+        Mem {
+            data,
+            per_thread: 0,
+            threads: 0,
+            shared: true,
+            race,
+            swizzle: (0, 1),
+            owner: Vec::new(),
+            reader: Vec::new(),
+        }
     }
 }
 
@@ -188,10 +214,49 @@ impl<'p> Machine<'p> {
             return Ok(());
         }
         let o = m.owner[a];
-        if o != 0 && o != self.block_no && m.data[a].to_bits() != v.to_bits() {
-            return Err(block_race(&self.prog.mems[mi].name, a, self.grid, (o, m.data[a]), (self.block_no, v)));
+        let differs = m.data[a].to_bits() != v.to_bits();
+        if o & !CHANGED != 0 && o & !CHANGED != self.block_no && differs {
+            return Err(block_race(
+                &self.prog.mems[mi].name,
+                a,
+                self.grid,
+                (o & !CHANGED, m.data[a]),
+                (self.block_no, v),
+            ));
         }
-        m.owner[a] = self.block_no;
+        let changed = differs || o & CHANGED != 0;
+        // A word another block read, changed here: on a GPU this write
+        // may come before that read. (Writing the value the word holds is
+        // no change: neighbouring blocks that both compute a halo element
+        // write it alike, whichever comes first.)
+        if differs && !m.reader.is_empty() && m.reader[a] != 0 && m.reader[a] != self.block_no {
+            return Err(order_race(&self.prog.mems[mi].name, a, self.grid, m.reader[a], self.block_no, true));
+        }
+        m.owner[a] = self.block_no | if changed { CHANGED } else { 0 };
+        Ok(())
+    }
+
+    /// Records that this block reads word `a` of memory `mi`, a buffer the
+    /// launch both reads and writes: a word another block changed in this
+    /// launch is a race (a GPU may run the read first), as is a word read
+    /// here that another block changes later (`claim`).
+    #[inline(always)]
+    fn read_across(&mut self, mi: usize, a: usize) -> R {
+        let me = self.block_no;
+        let m = &mut self.mems[mi];
+        if m.reader.is_empty() {
+            return Ok(());
+        }
+        let o = m.owner[a];
+        if o & CHANGED != 0 && o & !CHANGED != me {
+            return Err(order_race(&self.prog.mems[mi].name, a, self.grid, o & !CHANGED, me, false));
+        }
+        let r = &mut m.reader[a];
+        if *r == 0 {
+            *r = me;
+        } else if *r != me {
+            *r = MANY;
+        }
         Ok(())
     }
 
@@ -909,7 +974,11 @@ impl<'p> Machine<'p> {
             Some(v) => race.write(addr, t, v, epoch),
             None => race.read(addr, t, epoch),
         };
-        r.map_err(|c| self.race_error(mi, addr, t, value.is_some(), c))
+        r.map_err(|c| self.race_error(mi, addr, t, value.is_some(), c))?;
+        if value.is_none() {
+            self.read_across(mi, addr)?;
+        }
+        Ok(())
     }
 
     fn scope_name(&self, mi: usize) -> &'static str {
@@ -961,6 +1030,7 @@ impl<'p> Machine<'p> {
             // One loop with the bounds check and the race record inlined:
             // the inner loop of a tiled kernel reads shared memory.
             let epoch = self.epoch;
+            let me = self.block_no;
             let mut failed = None;
             let swizzle = m.swizzle;
             for (k, (&i, &t)) in idx.iter().zip(act).enumerate() {
@@ -975,6 +1045,20 @@ impl<'p> Machine<'p> {
                             Err(c) => {
                                 failed = Some(self.race_error(mi, a, t, false, c));
                                 break;
+                            }
+                        }
+                        if !m.reader.is_empty() {
+                            let o = m.owner[a];
+                            if o & CHANGED != 0 && o & !CHANGED != me {
+                                failed =
+                                    Some(order_race(&self.prog.mems[mi].name, a, self.grid, o & !CHANGED, me, false));
+                                break;
+                            }
+                            let r = &mut m.reader[a];
+                            if *r == 0 {
+                                *r = me;
+                            } else if *r != me {
+                                *r = MANY;
                             }
                         }
                     }
@@ -1439,6 +1523,26 @@ fn from_warp(warp: &[f64; 256]) -> [f64; 256] {
         *x = warp[(l * 8 + e) as usize];
     }
     out
+}
+
+/// A word one block of a launch reads and another changes: a GPU runs the
+/// blocks in any order, so the read may see either value. `write`: the
+/// second block's write comes after the first's read here (else its read
+/// after the first's write).
+#[cold]
+pub(super) fn order_race(name: &str, a: usize, grid: [i64; 3], first: u32, second: u32, write: bool) -> SimError {
+    let block = |no: u32| {
+        let b = i64::from(no) - 1;
+        let [x, y, _] = grid;
+        let (x, y) = (x.max(1), y.max(1));
+        format!("({}, {}, {})", b % x, b / x % y, b / (x * y))
+    };
+    let (what, earlier) = if write { ("changes", "read") } else { ("reads", "changed") };
+    let who = if first == MANY { "other blocks".to_string() } else { format!("block {}", block(first)) };
+    format!(
+        "a race between blocks: block {} {what} {name}[{a}], which {who} {earlier} in the same launch; a GPU runs the blocks in any order, so it may see either value (split the kernel there, or keep each block to the elements it writes)",
+        block(second)
+    )
 }
 
 /// Two blocks of one launch writing different values to one word.

@@ -229,6 +229,7 @@ fn run_split(
                     let (was, f) = (to.owner[a], from.data[a]);
                     if was != 0 && to.data[a].to_bits() != f.to_bits() {
                         let name = &prog.mems[k].name;
+                        let (was, o) = (was & !machine::CHANGED, o & !machine::CHANGED);
                         return Err(machine::block_race(name, a, cfg.grid, (was, to.data[a]), (o, f)));
                     }
                     to.owner[a] = o;

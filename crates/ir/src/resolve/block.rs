@@ -449,7 +449,35 @@ impl FuncResolver<'_> {
 
     pub(crate) fn region(&mut self, e: &ast::Expr) -> R<BufferRegion> {
         let (buffer, parts) = match &e.kind {
-            ExprKind::Subscript { value, indices } => (self.buffer_ref(value)?, indices.as_slice()),
+            ExprKind::Subscript { value, indices } => {
+                // A region of a window `X = T.match_buffer(B[region],
+                // shape)` (TVM prints one in a blockized block's inner
+                // block): the same region of `B`, from the window's start.
+                if let ExprKind::Name(n) = &value.kind {
+                    if let Some(super::func::Binding::Region { base, mins, dims }) = self.lookup(n).cloned() {
+                        let parts = super::expr::element_indices(indices);
+                        if parts.len() != dims.len() {
+                            return Err(Diagnostic::at(
+                                e.span,
+                                format!(
+                                    "this window has {} dimension{}, but {} are given",
+                                    dims.len(),
+                                    if dims.len() == 1 { "" } else { "s" },
+                                    parts.len()
+                                ),
+                            ));
+                        }
+                        let mut region: Vec<Range> = mins.iter().map(|m| Range::new(m.clone(), Expr::int(1))).collect();
+                        for (p, &d) in parts.iter().zip(&dims) {
+                            let r = self.region_part(p)?;
+                            let lo = if mins[d].as_int() == Some(0) { r.min } else { mins[d].clone() + r.min };
+                            region[d] = Range::new(lo, r.extent);
+                        }
+                        return Ok(BufferRegion { buffer: base, region });
+                    }
+                }
+                (self.buffer_ref(value)?, indices.as_slice())
+            }
             ExprKind::Name(_) => {
                 let b = self.buffer_ref(e)?;
                 let region = b.shape().iter().map(|d| Range::from_extent(d.clone())).collect();
@@ -463,7 +491,15 @@ impl FuncResolver<'_> {
         }
         let mut region = Vec::new();
         for p in parts {
-            region.push(match &p.kind {
+            region.push(self.region_part(p)?);
+        }
+        Ok(BufferRegion { buffer, region })
+    }
+
+    /// One dimension of a region: `lo:hi` or an index (extent 1).
+    fn region_part(&mut self, p: &ast::Expr) -> R<Range> {
+        Ok({
+            match &p.kind {
                 ExprKind::Slice { lo, hi, step: None } => {
                     let lo = match lo {
                         Some(x) => self.expr(x)?,
@@ -488,9 +524,8 @@ impl FuncResolver<'_> {
                     Range::new(lo, ext)
                 }
                 _ => Range::new(integer(self.expr(p)?, p.span, "an index must be an integer")?, Expr::int(1)),
-            });
-        }
-        Ok(BufferRegion { buffer, region })
+            }
+        })
     }
 }
 

@@ -14,7 +14,7 @@ use crate::expr::{BinOp, Expr, Intrinsic};
 use tirc_parser::ast::{self, Arg, ExprKind, Span};
 
 /// The `T.` functions an expression may call, for suggestions.
-const T_FUNCS: [&str; 26] = [
+const T_FUNCS: [&str; 27] = [
     "T.float32",
     "T.float16",
     "T.int32",
@@ -39,6 +39,7 @@ const T_FUNCS: [&str; 26] = [
     "T.exp",
     "T.sqrt",
     "T.tanh",
+    "T.fma",
     "T.bool",
     "T.uint8",
 ];
@@ -534,6 +535,16 @@ impl FuncResolver<'_> {
                     }
                 }
                 Ok(Expr::Call(Intrinsic::TmaLoad, xs))
+            }
+            // `T.fma(a, b, c)`: a * b + c (the CUDA compiler contracts it
+            // into one fused instruction, as it does TVM's).
+            "fma" => {
+                arity(3)?;
+                let a = self.expr(pos[0])?;
+                let b = self.expr(pos[1])?;
+                let c = self.expr(pos[2])?;
+                let ab = self.binary(ast::BinOp::Mul, a, b, span)?;
+                self.binary(ast::BinOp::Add, ab, c, span)
             }
             // Tests of a float, written with comparisons: a NaN is the one
             // value not equal to itself, and no NaN is below infinity.

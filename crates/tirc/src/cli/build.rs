@@ -33,6 +33,11 @@ pub fn main(a: Args) -> u8 {
         }
     };
     report(&a.common.file, &src, &c.warnings);
+    // Sizes known at run time given with -D: checked as `run` checks them.
+    if let Err(d) = crate::compile::check_given_sizes(&c, &req.defines) {
+        report(&a.common.file, &src, &[d]);
+        return FAIL;
+    }
     let name = a.name.clone().unwrap_or_else(|| c.original.name.clone());
     let file = a.common.file.display().to_string();
     let b = match build(&c, &req, &Options { name: &name, arch: &a.common.arch.arch(), source_file: &file }) {

@@ -61,6 +61,11 @@ pub fn main(a: Args) -> u8 {
         }
     };
     report(&a.common.file, &src, &c.warnings);
+    // Sizes known at run time given with -D: checked as `run` checks them.
+    if let Err(d) = crate::compile::check_given_sizes(&c, &a.common.request().defines) {
+        report(&a.common.file, &src, &[d]);
+        return FAIL;
+    }
     let want = |n: &str| a.print_after_all || a.print_after.iter().any(|p| p == n);
     if a.print_after_all || !a.print_after.is_empty() {
         if want("schedule") {
