@@ -131,6 +131,28 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
                 .help("reorder before fusing the spatial and the reduction loop"));
             }
         }
+        // Two loops of the reduction swapped: each element's steps run in
+        // another order, which only a reduction tirc recognizes (a sum, a
+        // product, a min or max, an argmax) does not see; an update such
+        // as `C = C * 3 + A` would compute something else.
+        let feeds_reduce = |l: &Var| {
+            r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(l))
+        };
+        let mut given = order.iter();
+        let after: Vec<&Var> = chain
+            .iter()
+            .map(|c| if order.contains(&c.var) { given.next().unwrap_or(&c.var) } else { &c.var })
+            .collect();
+        let place = |v: &Var| after.iter().position(|a| *a == v);
+        let steps: Vec<&Var> = chain.iter().map(|c| &c.var).filter(|v| feeds_reduce(v)).collect();
+        let swaps_steps = steps.iter().enumerate().any(|(i, a)| steps[i + 1..].iter().any(|b| place(a) > place(b)));
+        if swaps_steps && crate::common::reduction::reducer(&r.block.body, r.block.init.as_ref()).is_none() {
+            return Err(ScheduleError::new(format!(
+                "block `{}` accumulates with an update that is not a reduction tirc recognizes (a sum, product, min, max or argmax): reordering the loops of its reduction changes the order of its steps, and so its result",
+                r.block.name
+            ))
+            .help("keep the loops of the reduction in their order"));
+        }
         let out = block_buffers(r, false);
         if let Some((other, b)) = blocks
             .iter()
