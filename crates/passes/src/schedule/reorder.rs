@@ -132,9 +132,11 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
             }
         }
         // Two loops of the reduction swapped: each element's steps run in
-        // another order, which only a reduction tirc recognizes (a sum, a
-        // product, a min or max, an argmax) does not see; an update such
-        // as `C = C * 3 + A` would compute something else.
+        // another order. A reduction tirc recognizes (a sum, a product, a
+        // min or max, an argmax) does not see it, nor does an update that
+        // only adds to, subtracts from or selects its element (`C = C - A`,
+        // `C = C + A + B`, a masked sum); one that scales or transforms it
+        // (`C = C * 3 + A`, `C = A - C`) would compute something else.
         let feeds_reduce = |l: &Var| {
             r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(l))
         };
@@ -146,9 +148,12 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         let place = |v: &Var| after.iter().position(|a| *a == v);
         let steps: Vec<&Var> = chain.iter().map(|c| &c.var).filter(|v| feeds_reduce(v)).collect();
         let swaps_steps = steps.iter().enumerate().any(|(i, a)| steps[i + 1..].iter().any(|b| place(a) > place(b)));
-        if swaps_steps && crate::common::reduction::reducer(&r.block.body, r.block.init.as_ref()).is_none() {
+        if swaps_steps
+            && crate::common::reduction::reducer(&r.block.body, r.block.init.as_ref()).is_none()
+            && transforms_its_element(&r.block.body)
+        {
             return Err(ScheduleError::new(format!(
-                "block `{}` accumulates with an update that is not a reduction tirc recognizes (a sum, product, min, max or argmax): reordering the loops of its reduction changes the order of its steps, and so its result",
+                "block `{}` accumulates with an update that scales or transforms what it has accumulated (not a sum, product, min, max or argmax): reordering the loops of its reduction changes the order of its steps, and so its result",
                 r.block.name
             ))
             .help("keep the loops of the reduction in their order"));
@@ -203,4 +208,59 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
 
 fn names(v: &[LoopRV]) -> String {
     v.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether an update in `body` (nested blocks included) reads the element
+/// it writes other than as a term it adds to or subtracts from, a branch
+/// it selects, or an operand of a comparison, a min or a max: under a
+/// product, a division, a call, or negated (`C = C * 3 + A`, `C = A - C`),
+/// where the order of the steps changes the result.
+fn transforms_its_element(body: &Stmt) -> bool {
+    use tirc_ir::{BinOp, Expr};
+    /// Whether `e` reads `b[idx]` in a position other than those above.
+    fn transformed(e: &Expr, b: &tirc_ir::Buffer, idx: &[Expr], free: bool) -> bool {
+        match e {
+            Expr::Load(lb, li)
+                if lb == b
+                    && li.len() == idx.len()
+                    && li.iter().zip(idx).all(|(x, y)| tirc_ir::structural_eq::same_expr(x, y)) =>
+            {
+                !free
+            }
+            Expr::Binary(op, x, y) => match op {
+                BinOp::Add | BinOp::Max | BinOp::Min | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                    transformed(x, b, idx, free) || transformed(y, b, idx, free)
+                }
+                BinOp::Sub => transformed(x, b, idx, free) || transformed(y, b, idx, false),
+                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or => {
+                    transformed(x, b, idx, true) || transformed(y, b, idx, true)
+                }
+                _ => transformed(x, b, idx, false) || transformed(y, b, idx, false),
+            },
+            Expr::Select(c, x, y) => {
+                transformed(c, b, idx, true) || transformed(x, b, idx, free) || transformed(y, b, idx, free)
+            }
+            Expr::Cast(_, x) => transformed(x, b, idx, free),
+            e => {
+                let mut found = false;
+                e.for_each_child(|c| found |= transformed(c, b, idx, false));
+                found
+            }
+        }
+    }
+    let mut stores = Vec::new();
+    body.walk(&mut |s| {
+        if let Stmt::Store { buffer, indices, .. } = s {
+            stores.push((buffer.clone(), indices.clone()));
+        }
+    });
+    let mut found = false;
+    body.walk(&mut |s| {
+        s.for_each_expr(|e| {
+            for (b, idx) in &stores {
+                found |= transformed(e, b, idx, true);
+            }
+        })
+    });
+    found
 }

@@ -41,7 +41,9 @@ pub fn split(sch: &mut Schedule, lp: &LoopRV, factors: &[Option<i64>]) -> Result
         return Err(ScheduleError::bad_argument("split needs at least two factors"));
     }
     if factors.iter().filter(|f| f.is_none()).count() > 1 {
-        return Err(ScheduleError::bad_argument("at most one factor can be None: the others decide it"));
+        return Err(ScheduleError::bad_argument(
+            "at most one factor can be None (or -1, which means the same): the others decide it",
+        ));
     }
     if let Some(bad) = factors.iter().flatten().find(|f| **f <= 0) {
         return Err(ScheduleError::bad_argument(format!("a split factor must be positive, not {bad}")));
