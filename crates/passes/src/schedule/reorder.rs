@@ -82,6 +82,16 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
     let nest = Stmt::For(Box::new(chain[0].clone()));
     let moved = |v: &tirc_ir::Expr| order.iter().any(|o| v.uses(o));
     let blocks = nest.blocks();
+    // Each loop of the nest in its new place (`swapped(a, b)`: `a` comes
+    // after `b` once reordered). Loops not given keep their places, so a
+    // given loop can pass one that is not (`reorder(jk1, i)` on `i, jk0,
+    // jk1` gives `jk1, jk0, i`): every pair of the nest whose order changes
+    // counts.
+    let mut given = order.iter();
+    let after: Vec<&Var> =
+        chain.iter().map(|c| if order.contains(&c.var) { given.next().unwrap_or(&c.var) } else { &c.var }).collect();
+    let place = |v: &Var| after.iter().position(|a| *a == v);
+    let swapped = |a: &Var, b: &Var| place(a) > place(b);
     for r in &blocks {
         for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
             if iv.kind == IterKind::Opaque && moved(v) {
@@ -101,20 +111,10 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         // = f % K`) reordered with another loop of the reduction: an
         // element's steps no longer start at its init (`vk == 0`), which
         // then wipes the steps before it.
-        // Loops not given keep their places, so a given loop can pass one
-        // that is not (`reorder(jk1, i)` on `i, jk0, jk1` gives `jk1, jk0,
-        // i`): every pair of the nest whose order changes counts.
         if r.block.init.is_some() {
             let feeds = |l: &Var, kind: IterKind| {
                 r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == kind && v.uses(l))
             };
-            let mut given = order.iter();
-            let after: Vec<&Var> = chain
-                .iter()
-                .map(|c| if order.contains(&c.var) { given.next().unwrap_or(&c.var) } else { &c.var })
-                .collect();
-            let place = |v: &Var| after.iter().position(|a| *a == v);
-            let swapped = |a: &Var, b: &Var| place(a) > place(b);
             let before: Vec<&Var> = chain.iter().map(|c| &c.var).filter(|v| feeds(v, IterKind::Reduce)).collect();
             let fused = before.iter().enumerate().find_map(|(i, a)| {
                 before[i + 1..]
@@ -140,14 +140,8 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         let feeds_reduce = |l: &Var| {
             r.block.iter_vars.iter().zip(&r.iter_values).any(|(iv, v)| iv.kind == IterKind::Reduce && v.uses(l))
         };
-        let mut given = order.iter();
-        let after: Vec<&Var> = chain
-            .iter()
-            .map(|c| if order.contains(&c.var) { given.next().unwrap_or(&c.var) } else { &c.var })
-            .collect();
-        let place = |v: &Var| after.iter().position(|a| *a == v);
         let steps: Vec<&Var> = chain.iter().map(|c| &c.var).filter(|v| feeds_reduce(v)).collect();
-        let swaps_steps = steps.iter().enumerate().any(|(i, a)| steps[i + 1..].iter().any(|b| place(a) > place(b)));
+        let swaps_steps = steps.iter().enumerate().any(|(i, a)| steps[i + 1..].iter().any(|b| swapped(a, b)));
         if swaps_steps
             && crate::common::reduction::reducer(&r.block.body, r.block.init.as_ref()).is_none()
             && transforms_its_element(&r.block.body)
