@@ -304,6 +304,17 @@ fn header(
     Ok(h)
 }
 
+/// The run-time sizes as `long long` in C, for what a launcher computes of
+/// them in 64 bits: copies of each (`tirc_size_n = n`), then, in a scope
+/// within, each name over its copy, so that the kernels' expressions of
+/// the sizes can be written as they are.
+fn sizes_as_long_long(sizes: &[(String, DType)]) -> (String, String) {
+    let copies: Vec<String> = sizes.iter().map(|(n, _)| format!("const long long tirc_size_{n} = {n};")).collect();
+    let wide: Vec<String> =
+        sizes.iter().map(|(n, _)| format!("const long long {n} = tirc_size_{n}; (void){n};")).collect();
+    (copies.join(" "), wide.join(" "))
+}
+
 fn launcher(
     name: &str,
     kernels: &[&CudaKernel],
@@ -338,14 +349,9 @@ fn launcher(
         let terms: Vec<String> =
             kernels.iter().flat_map(|k| &k.extent_terms).map(|t| format!("({t}) > 2147483647LL")).collect();
         if !terms.is_empty() {
-            let copies: Vec<String> =
-                sizes.iter().map(|(n, _)| format!("const long long tirc_size_{n} = {n};")).collect();
-            let wide: Vec<String> =
-                sizes.iter().map(|(n, _)| format!("const long long {n} = tirc_size_{n}; (void){n};")).collect();
+            let (copies, wide) = sizes_as_long_long(sizes);
             s += &format!(
-                "  {{\n    {}\n    {{\n      {}\n      if ({}) return cudaErrorInvalidValue;\n    }}\n  }}\n",
-                copies.join(" "),
-                wide.join(" "),
+                "  {{\n    {copies}\n    {{\n      {wide}\n      if ({}) return cudaErrorInvalidValue;\n    }}\n  }}\n",
                 terms.join(" || ")
             );
         }
@@ -395,14 +401,9 @@ fn launcher(
         // sizes as `long long`, and checked against CUDA's limits.
         let dynamic_grid = g.iter().any(|e| e.parse::<i64>().is_err());
         let g: Vec<String> = if dynamic_grid {
-            let copies: Vec<String> =
-                sizes.iter().map(|(n, _)| format!("const long long tirc_size_{n} = {n};")).collect();
-            let wide: Vec<String> =
-                sizes.iter().map(|(n, _)| format!("const long long {n} = tirc_size_{n}; (void){n};")).collect();
+            let (copies, wide) = sizes_as_long_long(sizes);
             s += &format!(
-                "  {{\n    long long tirc_grid[3];\n    {{\n      {}\n      {{\n        {}\n        tirc_grid[0] = {}; tirc_grid[1] = {}; tirc_grid[2] = {};\n      }}\n    }}\n",
-                copies.join(" "),
-                wide.join(" "),
+                "  {{\n    long long tirc_grid[3];\n    {{\n      {copies}\n      {{\n        {wide}\n        tirc_grid[0] = {}; tirc_grid[1] = {}; tirc_grid[2] = {};\n      }}\n    }}\n",
                 g[0],
                 g[1],
                 g[2]

@@ -88,6 +88,27 @@ impl Mem {
         }
     }
 
+    /// Records that block `me` reads word `a` (where reads are checked
+    /// across blocks, `reader`): `Err` with the other block that changed it
+    /// in this launch.
+    #[inline(always)]
+    fn note_read(&mut self, a: usize, me: u32) -> Result<(), u32> {
+        if self.reader.is_empty() {
+            return Ok(());
+        }
+        let o = self.owner[a];
+        if o & CHANGED != 0 && o & !CHANGED != me {
+            return Err(o & !CHANGED);
+        }
+        let r = &mut self.reader[a];
+        if *r == 0 {
+            *r = me;
+        } else if *r != me {
+            *r = MANY;
+        }
+        Ok(())
+    }
+
     /// Global memory whose accesses are checked for races among the
     /// threads of a block, as shared memory's are.
     pub(super) fn global_checked(data: Vec<f64>) -> Mem {
@@ -243,21 +264,7 @@ impl<'p> Machine<'p> {
     #[inline(always)]
     fn read_across(&mut self, mi: usize, a: usize) -> R {
         let me = self.block_no;
-        let m = &mut self.mems[mi];
-        if m.reader.is_empty() {
-            return Ok(());
-        }
-        let o = m.owner[a];
-        if o & CHANGED != 0 && o & !CHANGED != me {
-            return Err(order_race(&self.prog.mems[mi].name, a, self.grid, o & !CHANGED, me, false));
-        }
-        let r = &mut m.reader[a];
-        if *r == 0 {
-            *r = me;
-        } else if *r != me {
-            *r = MANY;
-        }
-        Ok(())
+        self.mems[mi].note_read(a, me).map_err(|o| order_race(&self.prog.mems[mi].name, a, self.grid, o, me, false))
     }
 
     fn next_epoch(&mut self) {
@@ -1047,19 +1054,9 @@ impl<'p> Machine<'p> {
                                 break;
                             }
                         }
-                        if !m.reader.is_empty() {
-                            let o = m.owner[a];
-                            if o & CHANGED != 0 && o & !CHANGED != me {
-                                failed =
-                                    Some(order_race(&self.prog.mems[mi].name, a, self.grid, o & !CHANGED, me, false));
-                                break;
-                            }
-                            let r = &mut m.reader[a];
-                            if *r == 0 {
-                                *r = me;
-                            } else if *r != me {
-                                *r = MANY;
-                            }
+                        if let Err(o) = m.note_read(a, me) {
+                            failed = Some(order_race(&self.prog.mems[mi].name, a, self.grid, o, me, false));
+                            break;
                         }
                     }
                     _ => {
@@ -1525,18 +1522,21 @@ fn from_warp(warp: &[f64; 256]) -> [f64; 256] {
     out
 }
 
+/// Block `no` of a launch (its number plus 1) as `(x, y, z)`.
+fn block_name(no: u32, grid: [i64; 3]) -> String {
+    let b = i64::from(no) - 1;
+    let [x, y, _] = grid;
+    let (x, y) = (x.max(1), y.max(1));
+    format!("({}, {}, {})", b % x, b / x % y, b / (x * y))
+}
+
 /// A word one block of a launch reads and another changes: a GPU runs the
 /// blocks in any order, so the read may see either value. `write`: the
 /// second block's write comes after the first's read here (else its read
 /// after the first's write).
 #[cold]
 pub(super) fn order_race(name: &str, a: usize, grid: [i64; 3], first: u32, second: u32, write: bool) -> SimError {
-    let block = |no: u32| {
-        let b = i64::from(no) - 1;
-        let [x, y, _] = grid;
-        let (x, y) = (x.max(1), y.max(1));
-        format!("({}, {}, {})", b % x, b / x % y, b / (x * y))
-    };
+    let block = |no: u32| block_name(no, grid);
     let (what, earlier) = if write { ("changes", "read") } else { ("reads", "changed") };
     let who = if first == MANY { "other blocks".to_string() } else { format!("block {}", block(first)) };
     format!(
@@ -1548,12 +1548,7 @@ pub(super) fn order_race(name: &str, a: usize, grid: [i64; 3], first: u32, secon
 /// Two blocks of one launch writing different values to one word.
 #[cold]
 pub(super) fn block_race(name: &str, a: usize, grid: [i64; 3], first: (u32, f64), second: (u32, f64)) -> SimError {
-    let block = |no: u32| {
-        let b = i64::from(no) - 1;
-        let [x, y, _] = grid;
-        let (x, y) = (x.max(1), y.max(1));
-        format!("({}, {}, {})", b % x, b / x % y, b / (x * y))
-    };
+    let block = |no: u32| block_name(no, grid);
     format!(
         "a race between blocks: blocks {} and {} both write {name}[{a}], with different values ({} and {}); a GPU keeps whichever lands last",
         block(first.0),
