@@ -621,3 +621,97 @@ def s(sch):
     assert!(cu.contains("(n * m + 95) > 2147483647LL"), "{cu}");
     assert!(cu.contains("const long long m = tirc_size_m;"), "{cu}");
 }
+
+/// The launcher checks, when it is called, what `tirc run` checks when it
+/// binds the sizes: every access inside its buffer. `range(n)` over
+/// buffers of 64 elements is refused at n = 100 (it would write past `B`);
+/// an access whose dimension is itself a size (`C[vi, vj]` of `(m, n)`)
+/// is checked as it is (always true); a constant access is not repeated.
+#[test]
+fn the_launcher_checks_accesses_of_run_time_sizes_inside_their_buffers() {
+    let src = r#"
+@T.prim_func
+def f(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (64,), "float32")
+    B = T.match_buffer(b, (64,), "float32")
+    for i in range(n):
+        with T.block("B"):
+            vi = T.axis.spatial(n, i)
+            B[vi] = A[vi + 3 - 3] * T.float32(2) + A[0]
+
+@tirc.schedule("f")
+def s(sch):
+    (i,) = sch.get_loops(sch.get_block("B"))
+    b, t = sch.split(i, factors=[None, 32])
+    sch.bind(b, "blockIdx.x")
+    sch.bind(t, "threadIdx.x")
+"#;
+    let req = Request { schedule: Some("s".into()), ..Request::default() };
+    let c = compile(src, &req).unwrap_or_else(|e| panic!("{}", e[0].message));
+    let o = tirc::export::Options { name: "f", arch: "sm_90", source_file: "f.tir" };
+    let b = tirc::export::build(&c, &req, &o).unwrap_or_else(|e| panic!("{e}"));
+    let (_, cu) = b.files.iter().find(|(n, _)| n.ends_with(".cu")).expect("a .cu file");
+    let cu = String::from_utf8_lossy(cu);
+    // One condition for `B[vi]` and `A[vi + 3 - 3]` (the same bounds).
+    assert!(cu.contains("(((long long)(n - 1))) >= (64) /* B[vi] */"), "{cu}");
+    assert_eq!(cu.matches(">= (64)").count(), 1, "{cu}");
+    assert!(!cu.contains("/* A[0] */"), "{cu}");
+    // The same function at n = 100 is refused by `run` (`bind_sizes`).
+    let err = c.clone().bind_sizes(&[("n".into(), 100)]).err().expect("n = 100 refused");
+    assert!(err.message.contains("outside its extent 64"), "{}", err.message);
+    assert!(c.bind_sizes(&[("n".into(), 64)]).is_ok());
+}
+
+/// The two branches of a kernel `loop_partition` split (the interior tile
+/// and the edge) never run in one block together: their shared tiles share
+/// the dynamic array, which holds the larger branch's, not the sum (a
+/// helper found a kernel asking for 307296 bytes, past the H100's 232448,
+/// where 153648 do). Where the branches' tiles would be static arrays in
+/// two scopes, which the compiler lays out one after the other, the sum
+/// decides whether they go dynamic.
+#[test]
+fn the_branches_of_a_partitioned_kernel_share_their_shared_memory() {
+    let src = r#"
+N = 50000
+
+@T.prim_func
+def conv1d(A: T.Buffer((N + 4,), "float32"), W: T.Buffer((5,), "float32"), B: T.Buffer((N,), "float32")):
+    for i, r in T.grid(N, 5):
+        with T.block("B"):
+            vi, vr = T.axis.remap("SR", [i, r])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi + vr] * W[vr]
+
+@tirc.schedule("conv1d")
+def s(sch, E=30):
+    blk = sch.get_block("B")
+    i, r = sch.get_loops(blk)
+    bo, t, e = sch.split(i, factors=[None, 256, E])
+    sch.bind(bo, "blockIdx.x")
+    sch.bind(t, "threadIdx.x")
+    for index in [0, 1]:
+        tile = sch.cache_read(blk, index, "shared")
+        sch.compute_at(tile, bo)
+        l, = sch.get_loops(tile)[-1:]
+        _, tx = sch.split(l, factors=[None, 256])
+        sch.bind(tx, "threadIdx.x")
+"#;
+    // E = 150: a tile of 38404 floats and one of 5, in each branch.
+    let c = compile(
+        src,
+        &Request { schedule: Some("s".into()), params: vec![("E".into(), "150".into())], ..Request::default() },
+    )
+    .unwrap_or_else(|e| panic!("{}", e[0].message));
+    let k = &c.kernels[0].cuda;
+    assert!(k.source.contains("} else {"), "not partitioned:\n{}", k.source);
+    assert_eq!(k.dynamic_shared_bytes, 38404 * 4 + 32, "{}", k.source);
+    assert_eq!(k.source.matches("reinterpret_cast<float*>(tirc_dyn_smem + 0)").count(), 2, "{}", k.source);
+    // E = 30: 7684 floats a branch, 61 KB in two static scopes: dynamic,
+    // 30 KB.
+    let c = compile(src, &Request { schedule: Some("s".into()), ..Request::default() })
+        .unwrap_or_else(|e| panic!("{}", e[0].message));
+    let k = &c.kernels[0].cuda;
+    assert_eq!(k.dynamic_shared_bytes, 7684 * 4 + 32, "{}", k.source);
+    assert!(!k.source.contains("__shared__ __align__(16) float A_shared"), "{}", k.source);
+}

@@ -739,3 +739,39 @@ def f(A: T.Buffer((8,), \"float32\"), B: T.Buffer((8,), \"float32\")):
     let (e, tol) = tirc::verify::sim_check(&reference, &skips_last, 3).unwrap_or_else(|m| panic!("{m}"));
     assert!(e.non_finite == 1 && e.rel_err > tol, "an unwritten element passed: {e:?}");
 }
+
+/// Two threads of one block writing different values to one word of a
+/// global buffer between two barriers race: the GPU keeps whichever lands
+/// last (a helper's `B[vi % 32] = A[vi]` over 256 threads, which the
+/// simulator's order made pass). Writing the same value (every thread
+/// storing one result) is no race, nor is one thread writing a word
+/// twice, nor two threads writing it across a barrier.
+#[test]
+fn threads_of_a_block_writing_one_word_race() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((8,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[tx % 8] = A[tx]
+"#;
+    let args = || [iota(64), HostData::F32(vec![0.0; 8])];
+    let mut a = args();
+    let e = sim(src, &mut a).unwrap_err();
+    assert!(
+        e.contains("a race between threads: threads (0, 0, 0) and (8, 0, 0) of block (0, 0, 0) both write B[0] since the last barrier, with different values (0 and 8)"),
+        "{e}"
+    );
+    let same = src.replace("A[tx]", "A[tx % 8]");
+    let mut a = args();
+    sim(&same, &mut a).unwrap();
+    assert_eq!(values(&a[1])[3], 3.0);
+    let own = src
+        .replace("B[tx % 8] = A[tx]", "B[tx % 8] = A[tx]\n    B[tx % 8] = A[tx] * T.float32(2)")
+        .replace("64)", "8)");
+    let mut a = args();
+    sim(&own, &mut a).unwrap();
+    let across = src.replace("B[tx % 8] = A[tx]", "if tx < 8:\n        B[tx] = A[tx]\n    T.tvm_storage_sync(\"shared\")\n    if tx >= 56:\n        B[tx - 56] = A[tx]");
+    let mut a = args();
+    sim(&across, &mut a).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(values(&a[1])[1], 57.0);
+}

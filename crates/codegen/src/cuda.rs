@@ -525,9 +525,21 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
     // from one dynamic array, each buffer at a 16-byte aligned offset.
     // (A warp-specialized kernel's mbarriers, two a tile version, are
     // static shared memory beside them.)
+    // The branches of a partitioned kernel share the dynamic array; their
+    // static arrays, in two scopes, the compiler lays out one after the
+    // other: what decides is the sum.
     let (offsets, total) = tirc_ir::launch::shared_layout(&f.body);
     let barriers = tirc_ir::launch::mbarrier_bytes(&f.body);
-    let dynamic_shared_bytes = if total + barriers > STATIC_SHARED_LIMIT {
+    let mut declared = 0;
+    f.body.walk(&mut |s| {
+        if let Stmt::Allocate { buffer, .. } = s {
+            if buffer.scope() == Scope::Shared {
+                declared +=
+                    (buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes()).div_ceil(16) * 16;
+            }
+        }
+    });
+    let dynamic_shared_bytes = if declared.max(total) + barriers > STATIC_SHARED_LIMIT {
         g.dynamic = offsets;
         if barriers > 0 {
             // The mbarriers go with the tiles, after them.
@@ -1073,6 +1085,191 @@ pub fn sanitize(s: &str) -> String {
     o
 }
 
+/// Whether `n` is a name a kernel cannot give a buffer or variable of the
+/// user's: a C++ keyword, a CUDA qualifier, type, built-in variable or
+/// macro, a math function the emitter calls (`expf` for `T.exp` on
+/// float32, `fmaxf`, `min`), a name of tirc's own helpers (`tirc_`), or a
+/// name the compiler reserves (`__x`, `_X`).
+fn reserved(n: &str) -> bool {
+    const WORDS: &[&str] = &[
+        // C++17 keywords and alternative tokens.
+        "alignas",
+        "alignof",
+        "and",
+        "and_eq",
+        "asm",
+        "auto",
+        "bitand",
+        "bitor",
+        "bool",
+        "break",
+        "case",
+        "catch",
+        "char",
+        "char16_t",
+        "char32_t",
+        "char8_t",
+        "class",
+        "compl",
+        "concept",
+        "const",
+        "const_cast",
+        "consteval",
+        "constexpr",
+        "constinit",
+        "continue",
+        "co_await",
+        "co_return",
+        "co_yield",
+        "decltype",
+        "default",
+        "delete",
+        "do",
+        "double",
+        "dynamic_cast",
+        "else",
+        "enum",
+        "explicit",
+        "export",
+        "extern",
+        "false",
+        "float",
+        "for",
+        "friend",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "mutable",
+        "namespace",
+        "new",
+        "noexcept",
+        "not",
+        "not_eq",
+        "nullptr",
+        "operator",
+        "or",
+        "or_eq",
+        "private",
+        "protected",
+        "public",
+        "register",
+        "reinterpret_cast",
+        "requires",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "static_assert",
+        "static_cast",
+        "struct",
+        "switch",
+        "template",
+        "this",
+        "thread_local",
+        "throw",
+        "true",
+        "try",
+        "typedef",
+        "typeid",
+        "typename",
+        "union",
+        "unsigned",
+        "using",
+        "virtual",
+        "void",
+        "volatile",
+        "wchar_t",
+        "while",
+        "xor",
+        "xor_eq",
+        // CUDA's built-in variables and types, and what the runtime headers
+        // and tirc's launchers name.
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "warpSize",
+        "dim3",
+        "half",
+        "nv_bfloat16",
+        "nv_bfloat162",
+        "cudaStream_t",
+        "cudaError_t",
+        "cudaSuccess",
+        "stream",
+        "err",
+        "done",
+        "size_t",
+        "ptrdiff_t",
+        "int8_t",
+        "int16_t",
+        "int32_t",
+        "int64_t",
+        "uint8_t",
+        "uint16_t",
+        "uint32_t",
+        "uint64_t",
+        "NULL",
+        "assert",
+        "printf",
+        "malloc",
+        "free",
+        "memcpy",
+        "memset",
+        "std",
+        "main",
+        "isfinite",
+        "isnan",
+        "isinf",
+        "signbit",
+        "min",
+        "max",
+        "abs",
+        "fminf",
+        "fmaxf",
+        "fmin",
+        "fmax",
+        "fabsf",
+        "fmaf",
+        "fma",
+    ];
+    if WORDS.contains(&n) || n.starts_with("tirc_") || n.starts_with("__") {
+        return true;
+    }
+    let mut chars = n.chars();
+    if chars.next() == Some('_') && chars.next().is_some_and(|c| c.is_ascii_uppercase()) {
+        return true;
+    }
+    // Vector types: `float4`, `uint2`, `longlong1`, `half2`.
+    const VECTORS: &[&str] = &[
+        "char",
+        "uchar",
+        "short",
+        "ushort",
+        "int",
+        "uint",
+        "long",
+        "ulong",
+        "longlong",
+        "ulonglong",
+        "float",
+        "double",
+        "half",
+        "bfloat",
+    ];
+    if let Some(base) = n.strip_suffix(['1', '2', '3', '4']) {
+        if VECTORS.contains(&base) {
+            return true;
+        }
+    }
+    // The math functions `T.exp` and the like become, and their float32
+    // forms (`exp`, `expf`).
+    Intrinsic::ALL.into_iter().any(|i| n == i.name() || n.strip_suffix('f') == Some(i.name()))
+}
+
 /// The C type of an element of `t` in generated CUDA.
 /// A flat tile's element offset and row stride.
 fn flat_tile(t: &Tile) -> Result<(Expr, Expr), Diagnostic> {
@@ -1253,54 +1450,19 @@ fn float_lit(v: f64, t: DType) -> String {
 }
 
 impl Gen {
+    /// A name for a variable or buffer of the IR, `base` where it is free
+    /// and not `reserved`, else `base_1`, `base_2`, ... (no suffixed name
+    /// is a word of C++ or a name the emitter writes).
     fn fresh(&mut self, base: &str) -> String {
         let base = sanitize(base);
-        let mut n = base.clone();
+        self.fresh_from(&base, reserved(&base))
+    }
+
+    /// `base` where it is free (and `taken` is false), else suffixed.
+    fn fresh_from(&mut self, base: &str, taken: bool) -> String {
+        let mut n = base.to_string();
         let mut i = 1;
-        while self.taken.contains(&n)
-            || matches!(
-                n.as_str(),
-                "int"
-                    | "float"
-                    | "double"
-                    | "char"
-                    | "if"
-                    | "for"
-                    | "do"
-                    | "new"
-                    | "delete"
-                    | "this"
-                    | "case"
-                    | "default"
-                    | "long"
-                    | "short"
-                    | "unsigned"
-                    | "signed"
-                    | "half"
-                    | "return"
-                    | "while"
-                    | "else"
-                    | "switch"
-                    | "break"
-                    | "continue"
-                    | "const"
-                    | "static"
-                    | "struct"
-                    | "void"
-                    | "bool"
-                    | "true"
-                    | "false"
-                    | "auto"
-                    | "threadIdx"
-                    | "blockIdx"
-                    | "blockDim"
-                    | "gridDim"
-                    | "warpSize"
-                    | "dim3"
-                    | "stream"
-                    | "err"
-            )
-        {
+        while (taken && i == 1) || self.taken.contains(&n) {
             n = format!("{base}_{i}");
             i += 1;
         }
@@ -1895,7 +2057,8 @@ impl Gen {
         let it = self.index_type;
         self.line(ind, &format!("for ({it} {k} = {min}; {k} < {end}; ++{k}) {{"));
         self.an.bind_range(&l.var, &l.min, &l.extent);
-        let s = self.fresh("tirc_s");
+        // tirc's own name: not reserved from itself.
+        let s = self.fresh_from("tirc_s", false);
         self.line(ind + 1, &format!("const int {s} = ({k} - {min}) % {versions};"));
         Ok((k, min, s))
     }

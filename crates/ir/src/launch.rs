@@ -164,22 +164,47 @@ pub fn launch_config(f: &PrimFunc) -> LaunchConfig {
 
 /// The kernel's shared memory as one array: each shared allocation of the
 /// body at its offset, aligned as `shared_alignment` says, in order of
-/// appearance; and the total
-/// bytes. (Code generation lays out dynamic shared memory so, and
-/// `extract_launch` checks the total against the target.)
+/// appearance; and the total bytes. The two branches of an `if` (the
+/// interior and the edge versions of a partitioned kernel) never run in
+/// one block together: each lays out its buffers from where the `if`
+/// starts, and the total is the larger branch's. A buffer met again (the
+/// same tile in both branches) keeps its first offset. (Code generation
+/// lays out dynamic shared memory so, and `extract_launch` checks the
+/// total against the target.)
 pub fn shared_layout(body: &crate::Stmt) -> (Vec<(crate::Buffer, usize)>, usize) {
-    let mut layout = Vec::new();
-    let mut total = 0usize;
-    let tma = tma_destinations(body);
-    body.walk(&mut |s| {
-        if let crate::Stmt::Allocate { buffer, .. } = s {
-            if buffer.scope() == crate::Scope::Shared {
+    /// Lays out the allocations of `s` from byte `start`; the end of the
+    /// furthest.
+    fn lay(s: &crate::Stmt, start: usize, tma: &[crate::Buffer], layout: &mut Vec<(crate::Buffer, usize)>) -> usize {
+        match s {
+            crate::Stmt::Allocate { buffer, body } if buffer.scope() == crate::Scope::Shared => {
                 let bytes = buffer.num_elements().unwrap_or(0).max(0) as usize * buffer.dtype().bytes();
-                total = total.div_ceil(shared_alignment(buffer, &tma)) * shared_alignment(buffer, &tma);
-                layout.push((buffer.clone(), total));
-                total += bytes.div_ceil(16) * 16;
+                let at = match layout.iter().find(|(b, _)| b == buffer) {
+                    Some((_, at)) => *at,
+                    None => {
+                        let align = shared_alignment(buffer, tma);
+                        let at = start.div_ceil(align) * align;
+                        layout.push((buffer.clone(), at));
+                        at
+                    }
+                };
+                let after = start.max(at + bytes.div_ceil(16) * 16);
+                lay(body, after, tma, layout).max(after)
+            }
+            crate::Stmt::If { then, orelse, .. } => {
+                let a = lay(then, start, tma, layout);
+                orelse.as_ref().map_or(a, |e| a.max(lay(e, start, tma, layout)))
+            }
+            _ => {
+                // One statement after another (or nested): one after the
+                // other in memory.
+                let mut end = start;
+                s.for_each_child(|c| end = lay(c, end, tma, layout));
+                end
             }
         }
-    });
+    }
+    let tma = tma_destinations(body);
+    let mut layout = Vec::new();
+    let total = lay(body, 0, &tma, &mut layout);
     (layout, total)
 }

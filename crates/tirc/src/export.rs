@@ -169,7 +169,7 @@ pub fn build(c: &Compiled, req: &Request, o: &Options) -> Result<Build, String> 
     let source = format!(
         "// {name}.cu: {}\n// nvcc compiles the kernels and the launcher; NVRTC the kernels only.\n{device}\n{}",
         provenance(c, req, o),
-        launcher(&name, &kernels, &args, &intermediates, &sizes, &names, &signature)?
+        launcher(&name, &kernels, &args, &intermediates, &LaunchSizes::of(f, &sizes, &names), &signature)?
     );
     let mut files =
         vec![(format!("{name}.cu"), source.clone().into_bytes()), (format!("{name}.h"), header.into_bytes())];
@@ -315,15 +315,45 @@ fn sizes_as_long_long(sizes: &[(String, DType)]) -> (String, String) {
     (copies.join(" "), wide.join(" "))
 }
 
+/// The run-time sizes as the launcher has them: their C names and types,
+/// each size's name in C, and the conditions on them that keep every
+/// access of the function inside its buffer (C of the sizes as `long
+/// long`, each true where an access would leave its buffer).
+struct LaunchSizes<'a> {
+    sizes: &'a [(String, DType)],
+    names: &'a Names,
+    outside: Vec<String>,
+}
+
+impl<'a> LaunchSizes<'a> {
+    /// `f`'s sizes, with the conditions of its accesses whose bounds
+    /// depend on them (`tirc_ir::resolve::sized_accesses`): what `tirc run`
+    /// checks when it binds the sizes. An access whose bounds have no C
+    /// form is left out.
+    fn of(f: &tirc_ir::PrimFunc, sizes: &'a [(String, DType)], names: &'a Names) -> Self {
+        let mut outside = Vec::new();
+        for a in tirc_ir::resolve::sized_accesses(f) {
+            let c = |e: &Expr| c_size_expr(e, names).ok();
+            let (Some(least), Some(greatest), Some(extent)) = (c(&a.least), c(&a.greatest), c(&a.extent)) else {
+                continue;
+            };
+            let low =
+                if a.least.as_int().is_some_and(|x| x >= 0) { String::new() } else { format!("({least}) < 0 || ") };
+            outside.push(format!("{low}({greatest}) >= ({extent}) /* {} */", a.access.replace("*/", "* /")));
+        }
+        LaunchSizes { sizes, names, outside }
+    }
+}
+
 fn launcher(
     name: &str,
     kernels: &[&CudaKernel],
     args: &[Arg],
     intermediates: &[Arg],
-    sizes: &[(String, DType)],
-    names: &Names,
+    run_time: &LaunchSizes,
     sig: &str,
 ) -> Result<String, String> {
+    let (sizes, names) = (run_time.sizes, run_time.names);
     let mut s = format!("#ifndef __CUDACC_RTC__\n#include \"{name}.h\"\n\n");
     if kernels.iter().any(|k| !k.tensor_maps.is_empty()) {
         s += TENSOR_MAP_ENCODER;
@@ -346,8 +376,14 @@ fn launcher(
         // Each step of an extent of the sizes within int, in which the
         // kernels compute it (computed here in 64 bits, the sizes as
         // `long long`, as the grid below).
-        let terms: Vec<String> =
-            kernels.iter().flat_map(|k| &k.extent_terms).map(|t| format!("({t}) > 2147483647LL")).collect();
+        // And every access of the function inside its buffer at these
+        // sizes (`range(n)` over a buffer of 64 elements).
+        let terms: Vec<String> = kernels
+            .iter()
+            .flat_map(|k| &k.extent_terms)
+            .map(|t| format!("({t}) > 2147483647LL"))
+            .chain(run_time.outside.iter().cloned())
+            .collect();
         if !terms.is_empty() {
             let (copies, wide) = sizes_as_long_long(sizes);
             s += &format!(

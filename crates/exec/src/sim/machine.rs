@@ -48,6 +48,12 @@ pub(super) struct Mem {
     /// blocks: the block that read each word (`MANY` for several; 0 for
     /// none). Empty where unchecked.
     pub reader: Vec<u32>,
+    /// For a global buffer whose words threads of a block do not pass to
+    /// each other (not race-checked as shared memory is), checked among the
+    /// threads of a block: the barrier interval (`Machine::epoch`, in the
+    /// high 32 bits) and the thread that last wrote each word. Empty where
+    /// unchecked.
+    pub writer: Vec<u64>,
 }
 
 /// `Mem::owner`'s mark of a word a write of the launch changed.
@@ -66,6 +72,7 @@ impl Mem {
             swizzle: (0, 1),
             owner: Vec::new(),
             reader: Vec::new(),
+            writer: Vec::new(),
         }
     }
 
@@ -75,7 +82,16 @@ impl Mem {
         let mut c = if m.shared { Mem::global_checked(m.data.clone()) } else { Mem::global(m.data.clone()) };
         c.owner = m.owner.clone();
         c.reader = m.reader.clone();
+        c.writer = m.writer.clone();
         c
+    }
+
+    /// Checks this memory's writes among the threads of each block: two
+    /// threads writing different values to one word between two barriers.
+    pub(super) fn check_threads(&mut self) {
+        if !self.shared {
+            self.writer = vec![0; self.data.len()];
+        }
     }
 
     /// Checks this memory's writes across the blocks of a launch, and, for
@@ -123,6 +139,7 @@ impl Mem {
             swizzle: (0, 1),
             owner: Vec::new(),
             reader: Vec::new(),
+            writer: Vec::new(),
         }
     }
 }
@@ -228,14 +245,31 @@ impl<'p> Machine<'p> {
     /// the write): another block's write of a different value to it in this
     /// launch is a race, which a GPU resolves by whichever lands last and
     /// the simulator, running the blocks one after another, would not see.
+    /// Thread `t` writing it: another thread of the block that wrote a
+    /// different value to it since the last barrier races with it.
     #[inline(always)]
-    fn claim(&mut self, mi: usize, a: usize, v: f64) -> R {
+    fn claim(&mut self, mi: usize, a: usize, v: f64, t: u32) -> R {
+        let m = &mut self.mems[mi];
+        let differs = m.data[a].to_bits() != v.to_bits();
+        if !m.writer.is_empty() {
+            let (w, epoch) = (m.writer[a], u64::from(self.epoch));
+            if w >> 32 == epoch && w as u32 != t && differs {
+                let (first, second) = (self.show(w as u32), self.show(t));
+                let m = &self.mems[mi];
+                return Err(format!(
+                    "a race between threads: threads {first} and {second} of block {} both write {}[{a}] since the last barrier, with different values ({} and {v}); a GPU keeps whichever lands last",
+                    block_name(self.block_no, self.grid),
+                    self.prog.mems[mi].name,
+                    m.data[a]
+                ));
+            }
+            self.mems[mi].writer[a] = epoch << 32 | u64::from(t);
+        }
         let m = &mut self.mems[mi];
         if m.owner.is_empty() {
             return Ok(());
         }
         let o = m.owner[a];
-        let differs = m.data[a].to_bits() != v.to_bits();
         if o & !CHANGED != 0 && o & !CHANGED != self.block_no && differs {
             return Err(block_race(
                 &self.prog.mems[mi].name,
@@ -271,8 +305,11 @@ impl<'p> Machine<'p> {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             // Stamps of 2^32 intervals ago could match again: forget them.
-            for m in self.mems.iter_mut().filter(|m| m.shared) {
-                m.race.reset(m.data.len());
+            for m in self.mems.iter_mut() {
+                if m.shared {
+                    m.race.reset(m.data.len());
+                }
+                m.writer.iter_mut().for_each(|w| *w = 0);
             }
             self.epoch = 1;
         }
@@ -491,14 +528,19 @@ impl<'p> Machine<'p> {
                     // The common case, one tight loop: addresses checked,
                     // then stored.
                     self.addresses(*mem, &mut idx, act)?;
-                    if !self.mems[*mem].owner.is_empty() {
-                        for (&a, &v) in idx.iter().zip(&vals) {
-                            self.claim(*mem, a as usize, v)?;
+                    let m = &self.mems[*mem];
+                    if !m.owner.is_empty() || !m.writer.is_empty() {
+                        // Each write checked against what the writes
+                        // before it left (lanes of one store included).
+                        for ((&a, &v), &t) in idx.iter().zip(&vals).zip(act) {
+                            self.claim(*mem, a as usize, v, t)?;
+                            self.mems[*mem].data[a as usize] = v;
                         }
-                    }
-                    let data = &mut self.mems[*mem].data;
-                    for (&a, &v) in idx.iter().zip(&vals) {
-                        data[a as usize] = v;
+                    } else {
+                        let data = &mut self.mems[*mem].data;
+                        for (&a, &v) in idx.iter().zip(&vals) {
+                            data[a as usize] = v;
+                        }
                     }
                 } else {
                     for ((&i, &v), &t) in idx.iter().zip(&vals).zip(act) {
@@ -509,7 +551,7 @@ impl<'p> Machine<'p> {
                         if *cp_async {
                             self.open[t as usize].push((*mem, a, v));
                         } else {
-                            self.claim(*mem, a, v)?;
+                            self.claim(*mem, a, v, t)?;
                             self.mems[*mem].data[a] = v;
                         }
                     }
@@ -785,7 +827,7 @@ impl<'p> Machine<'p> {
                     let v = tile_product(&acc, |r, x| a[r * T + x], bt, w.round);
                     for (&ad, &x) in tile.iter().zip(&to_warp(&v)) {
                         self.touch(w.tiles[j].mem, ad, leader, Some(x))?;
-                        self.claim(w.tiles[j].mem, ad, x)?;
+                        self.claim(w.tiles[j].mem, ad, x, leader)?;
                         self.mems[w.tiles[j].mem].data[ad] = x;
                     }
                 }
@@ -825,7 +867,7 @@ impl<'p> Machine<'p> {
             };
             for (&a, &v) in addr[0].iter().zip(&out).filter(|(&a, _)| a != usize::MAX) {
                 self.touch(w.tiles[0].mem, a, leader, Some(v))?;
-                self.claim(w.tiles[0].mem, a, v)?;
+                self.claim(w.tiles[0].mem, a, v, leader)?;
                 self.mems[w.tiles[0].mem].data[a] = v;
             }
             k = end;

@@ -110,6 +110,12 @@ pub fn run_observed(
     if !opts.ignore_races && total > 1 {
         params.iter_mut().for_each(Mem::check_blocks);
     }
+    // So do two threads of a block writing different values to one word
+    // between two barriers (shared memory and the buffers threads pass
+    // values through have their own check).
+    if !opts.ignore_races && cfg.threads_per_block() > 1 {
+        params.iter_mut().for_each(Mem::check_threads);
+    }
     let bytes: usize = params.iter().map(|m| m.data.len() * 8).sum();
     let workers = match opts.workers {
         // One per core, where there are blocks enough to share and where

@@ -395,9 +395,6 @@ impl FuncResolver<'_> {
         Ok(())
     }
 
-    /// The extent of the loop whose variable `e` is, found in the IR built
-    /// so far by looking the variable up among the loops being resolved.
-    /// The range of the enclosing loop whose variable `e` is.
     /// Every unguarded access of the block stays inside each constant
     /// dimension of its buffer, wherever its index is affine in loops of
     /// constant range (then its least and greatest values are reached), or
@@ -408,11 +405,8 @@ impl FuncResolver<'_> {
     fn check_access_bounds(&self, block: &Block, values: &[Expr], span: Span) -> R<()> {
         let bind: Vec<(Var, Expr)> =
             block.iter_vars.iter().map(|iv| iv.var.clone()).zip(values.iter().cloned()).collect();
-        let ranges: Vec<(Var, i64, i64)> = self
-            .loop_ranges
-            .iter()
-            .filter_map(|(v, r)| Some((v.clone(), r.min.as_int()?, r.min.as_int()? + r.extent.as_int()? - 1)))
-            .collect();
+        let ranges: Vec<LoopSpan> =
+            self.loop_ranges.iter().filter_map(|(v, r)| loop_span(v, &r.min, &r.extent)).collect();
         for s in block.init.iter().chain(std::iter::once(&block.body)) {
             if let Some(o) = access_outside(s, &ranges, &bind) {
                 return Err(Diagnostic::at(span, o.message(&format!("block `{}`", block.name)))
@@ -422,6 +416,8 @@ impl FuncResolver<'_> {
         Ok(())
     }
 
+    /// The range of the enclosing loop whose variable `e` is, found in the
+    /// IR built so far among the loops being resolved.
     pub(crate) fn loop_range_of(&self, e: &Expr) -> Option<Range> {
         let v = e.as_var()?;
         self.loop_ranges.iter().rev().find(|(x, _)| x == v).map(|(_, r)| r.clone())
@@ -844,43 +840,104 @@ fn is_block_alloc(s: &ast::Stmt) -> bool {
 /// not checked; neither are indices that are not affine in loops of
 /// constant range. The error is at the block.
 pub fn check_bound_accesses(f: &crate::func::PrimFunc) -> Result<(), Diagnostic> {
-    /// The accesses of `s` outside nested blocks, `who` (a block, or the
-    /// function) at `span`.
-    fn check(
-        s: &Stmt,
-        ranges: &[LoopSpan],
-        bind: &[(Var, Expr)],
-        who: &str,
-        span: Option<Span>,
-        found: &mut Option<Diagnostic>,
-    ) {
+    let mut found: Option<Diagnostic> = None;
+    each_block_statement(f, &mut |s, ranges, bind, who, span| {
+        if found.is_some() {
+            return;
+        }
         if let Some(o) = access_outside(s, ranges, bind) {
             let msg = o.message(who);
             let d = match span {
                 Some(sp) => Diagnostic::at(sp, msg),
                 None => Diagnostic::new(msg),
             };
-            *found = Some(d.help(
+            found = Some(d.help(
                 "keep the index inside the buffer at every size, or guard the access (`T.where`, `T.if_then_else`)",
             ));
         }
-    }
-    fn walk(
-        s: &Stmt,
-        ranges: &mut Vec<LoopSpan>,
-        bind: &[(Var, Expr)],
-        cx: (&str, Option<Span>),
-        found: &mut Option<Diagnostic>,
-    ) {
-        if found.is_some() {
-            return;
-        }
+    });
+    found.map_or(Ok(()), Err)
+}
+
+/// An unguarded access's index in one dimension of its buffer, where its
+/// least or greatest value over the loops, or the dimension's extent, is
+/// an expression of the function's run-time sizes.
+#[derive(Clone, Debug)]
+pub struct SizedAccess {
+    /// The access as written: `B[i]`.
+    pub access: String,
+    pub dim: usize,
+    /// The least and greatest values of the index, and the extent: each an
+    /// expression of the sizes and literals.
+    pub least: Expr,
+    pub greatest: Expr,
+    pub extent: Expr,
+}
+
+/// What `check_bound_accesses` checks once the sizes are known, kept as
+/// expressions of the run-time sizes, for code that gets the sizes only
+/// when it runs (the launcher of `tirc build`): every unguarded access
+/// whose index is affine in the loops around it (their ranges expressions
+/// of the sizes) and whose bounds, or whose dimension, depend on a size.
+/// The access stays inside its buffer where `least >= 0` and `greatest <
+/// extent`. Accesses whose bounds are constants were checked when the
+/// text was read.
+pub fn sized_accesses(f: &crate::func::PrimFunc) -> Vec<SizedAccess> {
+    let sizes = &f.sizes;
+    let of_sizes = |e: &Expr| {
+        let mut ok = true;
+        e.walk(&mut |x| {
+            if let Expr::Var(v) = x {
+                ok &= sizes.contains(v);
+            }
+        });
+        ok
+    };
+    let mut out: Vec<SizedAccess> = Vec::new();
+    each_block_statement(f, &mut |s, ranges, bind, _, _| {
+        unguarded_accesses(s, &mut ranges.to_vec(), &mut |buf, idx, ranges| {
+            for (dim, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
+                let at = crate::expr::fold_constants(&crate::subst::substitute(x, bind));
+                let Some((least, greatest)) = affine_bounds(&at, ranges) else { continue };
+                let constant = least.as_int().is_some() && greatest.as_int().is_some() && n.as_int().is_some();
+                if constant || !of_sizes(&least) || !of_sizes(&greatest) || !of_sizes(n) {
+                    continue;
+                }
+                let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
+                let access = format!("{}[{}]", buf.name(), shown.join(", "));
+                let a = SizedAccess { access, dim, least, greatest, extent: n.clone() };
+                let same = |b: &SizedAccess| {
+                    crate::structural_eq::expr_eq(&a.least, &b.least)
+                        && crate::structural_eq::expr_eq(&a.greatest, &b.greatest)
+                        && crate::structural_eq::expr_eq(&a.extent, &b.extent)
+                };
+                if !out.iter().any(same) {
+                    out.push(a);
+                }
+            }
+        });
+    });
+    out
+}
+
+/// Called on a statement with the loops around it, the block variables
+/// as expressions of them, and who it is with its span.
+type OnStatement<'a> = dyn FnMut(&Stmt, &[LoopSpan], &[(Var, Expr)], &str, Option<Span>) + 'a;
+
+/// Calls `on` on every statement of `f` whose accesses `check_bound_accesses`
+/// checks (the stores, outside nested blocks), with the ranges of the
+/// loops around it, the block variables around it as expressions of those
+/// loops, and who it is (a block, or the function) with its span. Blocks
+/// under a condition or with a predicate are left out.
+fn each_block_statement(f: &crate::func::PrimFunc, on: &mut OnStatement) {
+    type On<'a> = OnStatement<'a>;
+    fn walk(s: &Stmt, ranges: &mut Vec<LoopSpan>, bind: &[(Var, Expr)], cx: (&str, Option<Span>), on: &mut On) {
         match s {
             Stmt::If { .. } => {}
-            Stmt::Store { .. } => check(s, ranges, bind, cx.0, cx.1, found),
+            Stmt::Store { .. } => on(s, ranges, bind, cx.0, cx.1),
             Stmt::For(l) => {
                 let pushed = push_range(l, ranges);
-                walk(&l.body, ranges, bind, cx, found);
+                walk(&l.body, ranges, bind, cx, on);
                 if pushed {
                     ranges.pop();
                 }
@@ -903,26 +960,25 @@ pub fn check_bound_accesses(f: &crate::func::PrimFunc) -> Result<(), Diagnostic>
                 let who = format!("block `{}`", b.name);
                 let span = b.span.or(cx.1);
                 for body in b.init.iter().chain(std::iter::once(&b.body)) {
-                    walk(body, ranges, &inner, (&who, span), found);
+                    walk(body, ranges, &inner, (&who, span), on);
                 }
             }
-            _ => s.for_each_child(|c| walk(c, ranges, bind, cx, found)),
+            _ => s.for_each_child(|c| walk(c, ranges, bind, cx, on)),
         }
     }
-    let mut found = None;
     let who = format!("function `{}`", f.name);
-    walk(&f.body, &mut Vec::new(), &[], (&who, f.span), &mut found);
-    found.map_or(Ok(()), Err)
+    walk(&f.body, &mut Vec::new(), &[], (&who, f.span), on);
 }
 
 /// The least and greatest values of `e` over every point of `ranges`, where
 /// they number at most `limit` and `e` folds to a constant at each.
 fn enumerated_bounds(e: &Expr, ranges: &[LoopSpan], limit: i64) -> Option<(i64, i64)> {
-    // Only the loops `e` depends on, each once (the innermost of a name).
-    let mut used: Vec<LoopSpan> = Vec::new();
-    for r in ranges.iter().rev() {
-        if e.uses(&r.0) && !used.iter().any(|u| u.0 == r.0) {
-            used.push(r.clone());
+    // Only the loops `e` depends on, each once (the innermost of a name),
+    // each of constant range.
+    let mut used: Vec<(Var, i64, i64)> = Vec::new();
+    for (v, lo, hi) in ranges.iter().rev() {
+        if e.uses(v) && !used.iter().any(|u| &u.0 == v) {
+            used.push((v.clone(), lo.as_int()?, hi.as_int()?));
         }
     }
     let ranges = &used[..];
@@ -969,8 +1025,8 @@ impl Outside {
 
 /// The first unguarded access of `s` (`unguarded_accesses`) whose index,
 /// with `bind` put in, leaves a constant dimension of its buffer over the
-/// loops of `ranges` and those inside `s`: where the index is affine, or
-/// takes at most 4096 values.
+/// loops of `ranges` and those inside `s`: where the index is affine in
+/// loops of constant range, or takes at most 4096 values over them.
 fn access_outside(s: &Stmt, ranges: &[LoopSpan], bind: &[(Var, Expr)]) -> Option<Outside> {
     let mut found = None;
     unguarded_accesses(s, &mut ranges.to_vec(), &mut |buf, idx, ranges| {
@@ -980,7 +1036,8 @@ fn access_outside(s: &Stmt, ranges: &[LoopSpan], bind: &[(Var, Expr)]) -> Option
         for (dim, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
             let Some(extent) = n.as_int() else { continue };
             let at = crate::expr::fold_constants(&crate::subst::substitute(x, bind));
-            let Some((lo, hi)) = affine_bounds(&at, ranges).or_else(|| enumerated_bounds(&at, ranges, 4096)) else {
+            let constant = affine_bounds(&at, ranges).and_then(|(lo, hi)| Some((lo.as_int()?, hi.as_int()?)));
+            let Some((lo, hi)) = constant.or_else(|| enumerated_bounds(&at, ranges, 4096)) else {
                 continue;
             };
             if lo < 0 || hi >= extent {
@@ -993,16 +1050,17 @@ fn access_outside(s: &Stmt, ranges: &[LoopSpan], bind: &[(Var, Expr)]) -> Option
     found
 }
 
-/// A loop variable and its least and greatest values.
-type LoopSpan = (Var, i64, i64);
+/// A loop variable and its least and greatest values: literals where the
+/// loop's range is constant, else expressions of what the range uses.
+type LoopSpan = (Var, Expr, Expr);
 /// Called on a buffer access with its indices and the loops around it.
 type OnAccess<'a> = dyn FnMut(&Buffer, &[Expr], &[LoopSpan]) + 'a;
 
 /// Calls `f` on every buffer access of `s` that no condition guards (not
 /// under an `if`, a select's arms or the right of `and`/`or`, nor in a nested
-/// block, which is checked on its own), with the constant ranges of the
-/// loops around it.
-fn unguarded_accesses(s: &Stmt, ranges: &mut Vec<(Var, i64, i64)>, f: &mut OnAccess) {
+/// block, which is checked on its own), with the ranges of the loops
+/// around it.
+fn unguarded_accesses(s: &Stmt, ranges: &mut Vec<LoopSpan>, f: &mut OnAccess) {
     fn expr(e: &Expr, ranges: &[LoopSpan], f: &mut OnAccess) {
         match e {
             Expr::Select(c, _, _) => expr(c, ranges, f),
@@ -1036,22 +1094,35 @@ fn unguarded_accesses(s: &Stmt, ranges: &mut Vec<(Var, i64, i64)>, f: &mut OnAcc
     }
 }
 
-/// Pushes the range of loop `l` onto `ranges` where it is constant and
-/// not empty; whether it did.
+/// The range of a loop of variable `v` from `min` for `extent`
+/// iterations, unless it is empty by its literal extent.
+fn loop_span(v: &Var, min: &Expr, extent: &Expr) -> Option<LoopSpan> {
+    if extent.as_int().is_some_and(|e| e <= 0) {
+        return None;
+    }
+    let end = if min.as_int() == Some(0) { extent.clone() } else { min.clone() + extent.clone() };
+    let last = end - Expr::Int(1, extent.dtype());
+    Some((v.clone(), min.clone(), crate::expr::fold_constants(&last)))
+}
+
+/// Pushes the range of loop `l` onto `ranges` unless it is empty; whether
+/// it did.
 fn push_range(l: &crate::stmt::For, ranges: &mut Vec<LoopSpan>) -> bool {
-    match (l.min.as_int(), l.extent.as_int()) {
-        (Some(m), Some(e)) if e > 0 => {
-            ranges.push((l.var.clone(), m, m + e - 1));
+    match loop_span(&l.var, &l.min, &l.extent) {
+        Some(r) => {
+            ranges.push(r);
             true
         }
-        _ => false,
+        None => false,
     }
 }
 
 /// The least and greatest values of `e` where it is affine (sums of
 /// constant multiples of variables of `ranges`, each variable once): then
-/// both are reached.
-fn affine_bounds(e: &Expr, ranges: &[(Var, i64, i64)]) -> Option<(i64, i64)> {
+/// both are reached. Literals where the ranges of the variables it uses
+/// are constant; else expressions of their bounds (a positive multiple
+/// takes its greatest value at the greatest of its variable's).
+fn affine_bounds(e: &Expr, ranges: &[LoopSpan]) -> Option<(Expr, Expr)> {
     use crate::expr::BinOp;
     fn terms(e: &Expr, k: i64, out: &mut Vec<(Var, i64)>, c: &mut i64) -> Option<()> {
         match e {
@@ -1079,16 +1150,35 @@ fn affine_bounds(e: &Expr, ranges: &[(Var, i64, i64)]) -> Option<(i64, i64)> {
     let mut c = 0i64;
     terms(e, 1, &mut out, &mut c)?;
     let (mut lo, mut hi) = (c, c);
+    // The terms whose variable's range is not constant, as `k * bound`.
+    let (mut lo_terms, mut hi_terms): (Vec<Expr>, Vec<Expr>) = (Vec::new(), Vec::new());
     for (i, (v, k)) in out.iter().enumerate() {
         if out[..i].iter().any(|(w, _)| w == v) {
             return None;
         }
         let (_, a, b) = ranges.iter().rev().find(|(w, _, _)| w == v)?;
-        let (x, y) = (k.checked_mul(*a)?, k.checked_mul(*b)?);
-        lo = lo.checked_add(x.min(y))?;
-        hi = hi.checked_add(x.max(y))?;
+        // A positive multiple is least at its variable's least value.
+        let (at_lo, at_hi) = if *k >= 0 { (a, b) } else { (b, a) };
+        for (bound, c, terms) in [(at_lo, &mut lo, &mut lo_terms), (at_hi, &mut hi, &mut hi_terms)] {
+            match bound.as_int() {
+                Some(x) => *c = c.checked_add(k.checked_mul(x)?)?,
+                None => {
+                    let x = Expr::Cast(DType::I64, Box::new(bound.clone()));
+                    terms.push(if *k == 1 { x } else { Expr::Int(*k, DType::I64) * x });
+                }
+            }
+        }
     }
-    Some((lo, hi))
+    // The literal last, where it is not zero: `n - 1 + 4`.
+    let sum = |c: i64, terms: Vec<Expr>| {
+        let e = terms.into_iter().reduce(|acc, t| acc + t);
+        match e {
+            None => Expr::Int(c, DType::I64),
+            Some(e) if c == 0 => e,
+            Some(e) => e + Expr::Int(c, DType::I64),
+        }
+    };
+    Some((sum(lo, lo_terms), sum(hi, hi_terms)))
 }
 
 /// The value of `e` where it is an affine sum of variables (literals, `+`,

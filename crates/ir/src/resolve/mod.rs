@@ -12,7 +12,7 @@ mod buffer;
 mod expr;
 mod func;
 
-pub use block::check_bound_accesses;
+pub use block::{check_bound_accesses, sized_accesses, SizedAccess};
 pub use func::{root_block, SizeMode};
 
 use crate::diag::{did_you_mean, suggest, Diagnostic};

@@ -380,17 +380,6 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
     // holds. Anything else (two different conditions, a component taking
     // the other side) depends on the order of the elements.
     let is = |e: &Expr, v: &Var| matches!(e, Expr::Var(x) if x == v);
-    // A condition that already breaks ties by the index (`c or (a == b and
-    // ..)`: `rfactor`'s write-back, built below, and TOPI's argmax) and its
-    // comparison `c`.
-    fn tie_break(cond: &Expr) -> Option<&Expr> {
-        match cond {
-            Expr::Binary(BinOp::Or, c, t) if matches!(&**t, Expr::Binary(BinOp::And, e, _) if matches!(&**e, Expr::Binary(BinOp::Eq, ..))) => {
-                Some(c)
-            }
-            _ => None,
-        }
-    }
     let mut sides = Vec::new();
     for (c, e) in combine.iter().enumerate() {
         let Expr::Select(cond, x, y) = e else { return None };
@@ -495,6 +484,196 @@ pub fn reducer(body: &Stmt, init: Option<&Stmt>) -> Option<Reducer> {
         start.push(v.clone());
     }
     Some(Reducer { outs, elems, start, lhs, rhs, combine, coupled: true })
+}
+
+/// A condition that already breaks ties by the index (`c or (a == b and
+/// ..)`: `rfactor`'s write-back, built by `reducer`, and TOPI's argmax) and
+/// its comparison `c`.
+fn tie_break(cond: &Expr) -> Option<&Expr> {
+    match cond {
+        Expr::Binary(BinOp::Or, c, t) if matches!(&**t, Expr::Binary(BinOp::And, e, _) if matches!(&**e, Expr::Binary(BinOp::Eq, ..))) => {
+            Some(c)
+        }
+        _ => None,
+    }
+}
+
+/// The update of a selection of several components with an index (an
+/// argmax that keeps the first of equal values, `val >= x`), rewritten to
+/// break ties by the index as `reducer` combines partial results (`val >
+/// x or (val == x and idx < k)`): the same result in any order of the
+/// steps, and the same as the update's in its own order. `None` where the
+/// update is no such selection, already breaks ties, or has no index.
+pub fn tie_broken_update(body: &Stmt, init: Option<&Stmt>) -> Option<Stmt> {
+    let r = reducer(body, init)?;
+    let broken = |e: &Expr| matches!(e, Expr::Select(c, ..) if tie_break(c).is_some());
+    if !r.coupled || r.outs.len() < 2 || !r.combine.iter().any(broken) {
+        return None;
+    }
+    if flatten_stores(body)?.iter().any(|(_, _, v)| broken(v)) {
+        return None;
+    }
+    // Each component: the combination of what it holds (`lhs`) with the
+    // step's element (`rhs`).
+    let mut bind: Vec<(Var, Expr)> = Vec::new();
+    for (c, (b, idx)) in r.outs.iter().enumerate() {
+        bind.push((r.lhs[c].clone(), Expr::Load(b.clone(), idx.clone())));
+        bind.push((r.rhs[c].clone(), r.elems[c].clone()));
+    }
+    let values = r.combine.iter().map(|e| substitute(e, &bind)).collect();
+    Some(r.assign(&r.outs, values, "tie"))
+}
+
+/// Why the result of a reduction block's update (`body`, after `init`)
+/// depends on the order of its steps, if it does; `None` where any order
+/// gives the same result (up to rounding), so that a schedule may change
+/// it (`reorder` of its reduction loops, `compute_at`'s rebuilt loops,
+/// `transform_block_layout`):
+/// - a reduction `reducer` recognizes is independent of the order, except
+///   a selection of several components (an argmax) whose condition breaks
+///   no tie by the index: which of equal values it keeps is the first or
+///   the last in the order of the steps;
+/// - any other update must read its element only as a term it adds
+///   (`C = C - A * B`, `C = C + A + B`), as an operand of one min, max or
+///   bitwise operation, kept or not by a selection (a masked sum), or
+///   compared. Mixed (`max(C + A, 0)`), scaled (`C * 3 + A`), subtracted
+///   (`A - C`), overwritten (`C = A`, or a selection of `A` that compares
+///   it with nothing), or read by another component's update (`S = S +
+///   C`), the steps compute something else in another order.
+pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str> {
+    if let Some(r) = reducer(body, init) {
+        let tie_broken = flatten_stores(body).is_some_and(|stores| {
+            stores.iter().any(|(_, _, v)| matches!(v, Expr::Select(c, ..) if tie_break(c).is_some()))
+        });
+        return (r.coupled && r.outs.len() > 1 && !tie_broken).then_some(
+            "keeps one of equal values by the order of its steps (its selection breaks no tie by the index)",
+        );
+    }
+    /// Where an accumulated element is read.
+    #[derive(Clone, Copy, PartialEq)]
+    enum At {
+        /// The update's value, or under one kind of operation: the family
+        /// (`Add` for `+` and the left of `-`, `Max`, `Min`, a bitwise op).
+        Top,
+        Family(BinOp),
+        /// An operand of a comparison (or a condition).
+        Compared,
+        Transformed,
+    }
+    fn family(op: BinOp) -> Option<BinOp> {
+        match op {
+            BinOp::Add | BinOp::Sub => Some(BinOp::Add),
+            BinOp::Max | BinOp::Min | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => Some(op),
+            _ => None,
+        }
+    }
+    struct Walk<'a> {
+        /// The elements the update writes; `own` is the one whose value is
+        /// walked (`None` where each is its own: the update is not a
+        /// sequence of stores).
+        outs: &'a [(Buffer, Vec<Expr>)],
+        own: Option<usize>,
+        found: Option<&'static str>,
+    }
+    impl Walk<'_> {
+        fn which(&self, e: &Expr) -> Option<usize> {
+            self.outs.iter().position(|(b, idx)| loads_element(e, b, idx))
+        }
+        fn reads_own(&self, e: &Expr) -> bool {
+            let mut r = false;
+            e.walk(&mut |x| r |= self.which(x).is_some_and(|c| self.own.is_none_or(|o| o == c)));
+            r
+        }
+        fn go(&mut self, e: &Expr, at: At) {
+            if self.found.is_some() {
+                return;
+            }
+            if let Some(c) = self.which(e) {
+                let own = self.own.is_none_or(|o| o == c);
+                if at == At::Transformed || (!own && at != At::Compared) {
+                    self.found = Some(if own {
+                        "transforms what it has accumulated (not only adds to it, or takes a min, max or bitwise operation of it)"
+                    } else {
+                        "reads what another of its components accumulates"
+                    });
+                }
+                return;
+            }
+            let inner = |op: BinOp| match (at, family(op)) {
+                (At::Top, Some(f)) => At::Family(f),
+                (At::Family(g), Some(f)) if g == f => At::Family(f),
+                _ => At::Transformed,
+            };
+            let compared = if at == At::Transformed { At::Transformed } else { At::Compared };
+            match e {
+                Expr::Binary(BinOp::Sub, x, y) => {
+                    self.go(x, inner(BinOp::Sub));
+                    self.go(y, At::Transformed);
+                }
+                Expr::Binary(op, x, y) if family(*op).is_some() => {
+                    self.go(x, inner(*op));
+                    self.go(y, inner(*op));
+                }
+                Expr::Binary(op, x, y)
+                    if op.is_logical()
+                        || matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne) =>
+                {
+                    self.go(x, compared);
+                    self.go(y, compared);
+                }
+                Expr::Not(x) => self.go(x, compared),
+                Expr::Select(c, x, y) => {
+                    // One branch keeps the element, the other replaces it:
+                    // only by a comparison of the two (a max written as a
+                    // selection).
+                    let (kx, ky) = (self.reads_own(x), self.reads_own(y));
+                    if kx != ky && at != At::Compared {
+                        let new = if kx { y } else { x };
+                        let compares = |a: &Expr, b: &Expr| {
+                            (self.reads_own(a) && same_expr(b, new)) || (self.reads_own(b) && same_expr(a, new))
+                        };
+                        let base = tie_break(c).unwrap_or(c);
+                        let ordering = |op: &BinOp| matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+                        let ok = matches!(base, Expr::Binary(op, a, b) if ordering(op) && compares(a, b));
+                        if !ok {
+                            self.found = Some("keeps the last of the values it selects, not the least or greatest");
+                            return;
+                        }
+                    }
+                    self.go(c, compared);
+                    self.go(x, at);
+                    self.go(y, at);
+                }
+                Expr::Cast(_, x) => self.go(x, at),
+                e => e.for_each_child(|c| self.go(c, At::Transformed)),
+            }
+        }
+    }
+    if let Some(stores) = flatten_stores(body) {
+        let outs: Vec<(Buffer, Vec<Expr>)> = stores.iter().map(|(b, i, _)| (b.clone(), i.clone())).collect();
+        for (c, (_, _, value)) in stores.iter().enumerate() {
+            let mut w = Walk { outs: &outs, own: Some(c), found: None };
+            if !w.reads_own(value) {
+                return Some("overwrites what it has accumulated");
+            }
+            w.go(value, At::Top);
+            if w.found.is_some() {
+                return w.found;
+            }
+        }
+        return None;
+    }
+    // Another body (conditions, loops): every expression, each element
+    // its own.
+    let mut outs = Vec::new();
+    body.walk(&mut |s| {
+        if let Stmt::Store { buffer, indices, .. } = s {
+            outs.push((buffer.clone(), indices.clone()));
+        }
+    });
+    let mut w = Walk { outs: &outs, own: None, found: None };
+    body.walk(&mut |s| s.for_each_expr(|e| w.go(e, At::Top)));
+    w.found
 }
 
 /// The stores of a body of `let`s and stores, the lets' values substituted.

@@ -191,6 +191,26 @@ fn move_to(
             )));
         }
     }
+    // The new loops run in the order of the block's variables: where the
+    // loops of its reduction were nested in another order and its update
+    // depends on the order of its steps, that changes its result.
+    let outermost = |v: &Expr| path.iter().position(|x| v.uses(&x.var));
+    let steps: Vec<Option<usize>> = r
+        .block
+        .iter_vars
+        .iter()
+        .zip(&r.iter_values)
+        .filter(|(iv, v)| iv.kind == tirc_ir::IterKind::Reduce && v.has_var())
+        .map(|(_, v)| outermost(v))
+        .collect();
+    if steps.windows(2).any(|w| w[0] > w[1]) {
+        if let Some(why) = crate::common::reduction::order_dependence(&r.block.body, r.block.init.as_ref()) {
+            return Err(ScheduleError::new(format!(
+                "block `{block}` accumulates with an update that {why}: its loops, rebuilt in the order of its variables, would visit its steps in another order than they are nested now"
+            ))
+            .help("declare the block's reduction variables in the order of their loops"));
+        }
+    }
     // A producer that adds to what it reads (the update of a decomposed
     // reduction: no init) is not idempotent: moved under a loop its
     // consumers' region does not depend on, it would add once per

@@ -92,6 +92,7 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         chain.iter().map(|c| if order.contains(&c.var) { given.next().unwrap_or(&c.var) } else { &c.var }).collect();
     let place = |v: &Var| after.iter().position(|a| *a == v);
     let swapped = |a: &Var, b: &Var| place(a) > place(b);
+    let mut rewrites: Vec<(String, Stmt)> = Vec::new();
     for r in &blocks {
         for (iv, v) in r.block.iter_vars.iter().zip(&r.iter_values) {
             if iv.kind == IterKind::Opaque && moved(v) {
@@ -142,12 +143,17 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         };
         let steps: Vec<&Var> = chain.iter().map(|c| &c.var).filter(|v| feeds_reduce(v)).collect();
         let swaps_steps = steps.iter().enumerate().any(|(i, a)| steps[i + 1..].iter().any(|b| swapped(a, b)));
-        if swaps_steps
-            && crate::common::reduction::reducer(&r.block.body, r.block.init.as_ref()).is_none()
-            && transforms_its_element(&r.block.body)
+        // An argmax that keeps the first of equal values is rewritten to
+        // break ties by the index (below), which any order keeps.
+        let tie_broken =
+            crate::common::reduction::tie_broken_update(&r.block.body, r.block.init.as_ref()).filter(|_| swaps_steps);
+        if let Some(update) = tie_broken {
+            rewrites.push((r.block.name.clone(), update));
+        } else if let Some(why) =
+            crate::common::reduction::order_dependence(&r.block.body, r.block.init.as_ref()).filter(|_| swaps_steps)
         {
             return Err(ScheduleError::new(format!(
-                "block `{}` accumulates with an update that scales or transforms what it has accumulated (not a sum, product, min, max or argmax): reordering the loops of its reduction changes the order of its steps, and so its result",
+                "block `{}` accumulates with an update that {why}: reordering the loops of its reduction changes the order of its steps, and so its result",
                 r.block.name
             ))
             .help("keep the loops of the reduction in their order"));
@@ -197,64 +203,16 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         body = Stmt::For(Box::new(l));
     }
     sch.func.body = replace_loop(&sch.func.body, &outer, |_| Ok(body))?;
+    for (name, update) in rewrites {
+        sch.func.body = crate::common::tree::replace_block(&sch.func.body, &name, |r| {
+            let mut r = r.clone();
+            r.block.body = update;
+            Ok(Stmt::Block(Box::new(r)))
+        })?;
+    }
     Ok(())
 }
 
 fn names(v: &[LoopRV]) -> String {
     v.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
-}
-
-/// Whether an update in `body` (nested blocks included) reads the element
-/// it writes other than as a term it adds to or subtracts from, a branch
-/// it selects, or an operand of a comparison, a min or a max: under a
-/// product, a division, a call, or negated (`C = C * 3 + A`, `C = A - C`),
-/// where the order of the steps changes the result.
-fn transforms_its_element(body: &Stmt) -> bool {
-    use tirc_ir::{BinOp, Expr};
-    /// Whether `e` reads `b[idx]` in a position other than those above.
-    fn transformed(e: &Expr, b: &tirc_ir::Buffer, idx: &[Expr], free: bool) -> bool {
-        match e {
-            Expr::Load(lb, li)
-                if lb == b
-                    && li.len() == idx.len()
-                    && li.iter().zip(idx).all(|(x, y)| tirc_ir::structural_eq::same_expr(x, y)) =>
-            {
-                !free
-            }
-            Expr::Binary(op, x, y) => match op {
-                BinOp::Add | BinOp::Max | BinOp::Min | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
-                    transformed(x, b, idx, free) || transformed(y, b, idx, free)
-                }
-                BinOp::Sub => transformed(x, b, idx, free) || transformed(y, b, idx, false),
-                BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or => {
-                    transformed(x, b, idx, true) || transformed(y, b, idx, true)
-                }
-                _ => transformed(x, b, idx, false) || transformed(y, b, idx, false),
-            },
-            Expr::Select(c, x, y) => {
-                transformed(c, b, idx, true) || transformed(x, b, idx, free) || transformed(y, b, idx, free)
-            }
-            Expr::Cast(_, x) => transformed(x, b, idx, free),
-            e => {
-                let mut found = false;
-                e.for_each_child(|c| found |= transformed(c, b, idx, false));
-                found
-            }
-        }
-    }
-    let mut stores = Vec::new();
-    body.walk(&mut |s| {
-        if let Stmt::Store { buffer, indices, .. } = s {
-            stores.push((buffer.clone(), indices.clone()));
-        }
-    });
-    let mut found = false;
-    body.walk(&mut |s| {
-        s.for_each_expr(|e| {
-            for (b, idx) in &stores {
-                found |= transformed(e, b, idx, true);
-            }
-        })
-    });
-    found
 }

@@ -57,6 +57,16 @@ pub fn transform_block_layout(sch: &mut Schedule, block: &BlockRV, map: &IndexMa
             iv.var.name()
         )));
     }
+    // New loops visit the reduction's steps in the map's order: where the
+    // update depends on that order, refused.
+    let reduces = r.block.iter_vars.iter().any(|iv| iv.kind == tirc_ir::IterKind::Reduce);
+    if let Some(why) =
+        crate::common::reduction::order_dependence(&r.block.body, r.block.init.as_ref()).filter(|_| reduces)
+    {
+        return Err(ScheduleError::new(format!(
+            "block `{block}` accumulates with an update that {why}: new loops over its variables would visit its steps in another order, and change its result"
+        )));
+    }
     let n = r.block.iter_vars.len();
     if n == 0 || loops.len() < n {
         return Err(ScheduleError::new(format!(

@@ -267,10 +267,12 @@ fn check_shared_memory(f: &PrimFunc, target: &Target) -> Result<(), Diagnostic> 
     if total <= target.max_shared_per_block {
         return Ok(());
     }
-    // Each buffer's share: up to the next one's offset, or the end.
-    let ends = layout.iter().skip(1).map(|(_, o)| *o).chain(std::iter::once(tiles));
-    let mut list: Vec<String> =
-        layout.iter().zip(ends).map(|((b, o), end)| format!("`{}` {}", b.name(), end - o)).collect();
+    // Each buffer's bytes (the branches of a partitioned kernel share
+    // their space, so offsets alone do not say).
+    let mut list: Vec<String> = layout
+        .iter()
+        .map(|(b, _)| format!("`{}` {}", b.name(), b.num_elements().unwrap_or(0).max(0) as usize * b.dtype().bytes()))
+        .collect();
     if barriers > 0 {
         list.push(format!("the warp-specialized loop's mbarriers {barriers}"));
     }

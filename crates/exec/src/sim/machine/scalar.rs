@@ -38,7 +38,7 @@ impl Machine<'_> {
                 if *cp_async {
                     self.open[t as usize].push((*mem, a, v));
                 } else {
-                    self.claim(*mem, a, v)?;
+                    self.claim(*mem, a, v, t)?;
                     self.mems[*mem].data[a] = v;
                 }
             }
