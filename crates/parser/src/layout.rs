@@ -201,8 +201,15 @@ pub fn format(src: &str) -> Result<String, Vec<ParseError>> {
     if !line.is_empty() {
         cursor = emit_line(src, &line, level, cursor, &mut out, &mut blank_run);
     }
-    // Comments after the last line of code.
-    emit_gap(&src[cursor..], 0, &mut out, &mut blank_run);
+    // Comments after the last line of code (the last of them ended as if
+    // the file ended with a newline: `emit_gap` takes the text after the
+    // last one for the next line's indentation).
+    let tail = &src[cursor..];
+    if tail.ends_with('\n') {
+        emit_gap(tail, 0, &mut out, &mut blank_run);
+    } else {
+        emit_gap(&format!("{tail}\n"), 0, &mut out, &mut blank_run);
+    }
     while out.ends_with("\n\n") {
         out.pop();
     }
@@ -382,6 +389,17 @@ mod tests {
             f(src),
             "# header\n\n\n# about f\ndef f():\n    # inside\n    x = 1  # one\n\n    return x\n# trailing\n"
         );
+    }
+
+    /// A last comment with no newline after it is kept (a helper found it
+    /// dropped, so that `fmt --write` deleted it), and so is a file of one
+    /// such comment.
+    #[test]
+    fn a_last_comment_without_a_newline_is_kept() {
+        assert_eq!(f("M = 4\n# last"), "M = 4\n# last\n");
+        assert_eq!(f("M = 4\n\n# last"), "M = 4\n\n# last\n");
+        assert_eq!(f("# only"), "# only\n");
+        assert_eq!(f("M = 4  # same line"), "M = 4  # same line\n");
     }
 
     #[test]

@@ -731,3 +731,43 @@ fn several_functions_without_schedules_ask_for_func() {
     let o = tirc(&["run", file.to_str().unwrap_or_default(), "--func", "second", "--target", "sim"]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
 }
+
+/// `# test-sizes:` and `# test-params:` entries that would be passed over
+/// are errors at their words (a helper found `M=abc` dropped and the check
+/// run at the file's own sizes).
+#[test]
+fn check_refuses_test_sizes_it_cannot_read() {
+    let o = tirc(&["check", "tests/data/check/bad_test_sizes.tir"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("`abc` is not an integer a size can take"), "{e}");
+    assert!(e.contains("bad_test_sizes.tir:1:15"), "{e}");
+    assert!(e.contains("`N` is given twice on one line"), "{e}");
+    assert!(e.contains("`# test-params:` names `nosuchschedule`, which is no schedule of the file"), "{e}");
+}
+
+/// A name given twice with `-D` takes its last value, as with `-p` (the
+/// first `-D` won, the last `-p`).
+#[test]
+fn a_name_given_twice_takes_its_last_value() {
+    let o = tirc(&[
+        "run",
+        "ir-examples/relu.tir",
+        "-s",
+        "fused",
+        "--target",
+        "sim",
+        "-D",
+        "M=4",
+        "-D",
+        "N=1024",
+        "-D",
+        "M=8",
+        "-p",
+        "TX=32",
+        "-p",
+        "TX=64",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("grid (32, 1, 1) block (64, 1, 1)"), "{}", stdout(&o));
+}

@@ -22,7 +22,9 @@ pub struct Args {
     pub seed: u64,
 }
 
-pub fn main(a: Args) -> u8 {
+pub fn main(mut a: Args) -> u8 {
+    // A name given twice takes its last value.
+    a.define = super::last_of_each(&a.define);
     let src = match read(&a.file) {
         Ok(s) => s,
         Err(c) => return c,
@@ -34,7 +36,8 @@ pub fn main(a: Args) -> u8 {
             return FAIL;
         }
     };
-    let mut errors = Vec::new();
+    let names: Vec<&str> = module.schedules.iter().map(|s| s.name.as_str()).collect();
+    let mut errors = crate::tune::directive_errors(&src, &names);
     for s in &module.schedules {
         let req = Request { schedule: Some(s.name.clone()), ..Request::default() };
         if let Err(d) = compile_module(module.clone(), &req) {

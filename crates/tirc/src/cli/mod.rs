@@ -28,10 +28,10 @@ pub struct Common {
     /// The prim_func to use when no schedule is named.
     #[arg(long)]
     pub func: Option<String>,
-    /// Override a module constant (compile-time: the kernel is specialized to it), give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize), or give a scalar parameter (`alpha: T.float32`) its value (a kernel argument; without -D, `run` draws it from --seed): -D M=64 -D m=1000 -D alpha=0.5.
+    /// Override a module constant (compile-time: the kernel is specialized to it), give a size variable (`n: T.int32`, `m = T.int32()`) its run-time value (the kernel takes it as an argument; see --specialize), or give a scalar parameter (`alpha: T.float32`) its value (a kernel argument; without -D, `run` draws it from --seed): -D M=64 -D m=1000 -D alpha=0.5. A name given twice takes its last value.
     #[arg(short = 'D', value_name = "NAME=VALUE", value_parser = parse_number_define)]
     pub define: Vec<(String, Number)>,
-    /// Override a schedule parameter: -p BM=64.
+    /// Override a schedule parameter: -p BM=64. A name given twice takes its last value.
     #[arg(short = 'p', value_name = "NAME=VALUE", value_parser = parse_param)]
     pub param: Vec<(String, String)>,
     /// Compile size variables as the constants their -D values give (one kernel per size) instead of as run-time arguments.
@@ -81,6 +81,17 @@ pub fn report(path: &std::path::Path, src: &str, diags: &[Diagnostic]) {
     }
 }
 
+/// `NAME=VALUE` pairs with each name once, at its last value, in the
+/// order of those last values (`-D M=4 -D M=8` is M = 8, as `-p` gives it).
+pub fn last_of_each<T: Clone>(pairs: &[(String, T)]) -> Vec<(String, T)> {
+    pairs
+        .iter()
+        .enumerate()
+        .filter(|(i, (n, _))| !pairs[i + 1..].iter().any(|(m, _)| m == n))
+        .map(|(_, p)| p.clone())
+        .collect()
+}
+
 /// The `-D` values that are not whole numbers, by name.
 pub type Fractions = Vec<(String, f64)>;
 
@@ -88,12 +99,13 @@ impl Common {
     /// The integer `-D` values (module constants, sizes, and scalar
     /// parameters given a whole number), and the others (scalar parameters
     /// only).
+    /// A name given twice takes its last value, for `-D` as for `-p`.
     pub fn split_defines(&self) -> (Vec<(String, i64)>, Fractions) {
         let (mut ints, mut fractions) = (Vec::new(), Vec::new());
-        for (n, v) in &self.define {
+        for (n, v) in last_of_each(&self.define) {
             match v {
-                Number::Int(i) => ints.push((n.clone(), *i)),
-                Number::Fraction(x) => fractions.push((n.clone(), *x)),
+                Number::Int(i) => ints.push((n, i)),
+                Number::Fraction(x) => fractions.push((n, x)),
             }
         }
         (ints, fractions)
@@ -106,7 +118,7 @@ impl Common {
             func: self.func.clone(),
             defines,
             fractions,
-            params: self.param.clone(),
+            params: last_of_each(&self.param),
             specialize: self.specialize,
             target: self.arch.clone(),
             aligned_copies: self.aligned_copies,

@@ -145,6 +145,68 @@ pub fn test_size_sets(src: &str) -> Vec<Vec<(String, i64)>> {
         .collect()
 }
 
+/// What is wrong with the file's `# test-sizes:` and `# test-params:`
+/// lines, each at its word: an entry not `NAME=VALUE` (a value not an
+/// integer, for sizes), a name given twice on one line, a `# test-params:`
+/// line naming no schedule of the file. (Names that are no module constant
+/// or size are refused where the sizes are loaded.) Such an entry would
+/// otherwise be passed over, and the check run at other sizes.
+pub fn directive_errors(src: &str, schedules: &[&str]) -> Vec<tirc_ir::Diagnostic> {
+    let mut errors = Vec::new();
+    let mut at = 0;
+    for line in src.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let (rest, sizes) = if let Some(r) = trimmed.strip_prefix("# test-sizes:") {
+            (r, true)
+        } else if let Some(r) = trimmed.strip_prefix("# test-params:") {
+            (r, false)
+        } else {
+            continue;
+        };
+        let offset = start + indent + (trimmed.len() - rest.len());
+        // Each word with its span.
+        let mut words = Vec::new();
+        let mut pos = 0;
+        for w in rest.split_whitespace() {
+            let i = rest[pos..].find(w).map_or(pos, |i| pos + i);
+            pos = i + w.len();
+            let span = tirc_parser::ast::Span { start: offset + i, end: offset + i + w.len() };
+            words.push((w, span));
+        }
+        let mut words = words.into_iter();
+        if !sizes {
+            match words.next() {
+                Some((name, span)) if !schedules.contains(&name) => {
+                    errors.push(tirc_ir::Diagnostic::at(
+                        span,
+                        format!("`# test-params:` names `{name}`, which is no schedule of the file"),
+                    ));
+                    continue;
+                }
+                Some(_) => {}
+                None => continue,
+            }
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for (w, span) in words {
+            let Some((k, v)) = w.split_once('=') else {
+                errors.push(tirc_ir::Diagnostic::at(span, format!("`{w}` is not NAME=VALUE")));
+                continue;
+            };
+            if sizes && v.parse::<i64>().is_err() {
+                errors.push(tirc_ir::Diagnostic::at(span, format!("`{v}` is not an integer a size can take")));
+            } else if seen.contains(&k) {
+                errors.push(tirc_ir::Diagnostic::at(span, format!("`{k}` is given twice on one line")));
+            }
+            seen.push(k);
+        }
+    }
+    errors
+}
+
 /// The schedule parameters a schedule is checked with on the simulator,
 /// from `# test-params: v4 BX=16 BY=8` lines; none when it has no such line.
 /// Small thread tiles keep the checks of a schedule before lowering quick:
