@@ -341,6 +341,19 @@ impl<'a> LaunchSizes<'a> {
                 if a.least.as_int().is_some_and(|x| x >= 0) { String::new() } else { format!("({least}) < 0 || ") };
             outside.push(format!("{low}({greatest}) >= ({extent}) /* {} */", a.access.replace("*/", "* /")));
         }
+        // And every loop of the function at least once, as `run` checks
+        // (`range(n - 1)` at n = 1).
+        f.body.walk(&mut |s| {
+            if let tirc_ir::Stmt::For(l) = s {
+                let of_sizes = l.extent.as_int().is_none() && l.extent.is_size_expr(&f.sizes);
+                if let Some(e) = c_size_expr(&l.extent, names).ok().filter(|_| of_sizes) {
+                    let t = format!("({e}) < 1 /* loop {} */", l.var.name().replace("*/", "* /"));
+                    if !outside.contains(&t) {
+                        outside.push(t);
+                    }
+                }
+            }
+        });
         LaunchSizes { sizes, names, outside }
     }
 }

@@ -102,6 +102,9 @@ impl FuncResolver<'_> {
         check_own_variables(&block, &self.block_vars, span)?;
         check_mixed_bindings(&block, &iter_values, span)?;
         check_iteration_order(&block, span)?;
+        if self.guarded == 0 && predicate.as_bool() == Some(true) {
+            check_one_writer(&block, span)?;
+        }
         Ok(Stmt::Block(Box::new(BlockRealize { iter_values, predicate, block })))
     }
 
@@ -832,6 +835,109 @@ fn is_block_alloc(s: &ast::Stmt) -> bool {
     matches!(dotted(func).as_deref(), Some("T.alloc_buffer" | "T.sblock_alloc_buffer"))
 }
 
+/// Instances of a block that differ in a spatial variable write different
+/// elements, or the same value: a spatial variable says they are
+/// independent, so that a schedule may run them in any order (split and
+/// reorder them, bind them to threads), and the last writer would depend
+/// on it. `check_iteration_order` refuses an index that leaves out a
+/// spatial variable the value uses (`B[0, vj] = A[vi, vj]`); this refuses
+/// one that takes one element for two instances whose values differ by a
+/// variable it uses (`B[vi // 2] = A[vi]`, `B[vi % 32]`), checked over at
+/// most 4096 instances, for the stores of the body outside conditions and
+/// loops of its own that do not accumulate into their element.
+fn check_one_writer(block: &Block, span: Span) -> R<()> {
+    let spatial: Vec<(&Var, i64)> = block
+        .iter_vars
+        .iter()
+        .filter(|iv| iv.kind == IterKind::Spatial)
+        .filter_map(|iv| Some((&iv.var, iv.dom.extent.as_int()?)))
+        .filter(|(_, e)| *e > 1)
+        .collect();
+    let Some(points) = spatial.iter().try_fold(1i64, |n, (_, e)| n.checked_mul(*e).filter(|n| *n <= 4096)) else {
+        return Ok(());
+    };
+    if spatial.is_empty() {
+        return Ok(());
+    }
+    type Store = (Buffer, Vec<Expr>, Expr);
+    fn stores(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<Store>) {
+        let sub = |e: &Expr, lets: &[(Var, Expr)]| crate::subst::substitute(e, lets);
+        match s {
+            Stmt::Store { buffer, indices, value } => {
+                out.push((buffer.clone(), indices.iter().map(|i| sub(i, lets)).collect(), sub(value, lets)))
+            }
+            Stmt::Seq(v) => v.iter().for_each(|x| stores(x, lets, out)),
+            Stmt::Let { var, value, body } => {
+                let v = sub(value, lets);
+                lets.push((var.clone(), v));
+                stores(body, lets, out);
+                lets.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    stores(&block.body, &mut Vec::new(), &mut out);
+    let only_spatial = |e: &Expr| {
+        let mut ok = true;
+        e.walk(&mut |x| {
+            if let Expr::Var(v) = x {
+                ok &= spatial.iter().any(|(s, _)| *s == v);
+            }
+        });
+        ok
+    };
+    for (buf, idx, value) in out {
+        let mut accumulates = false;
+        value.walk(&mut |x| accumulates |= matches!(x, Expr::Load(b, i) if *b == buf && i.len() == idx.len() && i.iter().zip(&idx).all(|(a, b)| crate::structural_eq::same_expr(a, b))));
+        if accumulates || !idx.iter().all(only_spatial) {
+            continue;
+        }
+        let mut seen: std::collections::HashMap<Vec<i64>, Vec<i64>> = std::collections::HashMap::new();
+        for p in 0..points {
+            let mut rest = p;
+            let mut at = vec![0; spatial.len()];
+            for (k, (_, e)) in spatial.iter().enumerate().rev() {
+                at[k] = rest % e;
+                rest /= e;
+            }
+            let value_of = |v: &Var| spatial.iter().position(|(s, _)| *s == v).map(|k| at[k]);
+            let Some(element) = idx.iter().map(|i| crate::expr::eval(i, &value_of)).collect::<Option<Vec<i64>>>()
+            else {
+                break;
+            };
+            let Some(first) = seen.get(&element) else {
+                seen.insert(element, at);
+                continue;
+            };
+            // Two instances at one element: a race where the value they
+            // store differs with a variable they differ in.
+            let differs = spatial.iter().zip(first.iter().zip(&at)).any(|((v, _), (a, b))| a != b && value.uses(v));
+            if !differs {
+                continue;
+            }
+            let show = |x: &[i64]| {
+                let v: Vec<String> = spatial.iter().zip(x).map(|((s, _), x)| format!("{} = {x}", s.name())).collect();
+                v.join(", ")
+            };
+            let shown: Vec<String> = idx.iter().map(crate::printer::print_expr).collect();
+            return Err(Diagnostic::at(
+                span,
+                format!(
+                    "block `{}` writes `{}[{}]` at one element for two of its instances ({} and {}), with values that differ: which lands last depends on the order they run in",
+                    block.name,
+                    buf.name(),
+                    shown.join(", "),
+                    show(first),
+                    show(&at)
+                ),
+            )
+            .help("index what the block writes so that each instance writes its own element"));
+        }
+    }
+    Ok(())
+}
+
 /// Every unguarded access of every block of `f` stays inside its buffer,
 /// as `check_access_bounds` checks each block while the text is read, for
 /// a function whose sizes only became constants afterwards (run-time sizes
@@ -893,9 +999,11 @@ pub fn sized_accesses(f: &crate::func::PrimFunc) -> Vec<SizedAccess> {
         });
         ok
     };
+    // Each size is its own least and greatest value (`B[n - 1 - vi]`).
+    let own: Vec<LoopSpan> = sizes.iter().map(|v| (v.clone(), Expr::var(v), Expr::var(v))).collect();
     let mut out: Vec<SizedAccess> = Vec::new();
     each_block_statement(f, &mut |s, ranges, bind, _, _| {
-        unguarded_accesses(s, &mut ranges.to_vec(), &mut |buf, idx, ranges| {
+        unguarded_accesses(s, &mut [&own[..], ranges].concat(), &mut |buf, idx, ranges| {
             for (dim, (x, n)) in idx.iter().zip(buf.shape()).enumerate() {
                 let at = crate::expr::fold_constants(&crate::subst::substitute(x, bind));
                 let Some((least, greatest)) = affine_bounds(&at, ranges) else { continue };

@@ -504,13 +504,31 @@ fn tie_break(cond: &Expr) -> Option<&Expr> {
 /// x or (val == x and idx < k)`): the same result in any order of the
 /// steps, and the same as the update's in its own order. `None` where the
 /// update is no such selection, already breaks ties, or has no index.
-pub fn tie_broken_update(body: &Stmt, init: Option<&Stmt>) -> Option<Stmt> {
+///
+/// Exact only where the index is the block's one reduction variable (from
+/// a minimum of 0 or more) and starts below every index (a negative init):
+/// then the first (or last) of equal values in the order of the steps is
+/// the one of the least (greatest) index, and an element equal to the
+/// init's value loses to the init as it does in order. (A helper found
+/// an index of the inner of two reduction variables, and an init of 16 as
+/// "none", rewritten wrong.)
+pub fn tie_broken_update(block: &Block) -> Option<Stmt> {
+    let (body, init) = (&block.body, block.init.as_ref());
     let r = reducer(body, init)?;
     let broken = |e: &Expr| matches!(e, Expr::Select(c, ..) if tie_break(c).is_some());
     if !r.coupled || r.outs.len() < 2 || !r.combine.iter().any(broken) {
         return None;
     }
     if flatten_stores(body)?.iter().any(|(_, _, v)| broken(v)) {
+        return None;
+    }
+    let reduce: Vec<&IterVar> = block.iter_vars.iter().filter(|iv| iv.kind == IterKind::Reduce).collect();
+    let [k] = reduce[..] else { return None };
+    if k.dom.min.as_int().is_none_or(|m| m < 0) {
+        return None;
+    }
+    let index = r.elems.iter().position(|e| matches!(e, Expr::Var(v) if *v == k.var))?;
+    if r.start[index].as_int().is_none_or(|x| x >= 0) {
         return None;
     }
     // Each component: the combination of what it holds (`lhs`) with the
@@ -563,7 +581,7 @@ pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str
     fn family(op: BinOp) -> Option<BinOp> {
         match op {
             BinOp::Add | BinOp::Sub => Some(BinOp::Add),
-            BinOp::Max | BinOp::Min | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => Some(op),
+            BinOp::Mul | BinOp::Max | BinOp::Min | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => Some(op),
             _ => None,
         }
     }
@@ -583,6 +601,35 @@ pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str
             let mut r = false;
             e.walk(&mut |x| r |= self.which(x).is_some_and(|c| self.own.is_none_or(|o| o == c)));
             r
+        }
+        /// How many times `e` reads its element on the way through the
+        /// branches of its selections that reads it most (not counting
+        /// conditions).
+        fn count_own(&self, e: &Expr) -> usize {
+            if self.which(e).is_some_and(|c| self.own.is_none_or(|o| o == c)) {
+                return 1;
+            }
+            match e {
+                Expr::Select(_, x, y) => self.count_own(x).max(self.count_own(y)),
+                Expr::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne, ..) => 0,
+                e => {
+                    let mut n = 0;
+                    e.for_each_child(|c| n += self.count_own(c));
+                    n
+                }
+            }
+        }
+        /// The family of the operation that combines the element in `e`
+        /// (through selections and casts); `None` for the element itself.
+        fn family_of(&self, e: &Expr) -> Option<BinOp> {
+            match e {
+                Expr::Cast(_, x) => self.family_of(x),
+                Expr::Select(_, x, y) => self.family_of(x).or_else(|| self.family_of(y)),
+                Expr::Binary(op, x, y) if family(*op).is_some() && (self.reads_own(x) || self.reads_own(y)) => {
+                    family(*op)
+                }
+                _ => None,
+            }
         }
         fn go(&mut self, e: &Expr, at: At) {
             if self.found.is_some() {
@@ -627,6 +674,20 @@ pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str
                     // only by a comparison of the two (a max written as a
                     // selection).
                     let (kx, ky) = (self.reads_own(x), self.reads_own(y));
+                    // Both keep it (a masked sum): by one kind of
+                    // operation, under a mask that reads no accumulator.
+                    if kx && ky && at != At::Compared {
+                        if let (Some(f), Some(g)) = (self.family_of(x), self.family_of(y)) {
+                            if f != g {
+                                self.found = Some("combines what it has accumulated in two ways by a selection");
+                                return;
+                            }
+                        }
+                        self.go(c, At::Transformed);
+                        self.go(x, at);
+                        self.go(y, at);
+                        return;
+                    }
                     if kx != ky && at != At::Compared {
                         let new = if kx { y } else { x };
                         let compares = |a: &Expr, b: &Expr| {
@@ -636,7 +697,15 @@ pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str
                         let ordering = |op: &BinOp| matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
                         let ok = matches!(base, Expr::Binary(op, a, b) if ordering(op) && compares(a, b));
                         if !ok {
-                            self.found = Some("keeps the last of the values it selects, not the least or greatest");
+                            // Chosen by another component's comparison (an
+                            // argmax written with `if`): ties.
+                            let mut others = false;
+                            c.walk(&mut |e| others |= self.which(e).is_some());
+                            self.found = Some(if others {
+                                "keeps one of equal values by the order of its steps (its selection breaks no tie by the index)"
+                            } else {
+                                "keeps the last of the values it selects, not the least or greatest"
+                            });
                             return;
                         }
                     }
@@ -649,12 +718,16 @@ pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str
             }
         }
     }
-    if let Some(stores) = flatten_stores(body) {
+    let mut stores = Vec::new();
+    if updates(body, &mut Vec::new(), &mut stores).is_some() {
         let outs: Vec<(Buffer, Vec<Expr>)> = stores.iter().map(|(b, i, _)| (b.clone(), i.clone())).collect();
         for (c, (_, _, value)) in stores.iter().enumerate() {
             let mut w = Walk { outs: &outs, own: Some(c), found: None };
             if !w.reads_own(value) {
                 return Some("overwrites what it has accumulated");
+            }
+            if w.count_own(value) > 1 {
+                return Some("takes what it has accumulated more than once (`C + C + A`)");
             }
             w.go(value, At::Top);
             if w.found.is_some() {
@@ -674,6 +747,77 @@ pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str
     let mut w = Walk { outs: &outs, own: None, found: None };
     body.walk(&mut |s| s.for_each_expr(|e| w.go(e, At::Top)));
     w.found
+}
+
+/// The stores of an update of `let`s, stores and conditions as one value
+/// each, in terms of what the elements held before it: the lets' values
+/// and earlier stores put in, a store under `if c` the selection `c ? v :
+/// old` (`if A > 0: B = A` is `B = A > 0 ? A : B`). `None` for other
+/// statements (loops).
+fn updates(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<(Buffer, Vec<Expr>, Expr)>) -> Option<()> {
+    /// `e` with the lets and the values stored so far put in.
+    fn now(e: &Expr, lets: &[(Var, Expr)], out: &[(Buffer, Vec<Expr>, Expr)]) -> Expr {
+        fn put(e: &Expr, out: &[(Buffer, Vec<Expr>, Expr)]) -> Expr {
+            if let Some((_, _, v)) = out.iter().find(|(b, i, _)| loads_element(e, b, i)) {
+                return v.clone();
+            }
+            e.map_children(|c| put(c, out))
+        }
+        put(&substitute(e, lets), out)
+    }
+    let set = |out: &mut Vec<(Buffer, Vec<Expr>, Expr)>, b: &Buffer, idx: Vec<Expr>, v: Expr| match out
+        .iter_mut()
+        .find(|(x, i, _)| x == b && i.len() == idx.len() && i.iter().zip(&idx).all(|(p, q)| same_expr(p, q)))
+    {
+        Some(slot) => slot.2 = v,
+        None => out.push((b.clone(), idx, v)),
+    };
+    match s {
+        Stmt::Let { var, value, body } => {
+            let v = now(value, lets, out);
+            lets.push((var.clone(), v));
+            let r = updates(body, lets, out);
+            lets.pop();
+            r
+        }
+        Stmt::Seq(items) => items.iter().try_for_each(|x| updates(x, lets, out)),
+        Stmt::Store { buffer, indices, value } => {
+            let idx: Vec<Expr> = indices.iter().map(|i| substitute(i, lets)).collect();
+            let v = now(value, lets, out);
+            set(out, buffer, idx, v);
+            Some(())
+        }
+        Stmt::If { cond, then, orelse } => {
+            let c = now(cond, lets, out);
+            let (mut a, mut b) = (out.clone(), out.clone());
+            updates(then, &mut lets.clone(), &mut a)?;
+            if let Some(e) = orelse {
+                updates(e, &mut lets.clone(), &mut b)?;
+            }
+            let mut elements: Vec<(Buffer, Vec<Expr>)> = Vec::new();
+            for (x, i, _) in a.iter().chain(&b) {
+                if !elements.iter().any(|(y, j)| y == x && same(i, j)) {
+                    elements.push((x.clone(), i.clone()));
+                }
+            }
+            for (x, i) in elements {
+                let value = |o: &[(Buffer, Vec<Expr>, Expr)]| {
+                    o.iter()
+                        .find(|(y, j, _)| *y == x && same(i.as_slice(), j))
+                        .map_or_else(|| Expr::Load(x.clone(), i.clone()), |(_, _, v)| v.clone())
+                };
+                let v = Expr::Select(Box::new(c.clone()), Box::new(value(&a)), Box::new(value(&b)));
+                set(out, &x, i, v);
+            }
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// Two index lists the same, expression by expression.
+fn same(a: &[Expr], b: &[Expr]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_expr(x, y))
 }
 
 /// The stores of a body of `let`s and stores, the lets' values substituted.

@@ -145,8 +145,7 @@ pub fn reorder(sch: &mut Schedule, order: &[LoopRV]) -> Result<()> {
         let swaps_steps = steps.iter().enumerate().any(|(i, a)| steps[i + 1..].iter().any(|b| swapped(a, b)));
         // An argmax that keeps the first of equal values is rewritten to
         // break ties by the index (below), which any order keeps.
-        let tie_broken =
-            crate::common::reduction::tie_broken_update(&r.block.body, r.block.init.as_ref()).filter(|_| swaps_steps);
+        let tie_broken = crate::common::reduction::tie_broken_update(&r.block).filter(|_| swaps_steps);
         if let Some(update) = tie_broken {
             rewrites.push((r.block.name.clone(), update));
         } else if let Some(why) =
