@@ -771,3 +771,15 @@ fn a_name_given_twice_takes_its_last_value() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("grid (32, 1, 1) block (64, 1, 1)"), "{}", stdout(&o));
 }
+
+/// A schedule parameter given with `-D`, or a module constant with `-p`,
+/// is refused with the flag that sets it.
+#[test]
+fn a_value_given_with_the_other_flag_says_which() {
+    let o = tirc(&["run", "ir-examples/relu.tir", "-s", "fused", "--target", "sim", "-D", "TX=64"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("`TX` is a parameter of a schedule: give it with `-p TX=..`"), "{}", stderr(&o));
+    let o = tirc(&["run", "ir-examples/relu.tir", "-s", "fused", "--target", "sim", "-p", "M=64"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("`M` is a module constant: give it with `-D M=..`"), "{}", stderr(&o));
+}

@@ -44,7 +44,17 @@ pub fn resolve_module_with(
             let d = Diagnostic::new(format!(
                 "-D {name}: the file defines no module constant or size variable `{name}`{listed}"
             ));
-            r.errors.push(did_you_mean(d, name, known.iter().copied()));
+            // A schedule's parameter given as a constant: `-p` sets those.
+            let param = m.body.iter().any(|s| {
+                matches!(&s.kind, ast::StmtKind::FunctionDef { params, decorators, .. }
+                    if params.iter().any(|p| p.name.name == *name)
+                        && decorators.iter().any(|d| decorator(d).is_some_and(|(n, _)| n == "tirc.schedule")))
+            });
+            if param {
+                r.errors.push(d.help(format!("`{name}` is a parameter of a schedule: give it with `-p {name}=..`")));
+            } else {
+                r.errors.push(did_you_mean(d, name, known.iter().copied()));
+            }
         }
     }
     if r.errors.is_empty() {

@@ -127,8 +127,9 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
     if let Some(outer) = enclosing_bound(&sch.func.body, lp, tag) {
         // A cooperative fetch: the threads of the outer binding share the
         // copy into shared memory, each doing its part.
+        // (Said first: a loop that copies nothing into shared memory is
+        // no cooperative fetch whose copy the threads could share.)
         let inner = Stmt::For(Box::new(l.clone()));
-        cooperative(&inner, &outer, tag)?;
         if !writes_shared_only(&inner, tag) {
             return Err(ScheduleError::new(format!(
                 "loop `{}` is inside loop `{}`, which is already bound to {}",
@@ -138,6 +139,7 @@ pub fn bind(sch: &mut Schedule, lp: &LoopRV, thread: &str) -> Result<()> {
             ))
             .help("a loop may be bound again to a thread axis of an enclosing loop only when its blocks write shared memory (a cooperative fetch)"));
         }
+        cooperative(&inner, &outer, tag)?;
     }
     // 6. A blockIdx spans the whole kernel: every loop around it holds
     // nothing but the way down to it. One beside other statements (a

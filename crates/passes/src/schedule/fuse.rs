@@ -22,6 +22,9 @@ pub fn fuse(sch: &mut Schedule, loops: &[LoopRV]) -> Result<LoopRV> {
         return Err(ScheduleError::bad_argument("fuse needs at least one loop"));
     };
     let mut fors: Vec<For> = vec![get_loop(&sch.func.body, first)?.clone()];
+    if let Some(twice) = loops.iter().enumerate().find_map(|(i, l)| loops[..i].contains(l).then_some(l)) {
+        return Err(ScheduleError::bad_argument(format!("loop `{}` is given twice", twice.name())));
+    }
     // 2.
     for w in loops.windows(2) {
         get_loop(&sch.func.body, &w[1])?;

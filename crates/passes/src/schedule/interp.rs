@@ -105,6 +105,10 @@ pub fn run_schedule_observed(
     for (name, _) in params {
         if !def.params.iter().any(|p| &p.name == name) {
             let d = Diagnostic::new(format!("-p {name}: schedule `{}` has no parameter `{name}`", def.name));
+            // A module constant given as a parameter: `-D` sets those.
+            if module.constants.iter().any(|c| &c.name == name) {
+                return Err(d.help(format!("`{name}` is a module constant: give it with `-D {name}=..`")));
+            }
             return Err(did_you_mean(d, name, def.params.iter().map(|p| p.name.as_str())));
         }
     }
@@ -249,8 +253,15 @@ impl Interp<'_> {
 
     fn assign(&mut self, t: &ast::Expr, v: Value) -> R<()> {
         match &t.kind {
+            // A name assigned again takes its new value in place (one flat
+            // scope): pushed each time, a loop's names would make every
+            // lookup of an older one, `sch`, slower (10^5 iterations took
+            // 14 s).
             ExprKind::Name(n) => {
-                self.env.push((n.clone(), v));
+                match self.env.iter_mut().rev().find(|(k, _)| k == n) {
+                    Some(slot) => slot.1 = v,
+                    None => self.env.push((n.clone(), v)),
+                }
                 Ok(())
             }
             ExprKind::Tuple(ts) | ExprKind::List(ts) => {
