@@ -124,3 +124,14 @@ def g(a: T.handle, k: T.int32):
     assert!(once.contains("def g(var_A: T.handle, k: T.int32):") && once.contains("    m = T.int32()\n"), "{once}");
     assert_eq!(format(&once), once);
 }
+
+/// A function indented by tabs in an `@I.ir_module` class keeps its tab in
+/// the canonical form, which then loads and is a fixed point (the tab was
+/// counted as one space, and `check` refused the text: found by a helper).
+#[test]
+fn canonical_form_keeps_a_tab_indented_module() {
+    let src = "@I.ir_module\nclass Mod:\n\t@T.prim_func\n\tdef f(A: T.Buffer((4,), \"float32\")):\n\t\tfor i in range(4):\n\t\t\twith T.block(\"B\"):\n\t\t\t\tvi = T.axis.remap(\"S\", [i])\n\t\t\t\tA[vi] = 1.0\n";
+    let once = format(src);
+    assert!(once.contains("\n\tdef f("), "{once}");
+    assert_eq!(format(&once), once);
+}

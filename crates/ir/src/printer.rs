@@ -53,7 +53,15 @@ pub fn format_file(src: &str, defs: &[(String, tirc_parser::ast::Span)], module:
         };
         out.push_str(before);
         let line_start = src[..span.start].rfind('\n').map_or(0, |p| p + 1);
-        let indent = " ".repeat(src[line_start..span.start].chars().count());
+        // The function's own indentation as written (a tab stays a tab,
+        // which counted as one space made text `check` refuses), or
+        // spaces to its column where code comes before it on the line.
+        let prefix = &src[line_start..span.start];
+        let indent = if prefix.chars().all(|c| c == ' ' || c == '\t') {
+            prefix.to_string()
+        } else {
+            " ".repeat(prefix.chars().count())
+        };
         let text = print_func(&module.funcs[i]);
         for (n, line) in text.lines().enumerate() {
             if n > 0 {
