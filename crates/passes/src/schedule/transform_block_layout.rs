@@ -57,16 +57,6 @@ pub fn transform_block_layout(sch: &mut Schedule, block: &BlockRV, map: &IndexMa
             iv.var.name()
         )));
     }
-    // New loops visit the reduction's steps in the map's order: where the
-    // update depends on that order, refused.
-    let reduces = r.block.iter_vars.iter().any(|iv| iv.kind == tirc_ir::IterKind::Reduce);
-    if let Some(why) =
-        crate::common::reduction::order_dependence(&r.block.body, r.block.init.as_ref()).filter(|_| reduces)
-    {
-        return Err(ScheduleError::new(format!(
-            "block `{block}` accumulates with an update that {why}: new loops over its variables would visit its steps in another order, and change its result"
-        )));
-    }
     let n = r.block.iter_vars.len();
     if n == 0 || loops.len() < n {
         return Err(ScheduleError::new(format!(
@@ -186,6 +176,25 @@ pub fn transform_block_layout(sch: &mut Schedule, block: &BlockRV, map: &IndexMa
         digits.extend(weights);
     }
     digits.sort_by_key(|d| d.0);
+    // The new loops visit the digits in the order of the results. Where the
+    // update depends on the order of its steps, they must visit each
+    // element's steps as the loops did: the digits of the reduction's
+    // variables in the order of their loops, each variable's from the
+    // heaviest (an identity, or `k // 4, k % 4`; not `k % 4, k // 4`).
+    if let Some(why) = crate::common::reduction::order_dependence(&r.block.body, r.block.init.as_ref()) {
+        let place = |p: usize| nest.iter().position(|l| r.iter_values[p].as_var() == Some(&l.var));
+        let steps: Vec<(Option<usize>, i64)> = digits
+            .iter()
+            .filter(|(res, _, range)| *range > 1 && r.block.iter_vars[owner[*res]].kind == tirc_ir::IterKind::Reduce)
+            .map(|(res, w, _)| (place(owner[*res]), *w))
+            .collect();
+        let kept = steps.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 > w[1].1));
+        if !kept {
+            return Err(ScheduleError::new(format!(
+                "block `{block}` accumulates with an update that {why}: the new loops would visit its steps in another order than its loops, and change its result"
+            )));
+        }
+    }
 
     // The new variables, one per result, and the loops over them.
     let taken = loop_names(&sch.func.body);
