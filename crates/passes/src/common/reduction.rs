@@ -498,6 +498,17 @@ fn tie_break(cond: &Expr) -> Option<&Expr> {
     }
 }
 
+/// A selection whose condition breaks ties by the index (`tie_break`).
+fn is_tie_broken(e: &Expr) -> bool {
+    matches!(e, Expr::Select(c, ..) if tie_break(c).is_some())
+}
+
+/// Whether an update of stores (`flatten_stores`) already breaks ties by
+/// the index in one of its selections.
+fn breaks_ties(body: &Stmt) -> bool {
+    flatten_stores(body).is_some_and(|stores| stores.iter().any(|(_, _, v)| is_tie_broken(v)))
+}
+
 /// The update of a selection of several components with an index (an
 /// argmax that keeps the first of equal values, `val >= x`), rewritten to
 /// break ties by the index as `reducer` combines partial results (`val >
@@ -515,11 +526,7 @@ fn tie_break(cond: &Expr) -> Option<&Expr> {
 pub fn tie_broken_update(block: &Block) -> Option<Stmt> {
     let (body, init) = (&block.body, block.init.as_ref());
     let r = reducer(body, init)?;
-    let broken = |e: &Expr| matches!(e, Expr::Select(c, ..) if tie_break(c).is_some());
-    if !r.coupled || r.outs.len() < 2 || !r.combine.iter().any(broken) {
-        return None;
-    }
-    if flatten_stores(body)?.iter().any(|(_, _, v)| broken(v)) {
+    if !r.coupled || r.outs.len() < 2 || !r.combine.iter().any(is_tie_broken) || breaks_ties(body) {
         return None;
     }
     let reduce: Vec<&IterVar> = block.iter_vars.iter().filter(|iv| iv.kind == IterKind::Reduce).collect();
@@ -560,10 +567,7 @@ pub fn tie_broken_update(block: &Block) -> Option<Stmt> {
 ///   C`), the steps compute something else in another order.
 pub fn order_dependence(body: &Stmt, init: Option<&Stmt>) -> Option<&'static str> {
     if let Some(r) = reducer(body, init) {
-        let tie_broken = flatten_stores(body).is_some_and(|stores| {
-            stores.iter().any(|(_, _, v)| matches!(v, Expr::Select(c, ..) if tie_break(c).is_some()))
-        });
-        return (r.coupled && r.outs.len() > 1 && !tie_broken).then_some(
+        return (r.coupled && r.outs.len() > 1 && !breaks_ties(body)).then_some(
             "keeps one of equal values by the order of its steps (its selection breaks no tie by the index)",
         );
     }
@@ -767,7 +771,7 @@ fn updates(s: &Stmt, lets: &mut Vec<(Var, Expr)>, out: &mut Vec<(Buffer, Vec<Exp
     }
     let set = |out: &mut Vec<(Buffer, Vec<Expr>, Expr)>, b: &Buffer, idx: Vec<Expr>, v: Expr| match out
         .iter_mut()
-        .find(|(x, i, _)| x == b && i.len() == idx.len() && i.iter().zip(&idx).all(|(p, q)| same_expr(p, q)))
+        .find(|(x, i, _)| x == b && same(i, &idx))
     {
         Some(slot) => slot.2 = v,
         None => out.push((b.clone(), idx, v)),
