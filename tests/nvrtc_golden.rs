@@ -1,4 +1,5 @@
-//! Every golden CUDA kernel, and the kernel of every `tests/data/nvrtc/*.tir`,
+//! Every golden CUDA kernel, and the kernel of every `tests/data/nvrtc/*.tir`
+//! and of every conformance program with a line `# compile: nvrtc`,
 //! compiles with NVRTC (no GPU needed). Skipped, and saying so, when the
 //! NVRTC library is not installed (`pip install nvidia-cuda-nvrtc==13.0.*`
 //! and put its `nvidia/cu13/lib` on `LD_LIBRARY_PATH`; `.ci/run` does both
@@ -36,8 +37,16 @@ fn test_programs_compile_with_nvrtc() {
         return;
     }
     let mut n = 0;
-    for file in std::fs::read_dir(root().join("tests/data/nvrtc")).into_iter().flatten().flatten() {
-        let p = file.path();
+    // Also the conformance programs (checked on the simulator) that ask to
+    // be compiled too, with a line `# compile: nvrtc`.
+    let files = ["tests/data/nvrtc", "tests/data/conformance"]
+        .into_iter()
+        .flat_map(|d| std::fs::read_dir(root().join(d)).into_iter().flatten().flatten())
+        .map(|f| f.path())
+        .filter(|p| {
+            p.starts_with(root().join("tests/data/nvrtc")) || read(p).lines().any(|l| l.starts_with("# compile: nvrtc"))
+        });
+    for p in files {
         if p.extension().is_some_and(|e| e == "tir") {
             // Each schedule of the file, or its function as written.
             let src = read(&p);

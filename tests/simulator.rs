@@ -775,3 +775,41 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((8,), "float32")):
     sim(&across, &mut a).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(values(&a[1])[1], 57.0);
 }
+
+/// `T.tvm_warp_shuffle_down` takes the value `delta` lanes up within each
+/// segment of `width` lanes, and its own past the segment's end; a shuffle
+/// reached by part of a warp, or reading a lane the block does not have,
+/// is an error (on the GPU it hangs or reads garbage). Both machines agree.
+#[test]
+fn warp_shuffles_move_values_between_lanes() {
+    let src = r#"
+@T.prim_func
+def f(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    B[tx] = T.tvm_warp_shuffle_down(T.tvm_warp_activemask(), A[tx], 2, 8, 32)
+"#;
+    let ints = |n: usize| HostData::I32((0..n as i32).collect());
+    let mut a = [ints(64), HostData::I32(vec![0; 64])];
+    both_machines(&func(src), &mut a).unwrap_or_else(|e| panic!("{e}"));
+    let expect: Vec<f64> = (0..64).map(|t| f64::from(if t % 8 + 2 < 8 { t + 2 } else { t })).collect();
+    assert_eq!(values(&a[1]), expect);
+    // A float, over a whole warp.
+    let float = src.replace("int32", "float32").replace(", 2, 8, 32)", ", 16, 32, 32)");
+    let mut a = [iota(64), HostData::F32(vec![0.0; 64])];
+    both_machines(&func(&float), &mut a).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(values(&a[1])[3], 19.0);
+    assert_eq!(values(&a[1])[20], 20.0);
+    // Under a condition that splits a warp.
+    let split = src.replace("    B[tx] =", "    if tx % 32 < 16:\n        B[tx] =");
+    let mut a = [ints(64), HostData::I32(vec![0; 64])];
+    let e = both_machines(&func(&split), &mut a).unwrap_err();
+    assert!(
+        e.contains("a warp shuffle is reached by thread (0, 0, 0) but not by thread (16, 0, 0) of the same warp"),
+        "{e}"
+    );
+    // A block of 6 threads: lane 4 would read lane 6, which is no thread.
+    let short = src.replace("64)\n", "6)\n");
+    let mut a = [ints(64), HostData::I32(vec![0; 64])];
+    let e = both_machines(&func(&short), &mut a).unwrap_err();
+    assert!(e.contains("reads lane 6 of a warp the block does not fill"), "{e}");
+}

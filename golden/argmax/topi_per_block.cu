@@ -14,8 +14,8 @@ extern "C" __global__ void __launch_bounds__(256) argmax_topi_kernel(const float
   if (((int)(threadIdx.x)) == 0) {
     idx_local[0] = idx[((int)(blockIdx.x))];
   }
-  __shared__ __align__(16) int argmax_red0[256];
-  __shared__ __align__(16) float argmax_red1[256];
+  __shared__ __align__(16) int argmax_red0[8];
+  __shared__ __align__(16) float argmax_red1[8];
   int argmax_acc0[1];
   float argmax_acc1[1];
   argmax_acc0[0] = (-1);
@@ -26,70 +26,77 @@ extern "C" __global__ void __launch_bounds__(256) argmax_topi_kernel(const float
     argmax_acc0[0] = argmax_in_v0;
     argmax_acc1[0] = argmax_in_v1;
   }
-  argmax_red0[((int)(threadIdx.x))] = argmax_acc0[0];
-  argmax_red1[((int)(threadIdx.x))] = argmax_acc1[0];
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 128) {
-    int argmax_s0_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 128] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 128] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 128] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 128]);
-    float argmax_s0_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 128] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 128] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 128] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 128]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s0_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s0_v1;
+  int argmax_acc0_up[1];
+  float argmax_acc1_up[1];
+  argmax_acc0_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0[0], 16, 32);
+  argmax_acc1_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1[0], 16, 32);
+  int argmax_sh16_v0 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc0[0] : argmax_acc0_up[0]);
+  float argmax_sh16_v1 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc1[0] : argmax_acc1_up[0]);
+  argmax_acc0[0] = argmax_sh16_v0;
+  argmax_acc1[0] = argmax_sh16_v1;
+  argmax_acc0_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0[0], 8, 32);
+  argmax_acc1_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1[0], 8, 32);
+  int argmax_sh8_v0 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc0[0] : argmax_acc0_up[0]);
+  float argmax_sh8_v1 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc1[0] : argmax_acc1_up[0]);
+  argmax_acc0[0] = argmax_sh8_v0;
+  argmax_acc1[0] = argmax_sh8_v1;
+  argmax_acc0_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0[0], 4, 32);
+  argmax_acc1_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1[0], 4, 32);
+  int argmax_sh4_v0 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc0[0] : argmax_acc0_up[0]);
+  float argmax_sh4_v1 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc1[0] : argmax_acc1_up[0]);
+  argmax_acc0[0] = argmax_sh4_v0;
+  argmax_acc1[0] = argmax_sh4_v1;
+  argmax_acc0_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0[0], 2, 32);
+  argmax_acc1_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1[0], 2, 32);
+  int argmax_sh2_v0 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc0[0] : argmax_acc0_up[0]);
+  float argmax_sh2_v1 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc1[0] : argmax_acc1_up[0]);
+  argmax_acc0[0] = argmax_sh2_v0;
+  argmax_acc1[0] = argmax_sh2_v1;
+  argmax_acc0_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0[0], 1, 32);
+  argmax_acc1_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1[0], 1, 32);
+  int argmax_sh1_v0 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc0[0] : argmax_acc0_up[0]);
+  float argmax_sh1_v1 = (argmax_acc1[0] > argmax_acc1_up[0] || argmax_acc1[0] == argmax_acc1_up[0] && argmax_acc0[0] < argmax_acc0_up[0] ? argmax_acc1[0] : argmax_acc1_up[0]);
+  argmax_acc0[0] = argmax_sh1_v0;
+  argmax_acc1[0] = argmax_sh1_v1;
+  if (((int)(threadIdx.x)) % 32 == 0) {
+    argmax_red0[((int)(threadIdx.x)) / 32] = argmax_acc0[0];
+    argmax_red1[((int)(threadIdx.x)) / 32] = argmax_acc1[0];
   }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 64) {
-    int argmax_s1_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 64] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 64] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 64] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 64]);
-    float argmax_s1_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 64] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 64] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 64] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 64]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s1_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s1_v1;
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 32) {
-    int argmax_s2_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 32] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 32] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 32] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 32]);
-    float argmax_s2_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 32] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 32] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 32] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 32]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s2_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s2_v1;
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 16) {
-    int argmax_s3_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 16] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 16] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 16] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 16]);
-    float argmax_s3_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 16] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 16] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 16] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 16]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s3_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s3_v1;
-  }
+  int argmax_acc0_w[1];
+  float argmax_acc1_w[1];
   __syncthreads();
   if (((int)(threadIdx.x)) < 8) {
-    int argmax_s4_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 8] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 8] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 8] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 8]);
-    float argmax_s4_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 8] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 8] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 8] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 8]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s4_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s4_v1;
+    argmax_acc0_w[0] = argmax_red0[((int)(threadIdx.x))];
+    argmax_acc1_w[0] = argmax_red1[((int)(threadIdx.x))];
+  } else {
+    argmax_acc0_w[0] = (-1);
+    argmax_acc1_w[0] = (-3.4028235e38f);
   }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 4) {
-    int argmax_s5_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 4] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 4] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 4] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 4]);
-    float argmax_s5_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 4] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 4] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 4] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 4]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s5_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s5_v1;
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 2) {
-    int argmax_s6_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 2] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 2] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 2] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 2]);
-    float argmax_s6_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 2] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 2] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 2] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 2]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s6_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s6_v1;
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 1) {
-    int argmax_s7_v0 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 1] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 1] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 1] ? argmax_red0[((int)(threadIdx.x))] : argmax_red0[((int)(threadIdx.x)) + 1]);
-    float argmax_s7_v1 = (argmax_red1[((int)(threadIdx.x))] > argmax_red1[((int)(threadIdx.x)) + 1] || argmax_red1[((int)(threadIdx.x))] == argmax_red1[((int)(threadIdx.x)) + 1] && argmax_red0[((int)(threadIdx.x))] < argmax_red0[((int)(threadIdx.x)) + 1] ? argmax_red1[((int)(threadIdx.x))] : argmax_red1[((int)(threadIdx.x)) + 1]);
-    argmax_red0[((int)(threadIdx.x))] = argmax_s7_v0;
-    argmax_red1[((int)(threadIdx.x))] = argmax_s7_v1;
-  }
-  __syncthreads();
+  int argmax_acc0_w_up[1];
+  float argmax_acc1_w_up[1];
+  argmax_acc0_w_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0_w[0], 4, 8);
+  argmax_acc1_w_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1_w[0], 4, 8);
+  int argmax_shw4_v0 = (argmax_acc1_w[0] > argmax_acc1_w_up[0] || argmax_acc1_w[0] == argmax_acc1_w_up[0] && argmax_acc0_w[0] < argmax_acc0_w_up[0] ? argmax_acc0_w[0] : argmax_acc0_w_up[0]);
+  float argmax_shw4_v1 = (argmax_acc1_w[0] > argmax_acc1_w_up[0] || argmax_acc1_w[0] == argmax_acc1_w_up[0] && argmax_acc0_w[0] < argmax_acc0_w_up[0] ? argmax_acc1_w[0] : argmax_acc1_w_up[0]);
+  argmax_acc0_w[0] = argmax_shw4_v0;
+  argmax_acc1_w[0] = argmax_shw4_v1;
+  argmax_acc0_w_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0_w[0], 2, 8);
+  argmax_acc1_w_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1_w[0], 2, 8);
+  int argmax_shw2_v0 = (argmax_acc1_w[0] > argmax_acc1_w_up[0] || argmax_acc1_w[0] == argmax_acc1_w_up[0] && argmax_acc0_w[0] < argmax_acc0_w_up[0] ? argmax_acc0_w[0] : argmax_acc0_w_up[0]);
+  float argmax_shw2_v1 = (argmax_acc1_w[0] > argmax_acc1_w_up[0] || argmax_acc1_w[0] == argmax_acc1_w_up[0] && argmax_acc0_w[0] < argmax_acc0_w_up[0] ? argmax_acc1_w[0] : argmax_acc1_w_up[0]);
+  argmax_acc0_w[0] = argmax_shw2_v0;
+  argmax_acc1_w[0] = argmax_shw2_v1;
+  argmax_acc0_w_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc0_w[0], 1, 8);
+  argmax_acc1_w_up[0] = __shfl_down_sync(0xffffffffu, argmax_acc1_w[0], 1, 8);
+  int argmax_shw1_v0 = (argmax_acc1_w[0] > argmax_acc1_w_up[0] || argmax_acc1_w[0] == argmax_acc1_w_up[0] && argmax_acc0_w[0] < argmax_acc0_w_up[0] ? argmax_acc0_w[0] : argmax_acc0_w_up[0]);
+  float argmax_shw1_v1 = (argmax_acc1_w[0] > argmax_acc1_w_up[0] || argmax_acc1_w[0] == argmax_acc1_w_up[0] && argmax_acc0_w[0] < argmax_acc0_w_up[0] ? argmax_acc1_w[0] : argmax_acc1_w_up[0]);
+  argmax_acc0_w[0] = argmax_shw1_v0;
+  argmax_acc1_w[0] = argmax_shw1_v1;
   if (((int)(threadIdx.x)) == 0) {
     idx_local[0] = (-1);
     val_local[0] = (-3.4028235e38f);
-    int argmax_w_v0 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? idx_local[0] : argmax_red0[0]);
-    float argmax_w_v1 = (val_local[0] > argmax_red1[0] || val_local[0] == argmax_red1[0] && idx_local[0] < argmax_red0[0] ? val_local[0] : argmax_red1[0]);
+    int argmax_w_v0 = (val_local[0] > argmax_acc1_w[0] || val_local[0] == argmax_acc1_w[0] && idx_local[0] < argmax_acc0_w[0] ? idx_local[0] : argmax_acc0_w[0]);
+    float argmax_w_v1 = (val_local[0] > argmax_acc1_w[0] || val_local[0] == argmax_acc1_w[0] && idx_local[0] < argmax_acc0_w[0] ? val_local[0] : argmax_acc1_w[0]);
     idx_local[0] = argmax_w_v0;
     val_local[0] = argmax_w_v1;
   }

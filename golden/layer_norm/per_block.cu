@@ -8,8 +8,8 @@ __device__ __forceinline__ long long tirc_floormod(long long a, long long b) { l
 extern "C" __global__ void __launch_bounds__(256) layer_norm_kernel(const float* __restrict__ X, const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ Y) {
   __shared__ __align__(16) float S[1];
   __shared__ __align__(16) float Q[1];
-  __shared__ __align__(16) float stats_red0[256];
-  __shared__ __align__(16) float stats_red1[256];
+  __shared__ __align__(16) float stats_red0[8];
+  __shared__ __align__(16) float stats_red1[8];
   float stats_acc0[1];
   float stats_acc1[1];
   stats_acc0[0] = 0.0f;
@@ -19,54 +19,61 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_kernel(const float*
     stats_acc0[0] = stats_acc0[0] + X[((int)(blockIdx.x)) * 4096 + ax1_0 * 256 + ((int)(threadIdx.x))];
     stats_acc1[0] = stats_acc1[0] + X[((int)(blockIdx.x)) * 4096 + ax1_0 * 256 + ((int)(threadIdx.x))] * X[((int)(blockIdx.x)) * 4096 + ax1_0 * 256 + ((int)(threadIdx.x))];
   }
-  stats_red0[((int)(threadIdx.x))] = stats_acc0[0];
-  stats_red1[((int)(threadIdx.x))] = stats_acc1[0];
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 128) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 128];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 128];
+  float stats_acc0_up[1];
+  float stats_acc1_up[1];
+  stats_acc0_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0[0], 16, 32);
+  stats_acc1_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1[0], 16, 32);
+  stats_acc0[0] = stats_acc0[0] + stats_acc0_up[0];
+  stats_acc1[0] = stats_acc1[0] + stats_acc1_up[0];
+  stats_acc0_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0[0], 8, 32);
+  stats_acc1_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1[0], 8, 32);
+  stats_acc0[0] = stats_acc0[0] + stats_acc0_up[0];
+  stats_acc1[0] = stats_acc1[0] + stats_acc1_up[0];
+  stats_acc0_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0[0], 4, 32);
+  stats_acc1_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1[0], 4, 32);
+  stats_acc0[0] = stats_acc0[0] + stats_acc0_up[0];
+  stats_acc1[0] = stats_acc1[0] + stats_acc1_up[0];
+  stats_acc0_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0[0], 2, 32);
+  stats_acc1_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1[0], 2, 32);
+  stats_acc0[0] = stats_acc0[0] + stats_acc0_up[0];
+  stats_acc1[0] = stats_acc1[0] + stats_acc1_up[0];
+  stats_acc0_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0[0], 1, 32);
+  stats_acc1_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1[0], 1, 32);
+  stats_acc0[0] = stats_acc0[0] + stats_acc0_up[0];
+  stats_acc1[0] = stats_acc1[0] + stats_acc1_up[0];
+  if (((int)(threadIdx.x)) % 32 == 0) {
+    stats_red0[((int)(threadIdx.x)) / 32] = stats_acc0[0];
+    stats_red1[((int)(threadIdx.x)) / 32] = stats_acc1[0];
   }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 64) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 64];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 64];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 32) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 32];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 32];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 16) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 16];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 16];
-  }
+  float stats_acc0_w[1];
+  float stats_acc1_w[1];
   __syncthreads();
   if (((int)(threadIdx.x)) < 8) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 8];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 8];
+    stats_acc0_w[0] = stats_red0[((int)(threadIdx.x))];
+    stats_acc1_w[0] = stats_red1[((int)(threadIdx.x))];
+  } else {
+    stats_acc0_w[0] = 0.0f;
+    stats_acc1_w[0] = 0.0f;
   }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 4) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 4];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 4];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 2) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 2];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 2];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 1) {
-    stats_red0[((int)(threadIdx.x))] = stats_red0[((int)(threadIdx.x))] + stats_red0[((int)(threadIdx.x)) + 1];
-    stats_red1[((int)(threadIdx.x))] = stats_red1[((int)(threadIdx.x))] + stats_red1[((int)(threadIdx.x)) + 1];
-  }
-  __syncthreads();
+  float stats_acc0_w_up[1];
+  float stats_acc1_w_up[1];
+  stats_acc0_w_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0_w[0], 4, 8);
+  stats_acc1_w_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1_w[0], 4, 8);
+  stats_acc0_w[0] = stats_acc0_w[0] + stats_acc0_w_up[0];
+  stats_acc1_w[0] = stats_acc1_w[0] + stats_acc1_w_up[0];
+  stats_acc0_w_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0_w[0], 2, 8);
+  stats_acc1_w_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1_w[0], 2, 8);
+  stats_acc0_w[0] = stats_acc0_w[0] + stats_acc0_w_up[0];
+  stats_acc1_w[0] = stats_acc1_w[0] + stats_acc1_w_up[0];
+  stats_acc0_w_up[0] = __shfl_down_sync(0xffffffffu, stats_acc0_w[0], 1, 8);
+  stats_acc1_w_up[0] = __shfl_down_sync(0xffffffffu, stats_acc1_w[0], 1, 8);
+  stats_acc0_w[0] = stats_acc0_w[0] + stats_acc0_w_up[0];
+  stats_acc1_w[0] = stats_acc1_w[0] + stats_acc1_w_up[0];
   if (((int)(threadIdx.x)) == 0) {
     S[0] = 0.0f;
     Q[0] = 0.0f;
-    S[0] = S[0] + stats_red0[0];
-    Q[0] = Q[0] + stats_red1[0];
+    S[0] = S[0] + stats_acc0_w[0];
+    Q[0] = Q[0] + stats_acc1_w[0];
   }
   __syncthreads();
   #pragma unroll

@@ -10,46 +10,42 @@ extern "C" __global__ void __launch_bounds__(128) row_sum_kernel(const float* __
   if (((int)(threadIdx.x)) == 0) {
     B_local[0] = B[((int)(blockIdx.x))];
   }
-  __shared__ __align__(16) float B_red[128];
+  __shared__ __align__(16) float B_red[4];
   float B_acc[1];
   B_acc[0] = 0.0f;
   #pragma unroll
   for (int k_0 = 0; k_0 < 8; ++k_0) {
     B_acc[0] = B_acc[0] + A[((int)(blockIdx.x)) * 1024 + k_0 * 128 + ((int)(threadIdx.x))];
   }
-  B_red[((int)(threadIdx.x))] = B_acc[0];
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 64) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 64];
+  float B_acc_up[1];
+  B_acc_up[0] = __shfl_down_sync(0xffffffffu, B_acc[0], 16, 32);
+  B_acc[0] = B_acc[0] + B_acc_up[0];
+  B_acc_up[0] = __shfl_down_sync(0xffffffffu, B_acc[0], 8, 32);
+  B_acc[0] = B_acc[0] + B_acc_up[0];
+  B_acc_up[0] = __shfl_down_sync(0xffffffffu, B_acc[0], 4, 32);
+  B_acc[0] = B_acc[0] + B_acc_up[0];
+  B_acc_up[0] = __shfl_down_sync(0xffffffffu, B_acc[0], 2, 32);
+  B_acc[0] = B_acc[0] + B_acc_up[0];
+  B_acc_up[0] = __shfl_down_sync(0xffffffffu, B_acc[0], 1, 32);
+  B_acc[0] = B_acc[0] + B_acc_up[0];
+  if (((int)(threadIdx.x)) % 32 == 0) {
+    B_red[((int)(threadIdx.x)) / 32] = B_acc[0];
   }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 32) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 32];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 16) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 16];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 8) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 8];
-  }
+  float B_acc_w[1];
   __syncthreads();
   if (((int)(threadIdx.x)) < 4) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 4];
+    B_acc_w[0] = B_red[((int)(threadIdx.x))];
+  } else {
+    B_acc_w[0] = 0.0f;
   }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 2) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 2];
-  }
-  __syncthreads();
-  if (((int)(threadIdx.x)) < 1) {
-    B_red[((int)(threadIdx.x))] = B_red[((int)(threadIdx.x))] + B_red[((int)(threadIdx.x)) + 1];
-  }
-  __syncthreads();
+  float B_acc_w_up[1];
+  B_acc_w_up[0] = __shfl_down_sync(0xffffffffu, B_acc_w[0], 2, 4);
+  B_acc_w[0] = B_acc_w[0] + B_acc_w_up[0];
+  B_acc_w_up[0] = __shfl_down_sync(0xffffffffu, B_acc_w[0], 1, 4);
+  B_acc_w[0] = B_acc_w[0] + B_acc_w_up[0];
   if (((int)(threadIdx.x)) == 0) {
     B_local[0] = 0.0f;
-    B_local[0] = B_local[0] + B_red[0];
+    B_local[0] = B_local[0] + B_acc_w[0];
   }
   if (((int)(threadIdx.x)) == 0) {
     B[((int)(blockIdx.x))] = B_local[0];

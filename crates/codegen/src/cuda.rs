@@ -392,6 +392,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         sizes_decided: false,
         side: Side::Both,
         consumers: 0,
+        shuffle_mask: "0xffffffffu",
         side_split_pending: false,
         producer_slot: None,
         tma_dsts: tirc_ir::launch::tma_destinations(&f.body),
@@ -577,6 +578,9 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         }
     }
     let threads = launch.threads_per_block();
+    if threads % 32 != 0 {
+        g.shuffle_mask = "__activemask()";
+    }
     // The launch head becomes the built-in indices.
     let (head, body_s) = f.body.launch_head();
     let mut grid_exprs = launch.grid.map(|e| e.to_string());
@@ -998,6 +1002,9 @@ struct Gen {
     /// threads before the producer's), and whether the body is
     /// still to be split between the two sides.
     consumers: i64,
+    /// The lanes of a warp shuffle's mask: all 32 where every warp of the
+    /// block is whole, else the lanes active where it runs.
+    shuffle_mask: &'static str,
     side_split_pending: bool,
     /// In the producer's loop: the C variable of its version.
     producer_slot: Option<String>,
@@ -2844,10 +2851,23 @@ impl Gen {
                 format!("{n}[{}]", swizzled(b, i))
             }
             Expr::Call(Intrinsic::Likely | Intrinsic::CpAsync, args) => self.expr_prec(&args[0], prec)?,
+            // A warp shuffle: CUDA's overloads take 32- and 64-bit numbers
+            // and the two 16-bit floats; narrower integers go through int.
+            Expr::Call(Intrinsic::WarpShuffleDown, args) => {
+                let t = args[0].dtype();
+                let v = self.expr(&args[0])?;
+                let (d, w) = (self.expr(&args[1])?, self.expr(&args[2])?);
+                let m = self.shuffle_mask;
+                if matches!(t, DType::Int(8 | 16) | DType::UInt(8 | 16) | DType::Bool) {
+                    format!("(({})__shfl_down_sync({m}, (int)({v}), {d}, {w}))", ctype(t)?)
+                } else {
+                    format!("__shfl_down_sync({m}, {v}, {d}, {w})")
+                }
+            }
             // float16 and bfloat16 have no math functions of their own that
             // C++ overloads: computed in float, rounded back to the type.
             Expr::Call(i, args)
-                if !matches!(i, Intrinsic::Likely | Intrinsic::CpAsync)
+                if !matches!(i, Intrinsic::Likely | Intrinsic::CpAsync | Intrinsic::WarpShuffleDown)
                     && args.first().is_some_and(|a| matches!(a.dtype(), DType::F16 | DType::BFloat16)) =>
             {
                 let t = args[0].dtype();
@@ -2878,7 +2898,9 @@ impl Gen {
                             "([](float x) {{ return isfinite(x) ? __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u) : x; }}({x}))"
                         ));
                     }
-                    Intrinsic::Likely | Intrinsic::CpAsync => unreachable!("handled above"),
+                    Intrinsic::Likely | Intrinsic::CpAsync | Intrinsic::WarpShuffleDown => {
+                        unreachable!("handled above")
+                    }
                     i => i.name(),
                 };
                 // An unsigned value is its own magnitude (C++ has no

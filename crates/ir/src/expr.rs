@@ -188,10 +188,18 @@ pub enum Intrinsic {
     /// whole block, in a warp-specialized loop (`warp_specialize`); it
     /// lands when the loop's consumers wait for it.
     TmaLoad,
+    /// `T.tvm_warp_shuffle_down(mask, v, delta, width, 32)`, TVM's name and
+    /// arguments, held as `[v, delta, width]` (delta and width constants,
+    /// width a power of two up to 32): `v` of the thread `delta` lanes up
+    /// in the same segment of `width` lanes of the warp, or the thread's own
+    /// `v` where that lane is past the segment (`__shfl_down_sync`). Every
+    /// thread of the warp must reach it together: `lower_cross_thread_reduction`
+    /// writes it where no condition on the thread stands around it.
+    WarpShuffleDown,
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 39] = [
+    pub const ALL: [Intrinsic; 40] = [
         Intrinsic::Exp,
         Intrinsic::Log,
         Intrinsic::Sqrt,
@@ -231,6 +239,7 @@ impl Intrinsic {
         Intrinsic::Likely,
         Intrinsic::CpAsync,
         Intrinsic::TmaLoad,
+        Intrinsic::WarpShuffleDown,
     ];
 
     /// The name after `T.` in TVMScript.
@@ -275,6 +284,7 @@ impl Intrinsic {
             Intrinsic::Likely => "likely",
             Intrinsic::CpAsync => "cp_async",
             Intrinsic::TmaLoad => "tma_load",
+            Intrinsic::WarpShuffleDown => "tvm_warp_shuffle_down",
         }
     }
 

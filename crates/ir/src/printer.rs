@@ -677,6 +677,14 @@ impl Printer {
                 let n = self.buf(b);
                 format!("{n}[{}]", self.subscript(idx))
             }
+            // TVM's arguments: the mask of the lanes taking part, the value,
+            // the offset, the segment's width and the warp's.
+            Expr::Call(crate::Intrinsic::WarpShuffleDown, args) if args.len() == 3 => format!(
+                "T.tvm_warp_shuffle_down(T.tvm_warp_activemask(), {}, {}, {}, 32)",
+                self.expr(&args[0], 0),
+                self.expr(&args[1], 0),
+                self.expr(&args[2], 0)
+            ),
             Expr::Call(i, args) => format!("T.{}({})", i.name(), self.indices(args)),
         }
     }

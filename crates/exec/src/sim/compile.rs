@@ -189,6 +189,8 @@ pub(super) enum IExpr {
     /// A float truncated toward zero, then wrapped to a type if one is given.
     Trunc(Box<FExpr>, Option<DType>),
     Abs(Box<IExpr>),
+    /// `T.tvm_warp_shuffle_down`: the value, the offset and the width.
+    Shuffle(Box<IExpr>, u32, u32),
     Load(Box<Load>),
     Fail(String),
 }
@@ -208,6 +210,8 @@ pub(super) enum FExpr {
     Round(Box<FExpr>, Precision),
     Select(Box<IExpr>, Box<FExpr>, Box<FExpr>),
     Call(Intrinsic, Precision, Box<FExpr>, Option<Box<FExpr>>),
+    /// `T.tvm_warp_shuffle_down`: the value, the offset and the width.
+    Shuffle(Box<FExpr>, u32, u32),
     Load(Box<Load>),
     Fail(String),
 }
@@ -647,6 +651,16 @@ impl Compiler {
                 (Err(m), false) => I(IExpr::Fail(m)),
             },
             Expr::Call(Intrinsic::Likely | Intrinsic::CpAsync, args) => self.expr(&args[0]),
+            Expr::Call(Intrinsic::WarpShuffleDown, args) => {
+                let konst = |i: usize| args.get(i).and_then(Expr::as_int).and_then(|x| u32::try_from(x).ok());
+                let (Some(delta), Some(width)) = (konst(1), konst(2)) else {
+                    return F(FExpr::Fail("a warp shuffle without a constant offset and width".into()));
+                };
+                match self.expr(&args[0]) {
+                    I(x) => I(IExpr::Shuffle(bx(x), delta, width)),
+                    F(x) => F(FExpr::Shuffle(Box::new(x), delta, width)),
+                }
+            }
             Expr::Call(Intrinsic::Abs | Intrinsic::Fabs, args) if args[0].dtype().is_int() => {
                 // The magnitude wraps in the argument's type, as C's `abs`
                 // does: abs(INT32_MIN) is INT32_MIN, abs(-128i8) is -128.

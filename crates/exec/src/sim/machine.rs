@@ -1313,6 +1313,12 @@ impl<'p> Machine<'p> {
                 }
                 self.fpool.push(x);
             }
+            IExpr::Shuffle(a, delta, width) => {
+                self.ie(a, act, out)?;
+                let from = self.shuffle_sources(act, *delta, *width)?;
+                let y: Vec<i64> = from.iter().map(|&j| out[j]).collect();
+                out.copy_from_slice(&y);
+            }
             IExpr::Abs(a) => {
                 self.ie(a, act, out)?;
                 out.iter_mut().for_each(|x| *x = x.wrapping_abs());
@@ -1390,10 +1396,53 @@ impl<'p> Machine<'p> {
                 }
                 self.fpool.push(y);
             }
+            FExpr::Shuffle(a, delta, width) => {
+                self.fe(a, act, out)?;
+                let from = self.shuffle_sources(act, *delta, *width)?;
+                let y: Vec<f64> = from.iter().map(|&j| out[j]).collect();
+                out.copy_from_slice(&y);
+            }
             FExpr::Load(l) => self.load(l, act, out)?,
             FExpr::Fail(m) => return Err(m.clone()),
         }
         Ok(())
+    }
+
+    /// For each active thread of a warp shuffle down by `delta` within
+    /// segments of `width` lanes, the place in `act` of the thread whose
+    /// value it takes (its own where the lane would leave the segment).
+    /// Every thread of a warp that reaches it must reach it together, as
+    /// `__shfl_down_sync` with the warp's mask requires.
+    pub(super) fn shuffle_sources(&self, act: &[u32], delta: u32, width: u32) -> Result<Vec<usize>, SimError> {
+        let mut at = vec![usize::MAX; self.n];
+        for (i, &t) in act.iter().enumerate() {
+            at[t as usize] = i;
+        }
+        let lanes = |t: u32| (t / 32 * 32) as usize..((t / 32 * 32 + 32) as usize).min(self.n);
+        act.iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                if let Some(u) = lanes(t).find(|&u| at[u] == usize::MAX) {
+                    return Err(SimError::from(format!(
+                        "a warp shuffle is reached by thread {} but not by thread {} of the same warp: a shuffle must not sit under thread-dependent control flow",
+                        self.show(t),
+                        self.show(u as u32)
+                    )));
+                }
+                if (t % 32) % width + delta >= width {
+                    return Ok(i);
+                }
+                let src = (t + delta) as usize;
+                if src >= self.n {
+                    return Err(SimError::from(format!(
+                        "a warp shuffle in thread {} reads lane {} of a warp the block does not fill",
+                        self.show(t),
+                        src % 32
+                    )));
+                }
+                Ok(at[src])
+            })
+            .collect()
     }
 }
 

@@ -88,6 +88,8 @@ pub fn run_observed(
     if args.len() != f.params.len() {
         return Err(format!("{} has {} parameters but {} buffers were given", f.name, f.params.len(), args.len()));
     }
+    let launched = lockstep(f)?;
+    let f = launched.as_ref().unwrap_or(f);
     let prog = compile::compile(f, opts.f64_storage);
     let mut params: Vec<Mem> = Vec::new();
     for (decl, d) in prog.mems.iter().zip(args.iter()) {
@@ -150,6 +152,31 @@ pub fn run_observed(
     stats.blocks = total;
     stats.threads_per_block = cfg.threads_per_block();
     Ok(stats)
+}
+
+/// A function whose threads talk through warp shuffles but whose loops are
+/// not yet a launch (between `lower_cross_thread_reduction` and
+/// `extract_launch`) cannot run with its thread loops as plain loops: a
+/// shuffle reads what another thread holds at the same point. It runs as
+/// the GPU would, its thread loops made the launch first. `None` for any
+/// other function, which runs as it is.
+fn lockstep(f: &PrimFunc) -> Result<Option<PrimFunc>, SimError> {
+    let (mut launched, mut shuffles) = (false, false);
+    f.body.walk(&mut |s| {
+        launched |= matches!(s, tirc_ir::Stmt::Launch { .. });
+        s.for_each_expr(|e| {
+            e.walk(&mut |x| {
+                shuffles |= matches!(x, tirc_ir::Expr::Call(tirc_ir::Intrinsic::WarpShuffleDown, _));
+            })
+        });
+    });
+    if launched || !shuffles {
+        return Ok(None);
+    }
+    let ctx = tirc_passes::transform::PassContext::default();
+    tirc_passes::transform::extract_launch::run(f.clone(), &ctx)
+        .map(Some)
+        .map_err(|d| format!("the function's warp shuffles need its thread loops launched, which fails: {}", d.message))
 }
 
 /// Global memory (as f64) above which a launch is not split over workers,

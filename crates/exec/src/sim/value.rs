@@ -152,7 +152,7 @@ pub(super) fn intrinsic(i: Intrinsic, x: f64, y: f64) -> f64 {
         // C's `fmod`: the remainder with the sign of `x`, as Rust's `%`.
         Intrinsic::Fmod => x % y,
         Intrinsic::Tf32Round => tf32(x),
-        Intrinsic::Likely | Intrinsic::CpAsync | Intrinsic::TmaLoad => x,
+        Intrinsic::Likely | Intrinsic::CpAsync | Intrinsic::TmaLoad | Intrinsic::WarpShuffleDown => x,
     }
 }
 

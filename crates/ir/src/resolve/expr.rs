@@ -502,6 +502,41 @@ impl FuncResolver<'_> {
                 let q = Expr::folded(BinOp::Div, a.clone(), b.clone());
                 Ok(Expr::folded(BinOp::Sub, a, Expr::folded(BinOp::Mul, q, b)))
             }
+            // A warp shuffle as `lower_cross_thread_reduction` prints it, in
+            // TVM's form: `T.tvm_warp_shuffle_down(mask, v, delta, width,
+            // 32)`. The mask must be every lane that reaches it
+            // (`T.tvm_warp_activemask()`, or a constant).
+            "tvm_warp_shuffle_down" => {
+                arity(5)?;
+                let mask_ok = match &pos[0].kind {
+                    ExprKind::Call { func, args } => {
+                        args.is_empty() && dotted(func).as_deref() == Some("T.tvm_warp_activemask")
+                    }
+                    _ => self.expr(pos[0])?.as_int().is_some(),
+                };
+                if !mask_ok {
+                    return Err(Diagnostic::at(
+                        pos[0].span,
+                        "the mask of `T.tvm_warp_shuffle_down` is `T.tvm_warp_activemask()` or a constant",
+                    ));
+                }
+                let v = self.expr(pos[1])?;
+                let mut konst = |i: usize, what: &str, ok: &dyn Fn(i64) -> bool| -> Result<Expr, Diagnostic> {
+                    match self.expr(pos[i])?.as_int() {
+                        Some(x) if ok(x) => Ok(Expr::int(x)),
+                        _ => Err(Diagnostic::at(pos[i].span, format!("`T.tvm_warp_shuffle_down`'s {what}"))),
+                    }
+                };
+                let width =
+                    konst(3, "width is a constant power of two up to 32", &|w| w > 0 && w <= 32 && w & (w - 1) == 0)?;
+                let w = width.as_int().unwrap_or(32);
+                let delta = konst(2, "offset is a constant from 0 to its width", &|d| (0..w).contains(&d))?;
+                konst(4, "warp size is 32", &|x| x == 32)?;
+                if !(v.dtype().is_float() || v.dtype().is_int()) {
+                    return Err(Diagnostic::at(pos[1].span, "`T.tvm_warp_shuffle_down` moves a number"));
+                }
+                Ok(Expr::Call(Intrinsic::WarpShuffleDown, vec![v, delta, width]))
+            }
             // A bulk tensor copy as `warp_specialize` prints it: the first
             // element of the source box, then the box and the source's
             // shape, one integer per dimension each.

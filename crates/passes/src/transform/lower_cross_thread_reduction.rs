@@ -35,7 +35,21 @@
 //! Each copy is an ordinary loop nest: run as written, with thread loops as
 //! plain loops, it computes what `B` did; once `extract_launch` merges the
 //! copies under one launch, `insert_barriers` puts a barrier between the
-//! steps. Runs first, on blocks. Refused, with the reason: a reduction over
+//! steps.
+//!
+//! Through warp shuffles instead, as TVM lowers it, where T is one loop
+//! bound to `threadIdx.x` of a power of two of threads that is the whole
+//! of `blockDim.x`, the output is not local, and no condition stands
+//! around the chain (every lane of a warp must reach each shuffle):
+//! step 1 ends with shuffles down (`T.tvm_warp_shuffle_down`) by 16, 8, ..
+//! 1 within each warp's segment of T's threads, and where T fits in a warp
+//! its first thread writes the total right there (no shared memory, no
+//! barrier). Where T spans W warps, each warp's first lane puts its total
+//! in `B_red[s, w]`; a second copy of the chain has the first W threads
+//! take them (the others the identity), shuffle them, and the first write
+//! the total: one barrier. Between this pass and `extract_launch` such a
+//! function runs only with its threads in lockstep: the simulator makes
+//! its thread loops a launch first. Runs first, on blocks. Refused, with the reason: a reduction over
 //! `blockIdx` (blocks cannot combine their results without a second
 //! kernel), a reduction whose thread loops are not nested directly, an
 //! update of another form, a block that shares the chain with other
@@ -45,7 +59,9 @@ use crate::arith::{all_of, conjuncts, Analyzer};
 use crate::common::reduction::reducer;
 use tirc_ir::region::infer_block_regions;
 use tirc_ir::subst::{substitute, substitute_stmt};
-use tirc_ir::{BinOp, BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, IterKind, PrimFunc, Scope, Stmt, Var};
+use tirc_ir::{
+    BinOp, BlockRealize, Buffer, Diagnostic, Expr, For, ForKind, Intrinsic, IterKind, PrimFunc, Scope, Stmt, Var,
+};
 
 pub fn run(mut f: PrimFunc) -> Result<PrimFunc, Diagnostic> {
     let mut names = Vec::new();
@@ -166,6 +182,11 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         .collect::<Result<_, _>>()?;
     let n_t: i64 = t_loops.iter().map(|x| x.2).product();
     let n_s: i64 = s_loops.iter().map(|x| x.2).product();
+    let shuffled = locals == 0 && by_shuffles(root, chain, &t_loops);
+    // Through shuffles, the first combine the threads of each warp; where a
+    // group spans several warps, one partial result a warp goes through
+    // shared memory to the first warp of the group, which shuffles again.
+    let warps = if shuffled { (n_t / 32).max(1) } else { 1 };
     // (A loop of one iteration is a constant: `reverse_compute_at` leaves
     // the block's own loops so.)
     let below: Vec<&Var> = chain
@@ -189,7 +210,8 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         .iter()
         .enumerate()
         .map(|(c, b)| {
-            Buffer::new(format!("{name}_red{}", suffix(c)), b.dtype(), vec![Expr::int(n_s * n_t)], Scope::Shared)
+            let n = if shuffled { n_s * warps } else { n_s * n_t };
+            Buffer::new(format!("{name}_red{}", suffix(c)), b.dtype(), vec![Expr::int(n)], Scope::Shared)
         })
         .collect();
     let acc: Vec<Buffer> = outs
@@ -262,55 +284,11 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         None => in_thread.clone(),
     };
     let identity_map: Vec<(Var, Expr)> = vec![];
-    let (base, t) = place(&identity_map);
-    let at_thread = Analyzer::new().simplify(&(base + t));
-    let mut phase1_body: Vec<Stmt> = acc_at
-        .iter()
-        .zip(&red_r.start)
-        .map(|((a, i), v)| Stmt::Store { buffer: a.clone(), indices: i.clone(), value: v.clone() })
-        .collect();
-    phase1_body.push(inner_stmt);
-    phase1_body.extend(red.iter().zip(&acc_loads).map(|(rb, a)| Stmt::Store {
-        buffer: rb.clone(),
-        indices: vec![at_thread.clone()],
-        value: a.clone(),
-    }));
-    let mut phase1 = Stmt::seq(phase1_body);
-    for a in acc.iter().rev() {
-        phase1 = Stmt::Allocate { buffer: a.clone(), body: Box::new(phase1) };
-    }
-    // Step 1 is the chain as it was, that subtree replaced.
-    let top_loop = inner.first().map(|l| l.var.clone());
-    let phase1_loops = Stmt::For(Box::new(chain[0].clone())).rewrite(&mut |x| match x {
-        Stmt::For(l) if Some(&l.var) == top_loop.as_ref() => Some(phase1.clone()),
-        Stmt::Block(b) if top_loop.is_none() && b.block.name == name => Some(phase1.clone()),
-        _ => None,
-    });
-    let mut phases = vec![phase1_loops];
 
-    // 2. Halving: the lower `m / 2` threads add the values `ceil(m / 2)`
-    // above them.
-    let mut m = n_t;
-    let mut step = 0;
-    while m > 1 {
-        let (half, up) = (m / 2, (m + 1) / 2);
-        phases.push(copy_chain(&format!("s{step}"), &|map| {
-            let (base, t) = place(map);
-            let at = |k: Expr| Analyzer::new().simplify(&(base.clone() + k));
-            let loads =
-                |k: Expr| -> Vec<Expr> { red.iter().map(|rb| Expr::Load(rb.clone(), vec![at(k.clone())])).collect() };
-            let targets: Vec<(Buffer, Vec<Expr>)> = red.iter().map(|rb| (rb.clone(), vec![at(t.clone())])).collect();
-            let values = red_r.apply(&loads(t.clone()), &loads(t.clone() + Expr::int(up)));
-            let step_stmt = red_r.assign(&targets, values, &format!("{name}_s{step}"));
-            Stmt::if_then(Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)), step_stmt)
-        }));
-        m = up;
-        step += 1;
-    }
-
-    // 3. One thread writes the total through the block itself.
-    phases.push(copy_chain("w", &|map| {
-        let (base, t) = place(map);
+    // 3. (written first, since the shuffles' step 1 ends with it) One
+    // thread writes the total, `totals`, through the block itself.
+    let write_total = |map: &[(Var, Expr)], totals: Vec<Expr>| -> Stmt {
+        let (_, t) = place(map);
         // Reduction loops inside the chain, at their first iteration.
         let mut at_start: Vec<(Var, Expr)> = map.to_vec();
         for l in chain.iter().filter(|l| reduce_uses(&l.var)).chain(inner) {
@@ -329,7 +307,6 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         let reduced: Vec<&Var> = chain.iter().chain(inner).filter(|l| reduce_uses(&l.var)).map(|l| &l.var).collect();
         let kept = conjuncts(&r.predicate).into_iter().filter(|c| !reduced.iter().any(|v| c.uses(v)));
         b.predicate = an.simplify(&substitute(&all_of(kept), &at_start));
-        let totals: Vec<Expr> = red.iter().map(|rb| Expr::Load(rb.clone(), vec![base.clone()])).collect();
         let current: Vec<Expr> = red_r.outs.iter().map(|(o, i)| Expr::Load(o.clone(), i.clone())).collect();
         b.block.body = red_r.assign(&red_r.outs, red_r.apply(&current, &totals), &format!("{name}_w"));
         let (reads, writes) = infer_block_regions(&b.block);
@@ -342,9 +319,145 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         } else {
             Stmt::if_then(Expr::binary(BinOp::Eq, t, Expr::int(0)), Stmt::Block(Box::new(b)))
         }
-    }));
+    };
+    // Shuffles down by `width / 2`, .., 1 of the accumulators `accs`: the
+    // first lane of each segment of `width` ends with its total. Each
+    // partial result from above lands in a buffer of its own first, so that
+    // a selection's branches do not each shuffle (a shuffle is the whole
+    // warp's).
+    let shuffles = |accs: &[Buffer], width: i64, tag: &str| -> Stmt {
+        let at: Vec<(Buffer, Vec<Expr>)> = accs.iter().map(|a| (a.clone(), vec![Expr::int(0)])).collect();
+        let loads: Vec<Expr> = at.iter().map(|(a, i)| Expr::Load(a.clone(), i.clone())).collect();
+        let above: Vec<Buffer> = accs
+            .iter()
+            .map(|a| Buffer::new(format!("{}_up", a.name()), a.dtype(), vec![Expr::int(1)], Scope::Local))
+            .collect();
+        let above_loads: Vec<Expr> = above.iter().map(|a| Expr::Load(a.clone(), vec![Expr::int(0)])).collect();
+        let mut steps = Vec::new();
+        let mut h = width / 2;
+        while h >= 1 {
+            for (u, l) in above.iter().zip(&loads) {
+                steps.push(Stmt::Store {
+                    buffer: u.clone(),
+                    indices: vec![Expr::int(0)],
+                    value: Expr::Call(Intrinsic::WarpShuffleDown, vec![l.clone(), Expr::int(h), Expr::int(width)]),
+                });
+            }
+            steps.push(red_r.assign(&at, red_r.apply(&loads, &above_loads), &format!("{name}_{tag}{h}")));
+            h /= 2;
+        }
+        let mut s = Stmt::seq(steps);
+        for u in above.iter().rev() {
+            s = Stmt::Allocate { buffer: u.clone(), body: Box::new(s) };
+        }
+        s
+    };
+    let (base, t) = place(&identity_map);
+    let mut phase1_body: Vec<Stmt> = acc_at
+        .iter()
+        .zip(&red_r.start)
+        .map(|((a, i), v)| Stmt::Store { buffer: a.clone(), indices: i.clone(), value: v.clone() })
+        .collect();
+    phase1_body.push(inner_stmt);
+    if !shuffled {
+        let at_thread = Analyzer::new().simplify(&(base + t));
+        phase1_body.extend(red.iter().zip(&acc_loads).map(|(rb, a)| Stmt::Store {
+            buffer: rb.clone(),
+            indices: vec![at_thread.clone()],
+            value: a.clone(),
+        }));
+    } else if warps == 1 {
+        phase1_body.push(shuffles(&acc, n_t, "sh"));
+        phase1_body.push(write_total(&identity_map, acc_loads.clone()));
+    } else {
+        // Each warp's first lane hands its warp's total on.
+        phase1_body.push(shuffles(&acc, 32, "sh"));
+        let s_base = substitute(&linear(&s_loops), &identity_map) * Expr::int(warps);
+        let at_warp = Analyzer::new().simplify(&(s_base + Expr::binary(BinOp::FloorDiv, t.clone(), Expr::int(32))));
+        let hand_on: Vec<Stmt> = red
+            .iter()
+            .zip(&acc_loads)
+            .map(|(rb, a)| Stmt::Store { buffer: rb.clone(), indices: vec![at_warp.clone()], value: a.clone() })
+            .collect();
+        let first_lane = Expr::binary(BinOp::Eq, Expr::binary(BinOp::FloorMod, t.clone(), Expr::int(32)), Expr::int(0));
+        phase1_body.push(Stmt::if_then(first_lane, Stmt::seq(hand_on)));
+    }
+    let mut phase1 = Stmt::seq(phase1_body);
+    for a in acc.iter().rev() {
+        phase1 = Stmt::Allocate { buffer: a.clone(), body: Box::new(phase1) };
+    }
+    // Step 1 is the chain as it was, that subtree replaced.
+    let top_loop = inner.first().map(|l| l.var.clone());
+    let phase1_loops = Stmt::For(Box::new(chain[0].clone())).rewrite(&mut |x| match x {
+        Stmt::For(l) if Some(&l.var) == top_loop.as_ref() => Some(phase1.clone()),
+        Stmt::Block(b) if top_loop.is_none() && b.block.name == name => Some(phase1.clone()),
+        _ => None,
+    });
+    let mut phases = vec![phase1_loops];
+
+    if shuffled && warps > 1 {
+        // 2'. The first `warps` threads of each group take the warps'
+        // totals (the others the identity) and shuffle them; the first
+        // writes the total.
+        phases.push(copy_chain("w", &|map| {
+            let (_, t) = place(map);
+            let s_base = substitute(&linear(&s_loops), map) * Expr::int(warps);
+            let at = Analyzer::new().simplify(&(s_base + t.clone()));
+            let accs: Vec<Buffer> = acc
+                .iter()
+                .map(|a| Buffer::new(format!("{}_w", a.name()), a.dtype(), vec![Expr::int(1)], Scope::Local))
+                .collect();
+            let store = |vals: Vec<Expr>| {
+                Stmt::seq(
+                    accs.iter()
+                        .zip(vals)
+                        .map(|(a, value)| Stmt::Store { buffer: a.clone(), indices: vec![Expr::int(0)], value })
+                        .collect(),
+                )
+            };
+            let take = Stmt::If {
+                cond: Expr::binary(BinOp::Lt, t.clone(), Expr::int(warps)),
+                then: Box::new(store(red.iter().map(|rb| Expr::Load(rb.clone(), vec![at.clone()])).collect())),
+                orelse: Some(Box::new(store(red_r.start.clone()))),
+            };
+            let totals = accs.iter().map(|a| Expr::Load(a.clone(), vec![Expr::int(0)])).collect();
+            let mut s = Stmt::seq(vec![take, shuffles(&accs, warps, "shw"), write_total(map, totals)]);
+            for a in accs.iter().rev() {
+                s = Stmt::Allocate { buffer: a.clone(), body: Box::new(s) };
+            }
+            s
+        }));
+    } else if !shuffled {
+        // 2. Halving: the lower `m / 2` threads add the values `ceil(m / 2)`
+        // above them.
+        let mut m = n_t;
+        let mut step = 0;
+        while m > 1 {
+            let (half, up) = (m / 2, (m + 1) / 2);
+            phases.push(copy_chain(&format!("s{step}"), &|map| {
+                let (base, t) = place(map);
+                let at = |k: Expr| Analyzer::new().simplify(&(base.clone() + k));
+                let loads = |k: Expr| -> Vec<Expr> {
+                    red.iter().map(|rb| Expr::Load(rb.clone(), vec![at(k.clone())])).collect()
+                };
+                let targets: Vec<(Buffer, Vec<Expr>)> =
+                    red.iter().map(|rb| (rb.clone(), vec![at(t.clone())])).collect();
+                let values = red_r.apply(&loads(t.clone()), &loads(t.clone() + Expr::int(up)));
+                let step_stmt = red_r.assign(&targets, values, &format!("{name}_s{step}"));
+                Stmt::if_then(Expr::binary(BinOp::Lt, t.clone(), Expr::int(half)), step_stmt)
+            }));
+            m = up;
+            step += 1;
+        }
+        // 3. One thread writes the total.
+        phases.push(copy_chain("w", &|map| {
+            let (base, _) = place(map);
+            write_total(map, red.iter().map(|rb| Expr::Load(rb.clone(), vec![base.clone()])).collect())
+        }));
+    }
     let mut replacement = Stmt::seq(phases);
-    for rb in red.iter().rev() {
+    // (Through shuffles within one warp, no shared memory at all.)
+    for rb in red.iter().rev().filter(|_| !shuffled || warps > 1) {
         replacement = Stmt::Allocate { buffer: rb.clone(), body: Box::new(replacement) };
     }
     let head = chain[0].var.clone();
@@ -352,4 +465,57 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         Stmt::For(l) if l.var == head => Some(replacement.clone()),
         _ => None,
     }))
+}
+
+/// Whether the threads of the reduction can combine their parts through
+/// warp shuffles: they are the one loop of the chain bound to
+/// `threadIdx.x`, a power of two of them, the whole of `blockDim.x`
+/// (every loop bound to a thread axis in the function has that axis's one
+/// extent, so no thread is left out by a guard of its axis), in groups of
+/// consecutive lanes that either fit in a warp or are whole warps; and no
+/// condition stands between the function's top and the chain, so that
+/// every lane of a warp reaches each shuffle.
+fn by_shuffles(root: &Stmt, chain: &[&For], t_loops: &[(Var, Expr, i64)]) -> bool {
+    let [(tv, _, n)] = t_loops else { return false };
+    let Some(l) = chain.iter().find(|l| l.var == *tv) else { return false };
+    if !matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block && t.dim == 0) || *n < 2 || n & (n - 1) != 0 {
+        return false;
+    }
+    let mut extents: [Option<i64>; 3] = [None; 3];
+    let mut uniform = true;
+    root.walk(&mut |s| {
+        if let Stmt::For(f) = s {
+            if let ForKind::ThreadBinding(t) = f.kind {
+                if !t.is_block {
+                    let e = f.extent.as_int();
+                    let d = &mut extents[t.dim as usize];
+                    uniform &= e.is_some() && d.is_none_or(|x| Some(x) == e);
+                    *d = e;
+                }
+            }
+        }
+    });
+    uniform && extents[0] == Some(*n) && !conditioned(root, &chain[0].var)
+}
+
+/// Whether an `if`, or a block with a predicate, stands around the loop of
+/// `head` in `s`.
+fn conditioned(s: &Stmt, head: &Var) -> bool {
+    fn walk(s: &Stmt, head: &Var, under: bool) -> Option<bool> {
+        match s {
+            Stmt::For(l) if l.var == *head => Some(under),
+            Stmt::For(l) => walk(&l.body, head, under),
+            Stmt::If { then, orelse, .. } => {
+                walk(then, head, true).or_else(|| orelse.as_deref().and_then(|o| walk(o, head, true)))
+            }
+            Stmt::Block(b) => {
+                let p = under || b.predicate.as_bool() != Some(true);
+                b.block.init.as_ref().and_then(|i| walk(i, head, p)).or_else(|| walk(&b.block.body, head, p))
+            }
+            Stmt::Seq(v) => v.iter().find_map(|x| walk(x, head, under)),
+            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } => walk(body, head, under),
+            _ => None,
+        }
+    }
+    walk(s, head, false).unwrap_or(true)
 }

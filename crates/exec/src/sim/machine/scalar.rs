@@ -193,6 +193,11 @@ impl Machine<'_> {
                 o[0]
             }
             IExpr::Abs(a) => self.ie1(a, t)?.wrapping_abs(),
+            IExpr::Shuffle(a, delta, width) => {
+                let v = self.ie1(a, t)?;
+                self.shuffle_sources(&[t], *delta, *width)?;
+                v
+            }
             IExpr::Load(l) => self.load1(l, t)? as i64,
             IExpr::Fail(m) => return Err(m.clone()),
         })
@@ -217,6 +222,11 @@ impl Machine<'_> {
                 } else {
                     self.fe1(b, t)?
                 }
+            }
+            FExpr::Shuffle(a, delta, width) => {
+                let v = self.fe1(a, t)?;
+                self.shuffle_sources(&[t], *delta, *width)?;
+                v
             }
             FExpr::Call(i, p, a, b) => {
                 let x = self.fe1(a, t)?;
