@@ -589,3 +589,48 @@ fn wgmma_refuses_a_tile_width_off_its_atoms() {
         assert!(d[0].span.is_some(), "{s}: the message points at the schedule");
     }
 }
+
+/// wgmma's commits, waits and fences are `.sync.aligned`: all four warps
+/// of a warpgroup must run each. With `EPI=0` each warp stores its own
+/// accumulators, and where M cuts a warpgroup's 64 rows at a multiple of
+/// 16 (208), the warps past M skip their store under a condition of the
+/// warp; the waits and fences around it were written inside that
+/// condition, and the kernel died of an illegal instruction on the H200
+/// (a helper's find; the simulator reads the IR, where they are not). They
+/// are now before and after the `if`.
+#[test]
+fn wgmma_waits_are_not_under_a_warps_condition() {
+    let src = read(&root().join("ir-examples/hgemm.tir"));
+    for s in ["wgmma", "wgmma_nt"] {
+        for ws in ["0", "1"] {
+            let req = Request {
+                schedule: Some(s.into()),
+                defines: vec![("M".into(), 208), ("N".into(), 208), ("K".into(), 208)],
+                params: vec![("EPI".into(), "0".into()), ("WS".into(), ws.into())],
+                ..Request::default()
+            };
+            let c = compile(&src, &req).unwrap_or_else(|d| panic!("{d:?}"));
+            for k in &c.kernels {
+                let mut depth_of_warp_if: Vec<usize> = Vec::new();
+                for line in k.cuda.source.lines() {
+                    let depth = line.len() - line.trim_start().len();
+                    depth_of_warp_if.retain(|&d| d < depth);
+                    let t = line.trim_start();
+                    if t.starts_with("tirc_wgmma_commit")
+                        || t.starts_with("tirc_wgmma_wait")
+                        || t.starts_with("tirc_wgmma_fence")
+                    {
+                        assert!(
+                            depth_of_warp_if.is_empty(),
+                            "{s} WS={ws}: `{t}` under a warp's condition:\n{}",
+                            k.cuda.source
+                        );
+                    }
+                    if t.starts_with("if (") && t.contains("threadIdx.y") {
+                        depth_of_warp_if.push(depth);
+                    }
+                }
+            }
+        }
+    }
+}

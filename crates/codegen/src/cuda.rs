@@ -384,6 +384,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
         handover: false,
         wgmma_in_flight: tirc_ir::launch::wgmma_in_flight(f),
         wgmma_pending: false,
+        wgmma_settled: false,
         wgmma_helpers: Vec::new(),
         size_vars: f.sizes.clone(),
         aligned: Vec::new(),
@@ -977,6 +978,11 @@ struct Gen {
     /// serializes every wgmma of a kernel where a wait lets products stay
     /// in flight between the accumulators' fill and their first product).
     wgmma_pending: bool,
+    /// Inside an `if` whose warp-tile operations had the products in
+    /// flight waited for before it (and fenced after it): the waits and
+    /// fences are the warpgroup's (`.sync.aligned`), which a condition
+    /// of the warp (an edge tile's rows) would split.
+    wgmma_settled: bool,
     /// The helpers of each width, operand type and B layout used (in a
     /// fixed order, so that the source is the same every time).
     wgmma_helpers: Vec<(i64, DType, bool)>,
@@ -2317,14 +2323,41 @@ impl Gen {
                 self.line(ind, &format!("{b}[{i}] = {v};"));
             }
             Stmt::If { cond, then, orelse } => {
+                // Warp-tile operations under a condition in a kernel that
+                // issues wgmma: every warp of the warpgroup waits for the
+                // products before the `if` and fences after it.
+                let mut tiles = (false, false);
+                s.walk(&mut |x| {
+                    if let Stmt::Wmma(w) = x {
+                        if w.op.wgmma_tiles() > 0 {
+                            tiles.1 = true;
+                        } else {
+                            tiles.0 = true;
+                        }
+                    }
+                });
+                let settle = self.wgmma && !self.wgmma_settled && tiles.0 && !tiles.1;
+                if settle {
+                    self.line(ind, "tirc_wgmma_commit();");
+                    self.line(ind, "tirc_wgmma_wait<0>();");
+                    self.wgmma_pending = false;
+                    self.wgmma_settled = true;
+                }
                 let c = self.expr(cond)?;
                 self.line(ind, &format!("if ({c}) {{"));
-                self.scoped(then, ind + 1)?;
-                if let Some(e) = orelse {
-                    self.line(ind, "} else {");
-                    self.scoped(e, ind + 1)?;
-                }
+                let r = self.scoped(then, ind + 1).and_then(|()| match orelse {
+                    Some(e) => {
+                        self.line(ind, "} else {");
+                        self.scoped(e, ind + 1)
+                    }
+                    None => Ok(()),
+                });
                 self.line(ind, "}");
+                if settle {
+                    self.wgmma_settled = false;
+                    self.line(ind, "tirc_wgmma_fence();");
+                }
+                r?;
             }
             Stmt::For(l) if l.kind == ForKind::Vectorized => {
                 let plain = self.vector_copy(l)?;
@@ -2449,13 +2482,14 @@ impl Gen {
         }
         // Any other access to warp tiles waits for the products in flight
         // (it may read their accumulators), and fences the next ones.
-        if self.wgmma {
+        let own = self.wgmma && !self.wgmma_settled;
+        if own {
             self.line(ind, "tirc_wgmma_commit();");
             self.line(ind, "tirc_wgmma_wait<0>();");
             self.wgmma_pending = false;
         }
         let r = self.wmma_sync(w, ind);
-        if self.wgmma {
+        if own {
             self.line(ind, "tirc_wgmma_fence();");
         }
         r
