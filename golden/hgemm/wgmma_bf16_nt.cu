@@ -178,7 +178,7 @@ template <int BYTES, int ELEM, typename I> __device__ __forceinline__ I tirc_swi
 }
 #define TIRC_SM90A 1
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "these kernels use wgmma or setmaxnreg: compile them for sm_90a (nvcc -arch=sm_90a)"
+#error "these kernels use wgmma or setmaxnreg, which only sm_90a has: compile them for it alone, nvcc -gencode arch=compute_90a,code=sm_90a (nvcc 13's -arch=sm_90a also checks PTX for compute_90)"
 #endif
 __device__ __forceinline__ void tirc_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void tirc_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }

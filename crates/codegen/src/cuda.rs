@@ -733,7 +733,7 @@ pub fn emit(f: &PrimFunc) -> Result<CudaKernel, Diagnostic> {
 /// (`tirc_exec::gpu::nvrtc_build` reads it).
 const SM90A_PRELUDE: &str = r#"#define TIRC_SM90A 1
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "these kernels use wgmma or setmaxnreg: compile them for sm_90a (nvcc -arch=sm_90a)"
+#error "these kernels use wgmma or setmaxnreg, which only sm_90a has: compile them for it alone, nvcc -gencode arch=compute_90a,code=sm_90a (nvcc 13's -arch=sm_90a also checks PTX for compute_90)"
 #endif
 "#;
 
