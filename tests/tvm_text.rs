@@ -55,6 +55,7 @@ fn tvm_test_idioms_mean_what_tvm_means() {
     let text = print_func(&m.funcs[0]);
     assert!(text.contains(r#"T.Cast("float32", vi * 2) + T.float32(0.5)"#), "{text}");
     assert!(text.contains(r#"{"outer": {"arr": [0, 1], "key": 3}}"#), "{text}");
+    assert!(text.contains(r#"T.func_attr({"target": T.target({"kind": "cuda", "arch": "sm_90"})"#), "{text}");
     let group = m.funcs[0].body.blocks().into_iter().find(|r| r.block.name == "group").expect("block group");
     let names = |v: &[tirc_ir::stmt::BufferRegion]| v.iter().map(|r| r.buffer.name().to_string()).collect::<Vec<_>>();
     assert_eq!(names(&group.block.reads), ["B"]);

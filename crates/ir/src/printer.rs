@@ -310,6 +310,7 @@ impl Printer {
             }
             Attr::Dict(d) => self.attr_dict(d),
             Attr::Buffer(n) => n.clone(),
+            Attr::Target(t) => format!("T.target({})", self.attr(t)),
         }
     }
 

@@ -80,6 +80,10 @@ pub enum Attr {
     /// A buffer of the function, by name (TVM's `"layout_free_placeholders":
     /// [W]`): a hint that no pass reads, printed as it was written.
     Buffer(String),
+    /// `T.target("cuda")` or `T.target({...})`, TVM's compile target as
+    /// its printer puts it in `T.func_attr({"target": ..})`: kept and
+    /// printed back; tirc compiles for its own `--arch`.
+    Target(Box<Attr>),
 }
 
 impl Attr {

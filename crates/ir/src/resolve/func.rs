@@ -523,8 +523,10 @@ impl FuncResolver<'_> {
                 !declares && f.starts_with("T.")
             }
             // A tuple or list is a declaration of several sizes, refused
-            // with its own message; a name may be a buffer's alias.
-            ExprKind::Tuple(_) | ExprKind::List(_) | ExprKind::Name(_) => false,
+            // with its own message; a name may be a buffer's alias, but a
+            // variable's is a let (`j = i`).
+            ExprKind::Name(n) => matches!(self.lookup(n), Some(Binding::Var(_) | Binding::Thread(..))),
+            ExprKind::Tuple(_) | ExprKind::List(_) => false,
             _ => true,
         }
     }
@@ -532,8 +534,16 @@ impl FuncResolver<'_> {
     fn scoping_stmt(&mut self, s: &ast::Stmt, rest: &[ast::Stmt]) -> R<Option<Stmt>> {
         match &s.kind {
             StmtKind::Assign { targets, value } if targets.len() == 1 && self.is_plain_value(value) => {
-                // `x = expr`: TVMScript's let, typed by its value.
+                // `x = expr`: TVMScript's let, typed by its value; `x =
+                // T.bind(expr)` is how TVM's parser spells it too.
                 let ExprKind::Name(name) = &targets[0].kind else { return Ok(None) };
+                let value = match &value.kind {
+                    ExprKind::Call { func, args } if dotted(func).as_deref() == Some("T.bind") => match &args[..] {
+                        [Arg::Positional(v)] => v,
+                        _ => return Err(Diagnostic::at(value.span, "`T.bind` takes one value")),
+                    },
+                    _ => value,
+                };
                 let v = self.expr(value)?;
                 let var = Var::new(name.clone(), v.dtype());
                 let body = self.scoped(|r| {
@@ -721,39 +731,50 @@ impl FuncResolver<'_> {
             // `T.evaluate(0)` does nothing; a call inside is the statement
             // it names. Anything else would be dropped, and with it what
             // the program means: refused.
-            "T.evaluate" => match &args[..] {
-                [Arg::Positional(x)] => match &x.kind {
-                    ExprKind::Int(_) => Ok(Stmt::NoOp),
-                    ExprKind::Call { func: inner, .. }
-                        if matches!(
-                            dotted(inner).as_deref(),
-                            Some("T.tvm_storage_sync" | "T.ptx_commit_group" | "T.ptx_wait_group")
-                        ) =>
-                    {
-                        self.expr_stmt(x)
-                    }
-                    // `T.assume(cond)` is a fact for the optimizer; a
-                    // pointer (`A.access_ptr(..)`) evaluated for nothing
-                    // marks an opaque access in TVM's tests. Neither does
-                    // anything when run.
-                    ExprKind::Call { func: inner, .. }
-                        if dotted(inner).is_some_and(|n| n == "T.assume" || n.ends_with(".access_ptr")) =>
-                    {
-                        Ok(Stmt::NoOp)
-                    }
-                    ExprKind::Call { func: inner, .. } => Err(Diagnostic::at(
-                        x.span,
-                        format!(
-                            "`T.evaluate({}(...))` is not supported: tirc cannot run this call as a statement",
-                            dotted(inner).unwrap_or_default()
-                        ),
-                    )
-                    .help("cross-thread reductions (`T.tvm_thread_allreduce`) are written as a reduction block whose reduction loop is bound to threadIdx")),
-                    _ => Err(Diagnostic::at(x.span, "`T.evaluate` of an expression that is not a call does nothing")
-                        .help("remove the statement")),
-                },
-                _ => Err(Diagnostic::at(e.span, "T.evaluate takes one expression")),
-            },
+            "T.evaluate" => {
+                match &args[..] {
+                    [Arg::Positional(x)] => match &x.kind {
+                        ExprKind::Int(_) => Ok(Stmt::NoOp),
+                        ExprKind::Call { func: inner, .. }
+                            if matches!(
+                                dotted(inner).as_deref(),
+                                Some("T.tvm_storage_sync" | "T.ptx_commit_group" | "T.ptx_wait_group")
+                            ) =>
+                        {
+                            self.expr_stmt(x)
+                        }
+                        // `T.assume(cond)` is a fact for the optimizer; a
+                        // pointer (`A.access_ptr(..)`) evaluated for nothing
+                        // marks an opaque access in TVM's tests. Neither does
+                        // anything when run.
+                        ExprKind::Call { func: inner, .. }
+                            if dotted(inner).is_some_and(|n| n == "T.assume" || n.ends_with(".access_ptr")) =>
+                        {
+                            Ok(Stmt::NoOp)
+                        }
+                        ExprKind::Call { func: inner, .. } => {
+                            let name = dotted(inner).unwrap_or_default();
+                            let d = Diagnostic::at(
+                            x.span,
+                            format!("`T.evaluate({name}(...))` is not supported: tirc cannot run this call as a statement"),
+                        );
+                            Err(if name == "T.tvm_thread_allreduce" {
+                                d.help("a cross-thread reduction is written as a reduction block whose reduction loop is bound to threadIdx (lower_cross_thread_reduction then lowers it)")
+                            } else {
+                                d
+                            })
+                        }
+                        // A value evaluated for nothing (`T.evaluate(A[0])`, as
+                        // TVM's tests write a statement that does nothing): it
+                        // must still read as a value, then does nothing.
+                        _ => {
+                            self.expr(x)?;
+                            Ok(Stmt::NoOp)
+                        }
+                    },
+                    _ => Err(Diagnostic::at(e.span, "T.evaluate takes one expression")),
+                }
+            }
             "T.tvm_storage_sync" => Ok(Stmt::Barrier),
             n if n.strip_prefix("T.").and_then(crate::wmma::WmmaOp::from_name).is_some() => self.wmma(e, n, args),
             "T.ptx_commit_group" => match &args[..] {
@@ -1297,6 +1318,12 @@ impl FuncResolver<'_> {
             ExprKind::List(v) | ExprKind::Tuple(v) => Attr::List(v.iter().map(|x| self.attr(x)).collect::<R<_>>()?),
             ExprKind::Dict(_) => Attr::Dict(self.attr_dict(e)?),
             ExprKind::Name(n) if matches!(self.lookup(n), Some(Binding::Buffer(_))) => Attr::Buffer(n.clone()),
+            ExprKind::Call { func, args } if dotted(func).as_deref() == Some("T.target") => match &args[..] {
+                [Arg::Positional(t)] if matches!(t.kind, ExprKind::Str(_) | ExprKind::Dict(_)) => {
+                    Attr::Target(Box::new(self.attr(t)?))
+                }
+                _ => return Err(Diagnostic::at(e.span, "`T.target` takes a target's name or its dict")),
+            },
             _ => match self.expr(e)? {
                 Expr::Int(v, crate::DType::Bool) => Attr::Bool(v != 0),
                 Expr::Int(v, _) => Attr::Int(v),

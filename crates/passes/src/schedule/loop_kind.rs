@@ -181,5 +181,6 @@ pub fn python(a: &Attr) -> String {
             format!("{{{}}}", d.iter().map(|(k, v)| format!("{k:?}: {}", python(v))).collect::<Vec<_>>().join(", "))
         }
         Attr::Buffer(n) => n.clone(),
+        Attr::Target(t) => format!("T.target({})", python(t)),
     }
 }
