@@ -138,3 +138,16 @@ fn a_launch_of_run_time_extent_reads_back() {
         assert!(e.rel_err <= tol && e.non_finite == 0, "n = {n}: rel_err {:.3e}", e.rel_err);
     }
 }
+
+/// A local buffer allocated between the launches of lowered text, above
+/// the threads that use it (TVM's thread-sync tests): `compact_buffers`
+/// moves it into the threads' launch, and the kernel checks.
+#[test]
+fn a_local_buffer_above_its_threads_launch_is_each_threads_own() {
+    let src = read(&root().join("tests/data/tvm/local_buffer_above_the_thread_launch.tir"));
+    let c = tirc::compile::compile(&src, &tirc::compile::Request::default())
+        .unwrap_or_else(|d| panic!("{}", d[0].render("local_buffer_above_the_thread_launch.tir", &src)));
+    let (e, tol) = tirc::verify::sim_check_with(&c.original, &c.kernels[0].lowered, 3, Default::default())
+        .unwrap_or_else(|m| panic!("{m}"));
+    assert!(e.rel_err <= tol, "rel_err {:.3e}", e.rel_err);
+}

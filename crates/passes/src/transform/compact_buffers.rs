@@ -369,6 +369,14 @@ fn compact(root: &Stmt, b: &Buffer, carried: &[(tirc_ir::BufferId, Vec<Var>)], l
                 l.body = Stmt::Allocate { buffer: nb.clone(), body: Box::new(l.body) };
                 Some(Stmt::For(Box::new(l)))
             }
+            // (In lowered text the common loop may be a launch, which
+            // `collect` reads as a loop bound to its index.)
+            Stmt::Launch { var, tag, extent, body } if *var == v => Some(Stmt::Launch {
+                var: var.clone(),
+                tag: *tag,
+                extent: extent.clone(),
+                body: Box::new(Stmt::Allocate { buffer: nb.clone(), body: body.clone() }),
+            }),
             _ => None,
         }),
     }
