@@ -772,6 +772,10 @@ fn check_iteration_order(block: &Block, span: Span) -> R<()> {
         Stmt::Let { var, value, .. } => lets.push((var.clone(), crate::subst::substitute(value, &lets))),
         Stmt::Store { buffer, indices, value } if collided.is_none() && !own.contains(buffer) => {
             let value = crate::subst::substitute(value, &lets);
+            // (Indices through the lets too: `vj: T.let[T.int32] = vi;
+            // B[vj] = A[vi]` stores at `vi`.)
+            let indices: Vec<Expr> = indices.iter().map(|i| crate::subst::substitute(i, &lets)).collect();
+            let indices = &indices;
             let mut accumulates = false;
             value.walk(&mut |x| accumulates |= matches!(x, Expr::Load(b, i) if b == buffer && same(i, indices)));
             let axis = block.iter_vars.iter().find(|iv| {
