@@ -26,7 +26,10 @@
 //! - `v` and `e(x)` are safe to compute where `d` is false: every load is
 //!   proved in bounds of its buffer and stays within the span it reads
 //!   under `d` (the next pipeline stage of a compacted shared tile may
-//!   follow it), there is no integer division by a non-constant, no
+//!   follow it, its copies landing) — shown by a bound `d` puts on the
+//!   index's form or on one of its variables, or else, where the variables
+//!   have a few thousand values, by trying each; there is no integer
+//!   division by a non-constant, no
 //!   intrinsic with an effect; and `v` reads no global memory, whose
 //!   bandwidth the guard saves.
 //!
@@ -545,12 +548,86 @@ fn loads_stay_in_place(w: &Write, dropped: &[Expr], mode: Loads) -> bool {
                         dropped.iter().filter_map(|d| bounds_under(&w.ranges, &i, d)).collect();
                     let inside =
                         joint.iter().all(|(jlo, jhi)| jlo.is_none_or(|m| m <= lo) && jhi.is_none_or(|m| hi <= m));
-                    nlo <= lo && hi <= nhi && inside
+                    // A condition that says something of the index's
+                    // variables must be seen to bound it: by a form the
+                    // index shares (`joint`), or by narrowing one of its
+                    // variables. One it cannot be related to (the index a
+                    // division of the sum the condition bounds) proves
+                    // nothing: the load may then leave its span (into a
+                    // tile's next stage, which copies may be filling).
+                    // (Where neither shows, and the variables have few
+                    // values, every point is tried; where they have not, a
+                    // run-time size, it is left as it was.)
+                    let related = dropped.iter().all(|d| {
+                        !d.has_var()
+                            || !i.has_var()
+                            || always_true(&w.ranges, d)
+                            || bounds_under(&w.ranges, &i, d).is_some()
+                            || tightens(&w.ranges, d, &i)
+                            || stays_by_enumeration(&w.ranges, &i, d) != Some(false)
+                    });
+                    related && nlo <= lo && hi <= nhi && inside
                 }
                 _ => false,
             }
         })
     })
+}
+
+/// Whether, over every point of the ranges of the variables of `i` and `d`,
+/// the values `i` takes where `d` fails lie within those it takes where `d`
+/// holds. `None` where the points cannot be counted (a variable without a
+/// constant range, more than 2^16 points) or `i` or `d` not computed.
+fn stays_by_enumeration(an: &Analyzer, i: &Expr, d: &Expr) -> Option<bool> {
+    let mut vars: Vec<Var> = Vec::new();
+    for e in [i, d] {
+        e.walk(&mut |x| {
+            if let Expr::Var(v) = x {
+                if !vars.contains(v) {
+                    vars.push(v.clone());
+                }
+            }
+        });
+    }
+    let ranges: Vec<(i64, i64)> = vars.iter().map(|v| an.bound(&Expr::var(v))).collect::<Option<_>>()?;
+    let points = ranges.iter().try_fold(1i64, |n, (lo, hi)| n.checked_mul(hi - lo + 1).filter(|&n| n <= 1 << 16))?;
+    let (mut inside, mut outside): ((i64, i64), Vec<i64>) = ((i64::MAX, i64::MIN), Vec::new());
+    let mut at: Vec<i64> = ranges.iter().map(|r| r.0).collect();
+    for _ in 0..points {
+        let value = |v: &Var| vars.iter().position(|u| u == v).map(|k| at[k]);
+        let x = tirc_ir::expr::eval(i, &value)?;
+        if tirc_ir::expr::eval(d, &value)? != 0 {
+            inside = (inside.0.min(x), inside.1.max(x));
+        } else {
+            outside.push(x);
+        }
+        for (k, (lo, hi)) in ranges.iter().enumerate() {
+            if at[k] < *hi {
+                at[k] += 1;
+                break;
+            }
+            at[k] = *lo;
+        }
+    }
+    Some(outside.iter().all(|x| inside.0 <= *x && *x <= inside.1))
+}
+
+/// Whether `d` holds over the whole of the ranges.
+fn always_true(an: &Analyzer, d: &Expr) -> bool {
+    as_negative(d).and_then(|x| an.bound(&an.simplify(&x))).is_some_and(|(_, hi)| hi < 0)
+}
+
+/// Whether narrowing by `d` alone tightens the range of a variable of `i`.
+fn tightens(an: &Analyzer, d: &Expr, i: &Expr) -> bool {
+    let narrowed = narrow(an, std::slice::from_ref(d));
+    let mut found = false;
+    i.walk(&mut |x| {
+        if let Expr::Var(v) = x {
+            let e = Expr::var(v);
+            found |= an.bound(&e) != narrowed.bound(&e);
+        }
+    });
+    found
 }
 
 /// The condition `c` as `x < 0`, for the integer comparisons.
