@@ -512,12 +512,13 @@ impl FuncResolver<'_> {
                     ExprKind::Call { func, args } => {
                         args.is_empty() && dotted(func).as_deref() == Some("T.tvm_warp_activemask")
                     }
-                    _ => self.expr(pos[0])?.as_int().is_some(),
+                    // (Every lane: a warp's shuffles here are all its lanes'.)
+                    _ => matches!(self.expr(pos[0])?.as_int(), Some(0xffff_ffff | -1)),
                 };
                 if !mask_ok {
                     return Err(Diagnostic::at(
                         pos[0].span,
-                        "the mask of `T.tvm_warp_shuffle_down` is `T.tvm_warp_activemask()` or a constant",
+                        "the mask of `T.tvm_warp_shuffle_down` is `T.tvm_warp_activemask()` or every lane's, 0xffffffff",
                     ));
                 }
                 let v = self.expr(pos[1])?;

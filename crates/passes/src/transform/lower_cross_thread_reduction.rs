@@ -167,6 +167,24 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
             "other statements in the loops bound to its threads use its output, which holds the total only after the threads combine their parts".into(),
         ));
     }
+    // What stands between the function's top and the block: the threads
+    // combine their parts in copies of the chain, outside anything inside
+    // it, so a condition there would guard their own part only; and a loop
+    // whose trip count depends on the thread would have the threads of a
+    // block meet at its barriers (or shuffles) a different number of times.
+    match obstacle(root, name, &chain[0].var) {
+        Some(Obstacle::Inside) => {
+            return Err(err("an `if` stands between its thread-bound loops and it: the threads combine their parts outside it".into())
+                .help("write the condition as the block's predicate (T.where), or around the thread-bound loops"))
+        }
+        Some(Obstacle::ThreadTrips(v)) => {
+            return Err(err(format!(
+                "it sits in loop `{}`, whose trip count depends on the thread: the threads of a block would combine their parts a different number of times",
+                v.name()
+            )))
+        }
+        None => {}
+    }
     let konst = |l: &For| -> Result<(Var, Expr, i64), Diagnostic> {
         let e = l.extent.as_int().ok_or_else(|| err(format!("loop `{}` has no constant extent", l.var.name())))?;
         Ok((l.var.clone(), l.min.clone(), e))
@@ -518,4 +536,61 @@ fn conditioned(s: &Stmt, head: &Var) -> bool {
         }
     }
     walk(s, head, false).unwrap_or(true)
+}
+
+/// What stands on the way from the top of `root` to block `name` that no
+/// lowering of a reduction across threads can keep: an `if` (or a block
+/// with a predicate) inside the chain, whose first loop is `head`, above
+/// the loops below it, or a loop whose bounds depend on a thread index,
+/// anywhere above the block.
+enum Obstacle {
+    Inside,
+    ThreadTrips(Var),
+}
+
+fn obstacle(root: &Stmt, name: &str, head: &Var) -> Option<Obstacle> {
+    // The first obstacle on the way to the block, if the block is below.
+    fn walk(s: &Stmt, name: &str, head: &Var, inside: bool, threads: &mut Vec<Var>) -> Option<Option<Obstacle>> {
+        match s {
+            Stmt::Block(b) if b.block.name == name => Some(None),
+            Stmt::For(l) => {
+                let found = {
+                    let bound = matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
+                    if bound {
+                        threads.push(l.var.clone());
+                    }
+                    // Inside the chain: from its first loop to the first
+                    // loop not bound to a thread (step 1's own loops, in
+                    // which a condition guards each thread's part only).
+                    let inside = l.var == *head || inside && bound;
+                    let r = walk(&l.body, name, head, inside, threads);
+                    if bound {
+                        threads.pop();
+                    }
+                    r
+                };
+                let by_thread = threads.iter().any(|t| l.min.uses(t) || l.extent.uses(t));
+                found.map(|o| o.or_else(|| by_thread.then(|| Obstacle::ThreadTrips(l.var.clone()))))
+            }
+            Stmt::If { then, orelse, .. } => {
+                let r = walk(then, name, head, inside, threads)
+                    .or_else(|| orelse.as_deref().and_then(|o| walk(o, name, head, inside, threads)));
+                r.map(|o| o.or_else(|| inside.then_some(Obstacle::Inside)))
+            }
+            Stmt::Block(b) => {
+                let r = b
+                    .block
+                    .init
+                    .as_ref()
+                    .and_then(|i| walk(i, name, head, inside, threads))
+                    .or_else(|| walk(&b.block.body, name, head, inside, threads));
+                let guarded = b.predicate.as_bool() != Some(true);
+                r.map(|o| o.or_else(|| (inside && guarded).then_some(Obstacle::Inside)))
+            }
+            Stmt::Seq(v) => v.iter().find_map(|x| walk(x, name, head, inside, threads)),
+            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } => walk(body, name, head, inside, threads),
+            _ => None,
+        }
+    }
+    walk(root, name, head, false, &mut Vec::new()).flatten()
 }
