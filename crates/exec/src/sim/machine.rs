@@ -1315,9 +1315,7 @@ impl<'p> Machine<'p> {
             }
             IExpr::Shuffle(a, delta, width) => {
                 self.ie(a, act, out)?;
-                let from = self.shuffle_sources(act, *delta, *width)?;
-                let y: Vec<i64> = from.iter().map(|&j| out[j]).collect();
-                out.copy_from_slice(&y);
+                self.shuffle(act, *delta, *width, out)?;
             }
             IExpr::Abs(a) => {
                 self.ie(a, act, out)?;
@@ -1398,13 +1396,20 @@ impl<'p> Machine<'p> {
             }
             FExpr::Shuffle(a, delta, width) => {
                 self.fe(a, act, out)?;
-                let from = self.shuffle_sources(act, *delta, *width)?;
-                let y: Vec<f64> = from.iter().map(|&j| out[j]).collect();
-                out.copy_from_slice(&y);
+                self.shuffle(act, *delta, *width, out)?;
             }
             FExpr::Load(l) => self.load(l, act, out)?,
             FExpr::Fail(m) => return Err(m.clone()),
         }
+        Ok(())
+    }
+
+    /// `vals`, one per active thread, shuffled down by `delta` within
+    /// segments of `width` lanes (`shuffle_sources`).
+    fn shuffle<T: Copy>(&self, act: &[u32], delta: u32, width: u32, vals: &mut [T]) -> R {
+        let from = self.shuffle_sources(act, delta, width)?;
+        let moved: Vec<T> = from.iter().map(|&j| vals[j]).collect();
+        vals.copy_from_slice(&moved);
         Ok(())
     }
 

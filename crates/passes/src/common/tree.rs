@@ -240,13 +240,28 @@ pub fn run_block_iterations(
     f: &mut dyn FnMut(&[i64], bool) -> Option<()>,
 ) -> Option<()> {
     use crate::arith::eval;
+    for_each_point(loops, limit, &mut |loop_value| {
+        let vals: Vec<i64> = r.iter_values.iter().map(|e| eval(e, loop_value)).collect::<Option<_>>()?;
+        let on = eval(&r.predicate, loop_value)? != 0;
+        f(&vals, on)
+    })
+}
+
+/// The value of each variable at one point of a loop nest.
+pub type PointValue<'a> = dyn Fn(&Var) -> Option<i64> + 'a;
+
+/// Calls `f` at each point of `loops` (variable, start, extent; the last
+/// fastest) with the value of each variable there. `None` where there are
+/// more than `limit` points or `f` gives `None`.
+pub fn for_each_point(
+    loops: &[(Var, i64, i64)],
+    limit: i64,
+    f: &mut dyn FnMut(&PointValue) -> Option<()>,
+) -> Option<()> {
     let total = loops.iter().try_fold(1i64, |a, l| a.checked_mul(l.2.max(0))).filter(|t| *t <= limit)?;
     let mut at = vec![0i64; loops.len()];
     for _ in 0..total {
-        let loop_value = |v: &Var| loops.iter().zip(&at).find(|(l, _)| l.0 == *v).map(|(l, k)| l.1 + k);
-        let vals: Vec<i64> = r.iter_values.iter().map(|e| eval(e, &loop_value)).collect::<Option<_>>()?;
-        let on = eval(&r.predicate, &loop_value)? != 0;
-        f(&vals, on)?;
+        f(&|v: &Var| loops.iter().zip(&at).find(|(l, _)| l.0 == *v).map(|(l, k)| l.1 + k))?;
         for d in (0..at.len()).rev() {
             at[d] += 1;
             if at[d] < loops[d].2 {

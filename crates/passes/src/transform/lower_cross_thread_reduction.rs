@@ -49,11 +49,15 @@
 //! take them (the others the identity), shuffle them, and the first write
 //! the total: one barrier. Between this pass and `extract_launch` such a
 //! function runs only with its threads in lockstep: the simulator makes
-//! its thread loops a launch first. Runs first, on blocks. Refused, with the reason: a reduction over
+//! its thread loops a launch first.
+//!
+//! Runs first, on blocks. Refused, with the reason: a reduction over
 //! `blockIdx` (blocks cannot combine their results without a second
 //! kernel), a reduction whose thread loops are not nested directly, an
 //! update of another form, a block that shares the chain with other
-//! statements, or an output that depends on a thread loop of T.
+//! statements, an output that depends on a thread loop of T, an `if`
+//! between the chain and the block's own loops (it would guard step 1
+//! only), or a loop around the block whose trip count depends on a thread.
 
 use crate::arith::{all_of, conjuncts, Analyzer};
 use crate::common::reduction::reducer;
@@ -172,7 +176,8 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
     // it, so a condition there would guard their own part only; and a loop
     // whose trip count depends on the thread would have the threads of a
     // block meet at its barriers (or shuffles) a different number of times.
-    match obstacle(root, name, &chain[0].var) {
+    let way = way_to(root, name, &chain[0].var);
+    match way.obstacle {
         Some(Obstacle::Inside) => {
             return Err(err("an `if` stands between its thread-bound loops and it: the threads combine their parts outside it".into())
                 .help("write the condition as the block's predicate (T.where), or around the thread-bound loops"))
@@ -200,7 +205,7 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
         .collect::<Result<_, _>>()?;
     let n_t: i64 = t_loops.iter().map(|x| x.2).product();
     let n_s: i64 = s_loops.iter().map(|x| x.2).product();
-    let shuffled = locals == 0 && by_shuffles(root, chain, &t_loops);
+    let shuffled = locals == 0 && !way.guarded && by_shuffles(root, chain, &t_loops);
     // Through shuffles, the first combine the threads of each warp; where a
     // group spans several warps, one partial result a warp goes through
     // shared memory to the first warp of the group, which shuffles again.
@@ -490,9 +495,9 @@ fn lower_one(root: &Stmt, name: &str) -> Result<Stmt, Diagnostic> {
 /// `threadIdx.x`, a power of two of them, the whole of `blockDim.x`
 /// (every loop bound to a thread axis in the function has that axis's one
 /// extent, so no thread is left out by a guard of its axis), in groups of
-/// consecutive lanes that either fit in a warp or are whole warps; and no
-/// condition stands between the function's top and the chain, so that
-/// every lane of a warp reaches each shuffle.
+/// consecutive lanes that either fit in a warp or are whole warps. (And no
+/// condition may stand above the chain, so that every lane of a warp
+/// reaches each shuffle: `Way::guarded`.)
 fn by_shuffles(root: &Stmt, chain: &[&For], t_loops: &[(Var, Expr, i64)]) -> bool {
     let [(tv, _, n)] = t_loops else { return false };
     let Some(l) = chain.iter().find(|l| l.var == *tv) else { return false };
@@ -513,84 +518,75 @@ fn by_shuffles(root: &Stmt, chain: &[&For], t_loops: &[(Var, Expr, i64)]) -> boo
             }
         }
     });
-    uniform && extents[0] == Some(*n) && !conditioned(root, &chain[0].var)
+    uniform && extents[0] == Some(*n)
 }
 
-/// Whether an `if`, or a block with a predicate, stands around the loop of
-/// `head` in `s`.
-fn conditioned(s: &Stmt, head: &Var) -> bool {
-    fn walk(s: &Stmt, head: &Var, under: bool) -> Option<bool> {
-        match s {
-            Stmt::For(l) if l.var == *head => Some(under),
-            Stmt::For(l) => walk(&l.body, head, under),
-            Stmt::If { then, orelse, .. } => {
-                walk(then, head, true).or_else(|| orelse.as_deref().and_then(|o| walk(o, head, true)))
-            }
-            Stmt::Block(b) => {
-                let p = under || b.predicate.as_bool() != Some(true);
-                b.block.init.as_ref().and_then(|i| walk(i, head, p)).or_else(|| walk(&b.block.body, head, p))
-            }
-            Stmt::Seq(v) => v.iter().find_map(|x| walk(x, head, under)),
-            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } => walk(body, head, under),
-            _ => None,
-        }
-    }
-    walk(s, head, false).unwrap_or(true)
-}
-
-/// What stands on the way from the top of `root` to block `name` that no
-/// lowering of a reduction across threads can keep: an `if` (or a block
-/// with a predicate) inside the chain, whose first loop is `head`, above
-/// the loops below it, or a loop whose bounds depend on a thread index,
-/// anywhere above the block.
+/// What no lowering of a reduction across threads can keep on the way to
+/// its block: an `if` (or a block with a predicate) inside the chain above
+/// the loops below it, or a loop whose bounds depend on a thread index.
 enum Obstacle {
     Inside,
     ThreadTrips(Var),
 }
 
-fn obstacle(root: &Stmt, name: &str, head: &Var) -> Option<Obstacle> {
-    // The first obstacle on the way to the block, if the block is below.
-    fn walk(s: &Stmt, name: &str, head: &Var, inside: bool, threads: &mut Vec<Var>) -> Option<Option<Obstacle>> {
+/// The way from the top of `root` to block `name`, the chain's first loop
+/// `head` on it.
+struct Way {
+    /// A condition (an `if`, a block's predicate) stands above the chain.
+    guarded: bool,
+    /// The innermost obstacle.
+    obstacle: Option<Obstacle>,
+}
+
+fn way_to(root: &Stmt, name: &str, head: &Var) -> Way {
+    // `passed`: below `head`; `inside`: inside the chain, from `head` to the
+    // first loop not bound to a thread (step 1's own loops, in which a
+    // condition guards each thread's part only). `None` where the block is
+    // not below `s`.
+    fn walk(s: &Stmt, name: &str, head: &Var, (passed, inside): (bool, bool), threads: &mut Vec<Var>) -> Option<Way> {
+        // A condition on the way, once the way below it is known.
+        let conditional = |w: Way| Way {
+            guarded: w.guarded || !passed,
+            obstacle: w.obstacle.or_else(|| inside.then_some(Obstacle::Inside)),
+        };
         match s {
-            Stmt::Block(b) if b.block.name == name => Some(None),
+            Stmt::Block(b) if b.block.name == name => Some(Way { guarded: false, obstacle: None }),
             Stmt::For(l) => {
-                let found = {
-                    let bound = matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
-                    if bound {
-                        threads.push(l.var.clone());
-                    }
-                    // Inside the chain: from its first loop to the first
-                    // loop not bound to a thread (step 1's own loops, in
-                    // which a condition guards each thread's part only).
-                    let inside = l.var == *head || inside && bound;
-                    let r = walk(&l.body, name, head, inside, threads);
-                    if bound {
-                        threads.pop();
-                    }
-                    r
-                };
+                let bound = matches!(l.kind, ForKind::ThreadBinding(t) if !t.is_block);
+                if bound {
+                    threads.push(l.var.clone());
+                }
+                let at = (passed || l.var == *head, l.var == *head || inside && bound);
+                let found = walk(&l.body, name, head, at, threads);
+                if bound {
+                    threads.pop();
+                }
                 let by_thread = threads.iter().any(|t| l.min.uses(t) || l.extent.uses(t));
-                found.map(|o| o.or_else(|| by_thread.then(|| Obstacle::ThreadTrips(l.var.clone()))))
+                found.map(|w| Way {
+                    obstacle: w.obstacle.or_else(|| by_thread.then(|| Obstacle::ThreadTrips(l.var.clone()))),
+                    ..w
+                })
             }
-            Stmt::If { then, orelse, .. } => {
-                let r = walk(then, name, head, inside, threads)
-                    .or_else(|| orelse.as_deref().and_then(|o| walk(o, name, head, inside, threads)));
-                r.map(|o| o.or_else(|| inside.then_some(Obstacle::Inside)))
-            }
+            Stmt::If { then, orelse, .. } => walk(then, name, head, (passed, inside), threads)
+                .or_else(|| orelse.as_deref().and_then(|o| walk(o, name, head, (passed, inside), threads)))
+                .map(conditional),
             Stmt::Block(b) => {
-                let r = b
+                let w = b
                     .block
                     .init
                     .as_ref()
-                    .and_then(|i| walk(i, name, head, inside, threads))
-                    .or_else(|| walk(&b.block.body, name, head, inside, threads));
-                let guarded = b.predicate.as_bool() != Some(true);
-                r.map(|o| o.or_else(|| (inside && guarded).then_some(Obstacle::Inside)))
+                    .and_then(|i| walk(i, name, head, (passed, inside), threads))
+                    .or_else(|| walk(&b.block.body, name, head, (passed, inside), threads));
+                if b.predicate.as_bool() == Some(true) {
+                    w
+                } else {
+                    w.map(conditional)
+                }
             }
-            Stmt::Seq(v) => v.iter().find_map(|x| walk(x, name, head, inside, threads)),
-            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } => walk(body, name, head, inside, threads),
+            Stmt::Seq(v) => v.iter().find_map(|x| walk(x, name, head, (passed, inside), threads)),
+            Stmt::Let { body, .. } | Stmt::Allocate { body, .. } => walk(body, name, head, (passed, inside), threads),
             _ => None,
         }
     }
-    walk(root, name, head, false, &mut Vec::new()).flatten()
+    walk(root, name, head, (false, false), &mut Vec::new()).unwrap_or(Way { guarded: true, obstacle: None })
 }

@@ -544,10 +544,12 @@ fn loads_stay_in_place(w: &Write, dropped: &[Expr], mode: Loads) -> bool {
                     // A condition over several variables (`bx * 32 + tx * 4
                     // + j < 31`) bounds their sum, which narrowing each
                     // variable alone does not see.
-                    let joint: Vec<(Option<i64>, Option<i64>)> =
-                        dropped.iter().filter_map(|d| bounds_under(&w.ranges, &i, d)).collect();
-                    let inside =
-                        joint.iter().all(|(jlo, jhi)| jlo.is_none_or(|m| m <= lo) && jhi.is_none_or(|m| hi <= m));
+                    let under: Vec<Option<(Option<i64>, Option<i64>)>> =
+                        dropped.iter().map(|d| bounds_under(&w.ranges, &i, d)).collect();
+                    let inside = under
+                        .iter()
+                        .flatten()
+                        .all(|(jlo, jhi)| jlo.is_none_or(|m| m <= lo) && jhi.is_none_or(|m| hi <= m));
                     // A condition that says something of the index's
                     // variables must be seen to bound it: by a form the
                     // index shares (`joint`), or by narrowing one of its
@@ -558,11 +560,11 @@ fn loads_stay_in_place(w: &Write, dropped: &[Expr], mode: Loads) -> bool {
                     // (Where neither shows, and the variables have few
                     // values, every point is tried; where they have not, a
                     // run-time size, it is left as it was.)
-                    let related = dropped.iter().all(|d| {
+                    let related = dropped.iter().zip(&under).all(|(d, u)| {
                         !d.has_var()
                             || !i.has_var()
+                            || u.is_some()
                             || always_true(&w.ranges, d)
-                            || bounds_under(&w.ranges, &i, d).is_some()
                             || tightens(&w.ranges, d, &i)
                             || stays_by_enumeration(&w.ranges, &i, d) != Some(false)
                     });
@@ -589,26 +591,20 @@ fn stays_by_enumeration(an: &Analyzer, i: &Expr, d: &Expr) -> Option<bool> {
             }
         });
     }
-    let ranges: Vec<(i64, i64)> = vars.iter().map(|v| an.bound(&Expr::var(v))).collect::<Option<_>>()?;
-    let points = ranges.iter().try_fold(1i64, |n, (lo, hi)| n.checked_mul(hi - lo + 1).filter(|&n| n <= 1 << 16))?;
-    let (mut inside, mut outside): ((i64, i64), Vec<i64>) = ((i64::MAX, i64::MIN), Vec::new());
-    let mut at: Vec<i64> = ranges.iter().map(|r| r.0).collect();
-    for _ in 0..points {
-        let value = |v: &Var| vars.iter().position(|u| u == v).map(|k| at[k]);
-        let x = tirc_ir::expr::eval(i, &value)?;
-        if tirc_ir::expr::eval(d, &value)? != 0 {
+    let loops: Vec<(Var, i64, i64)> = vars
+        .into_iter()
+        .map(|v| an.bound(&Expr::var(&v)).map(|(lo, hi)| (v, lo, hi - lo + 1)))
+        .collect::<Option<_>>()?;
+    let (mut inside, mut outside) = ((i64::MAX, i64::MIN), Vec::new());
+    crate::common::tree::for_each_point(&loops, 1 << 16, &mut |value| {
+        let x = crate::arith::eval(i, value)?;
+        if crate::arith::eval(d, value)? != 0 {
             inside = (inside.0.min(x), inside.1.max(x));
         } else {
             outside.push(x);
         }
-        for (k, (lo, hi)) in ranges.iter().enumerate() {
-            if at[k] < *hi {
-                at[k] += 1;
-                break;
-            }
-            at[k] = *lo;
-        }
-    }
+        Some(())
+    })?;
     Some(outside.iter().all(|x| inside.0 <= *x && *x <= inside.1))
 }
 
